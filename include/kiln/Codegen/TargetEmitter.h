@@ -1,0 +1,59 @@
+// LLVM-dialect module -> LLVM IR -> optimized native code (object, assembly
+// or in-process JIT). Compiler-internal.
+#ifndef KILN_CODEGEN_TARGETEMITTER_H
+#define KILN_CODEGEN_TARGETEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+namespace orc {
+class LLJIT;
+}
+} // namespace llvm
+
+namespace kiln {
+
+struct TargetOptions {
+  std::string triple; ///< empty: the host
+  std::string cpu = "host";
+  int optLevel = 3;
+};
+
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetOptions &options,
+                                                         std::string &error);
+
+/// Translates `module` (LLVM dialect) and runs LLVM's optimization pipeline
+/// for `tm` at `optLevel`.
+std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
+                                                   llvm::LLVMContext &context,
+                                                   llvm::TargetMachine &tm, int optLevel,
+                                                   std::string &error);
+
+/// Emits an object file (or assembly) for `module` into `out`.
+bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembly,
+                     std::string &out, std::string &error);
+
+/// Compiled code living in this process. Symbols of the process (libm)
+/// resolve; the code stays valid as long as the object lives.
+class JitCode {
+public:
+  static std::unique_ptr<JitCode> create(std::unique_ptr<llvm::Module> module,
+                                         std::unique_ptr<llvm::LLVMContext> context,
+                                         const TargetOptions &options, std::string &error);
+  ~JitCode();
+  void *lookup(const std::string &symbol, std::string &error);
+
+private:
+  JitCode() = default;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+};
+
+} // namespace kiln
+
+#endif

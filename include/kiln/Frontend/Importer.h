@@ -1,0 +1,44 @@
+// ONNX graph -> kiln dialect. MLIR-heavy; compiler-internal.
+#ifndef KILN_FRONTEND_IMPORTER_H
+#define KILN_FRONTEND_IMPORTER_H
+
+#include "kiln/Frontend/ModelLoader.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+struct ImportOptions {
+  /// Concrete shapes for the graph inputs (in graph-input order). An empty
+  /// vector keeps the declared shapes, with unknown dims as `?`. When given,
+  /// each must agree with the declared static dims.
+  std::vector<std::vector<int64_t>> inputShapes;
+  /// Name of the generated function.
+  std::string functionName = "main";
+};
+
+/// Imports the model's main graph as a `func.func` of kiln ops in a new
+/// module. Each op's location names its ONNX node. On failure, diagnostics
+/// have been emitted through the context and an empty ref is returned.
+mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
+                                              const LoadedModel &model,
+                                              const ImportOptions &options);
+
+/// The ONNX opset the model imports for the default domain.
+int64_t defaultDomainOpset(const onnx::ModelProto &model);
+
+/// The (op type, opset range) pairs the importer has rules for, for
+/// documentation and `kilnc --list-ops`.
+struct ImportRuleInfo {
+  std::string opType;
+  int64_t minOpset, maxOpset;
+};
+std::vector<ImportRuleInfo> listImportRules();
+
+} // namespace kiln
+
+#endif

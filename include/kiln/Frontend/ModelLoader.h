@@ -1,0 +1,43 @@
+// Reading ONNX models: protobuf parsing, ONNX's own checker, and external
+// data resolved with containment checks. No MLIR here.
+#ifndef KILN_FRONTEND_MODELLOADER_H
+#define KILN_FRONTEND_MODELLOADER_H
+
+#include <memory>
+#include <string>
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+} // namespace onnx
+
+namespace kiln {
+
+/// A parsed and checked model whose external tensors have been read in.
+struct LoadedModel {
+  std::shared_ptr<onnx::ModelProto> proto;
+  /// Folder that external data paths are relative to ("" for none).
+  std::string baseDir;
+  /// Where the model came from, for diagnostics ("<memory>" for buffers).
+  std::string sourceName;
+};
+
+/// Loads `path`. On failure returns false and sets `error` to one line that
+/// names the problem (missing file, not an ONNX model, failed check, bad
+/// external data...).
+bool loadModelFromFile(const std::string &path, LoadedModel &out, std::string &error);
+
+/// Loads a serialized model from memory. External data, if any, is looked
+/// up under `baseDir`; with an empty `baseDir` external data is an error.
+bool loadModelFromBuffer(const void *data, size_t size, const std::string &baseDir,
+                         LoadedModel &out, std::string &error);
+
+/// Reads one tensor's external data into its raw_data, enforcing that the
+/// file lies inside `baseDir` (no absolute path, no `..` escape, no symlink
+/// leading out) and that offset/length lie within the file.
+bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
+                         std::string &error);
+
+} // namespace kiln
+
+#endif

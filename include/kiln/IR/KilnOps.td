@@ -1,0 +1,467 @@
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "kiln/IR/KilnDialect.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+// Every kiln op is side-effect free and infers its result types. The
+// inferred type may be more precise than the one an op carries (a `?` that
+// later became known): `isCompatibleReturnTypes` accepts that, and the
+// `kiln-infer-shapes` pass writes the refinement back.
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic,
+         !listconcat(traits, [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+  code compatDef = [{
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return ::kiln::detail::areCompatibleReturnTypes(l, r);
+    }
+  }];
+  code inferDef = "";
+  let extraClassDefinition = compatDef # inferDef;
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+// Elementwise ops that keep their operand's type.
+class Kiln_UnaryOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [SameOperandsAndResultElementType]> {
+  let summary = "elementwise " # what;
+  let description = "Applies " # what # " to every element.\n\n"
+    # "```mlir\n%y = kiln." # mnemonic
+    # " %x : (tensor<2x?xf32>) -> tensor<2x?xf32>\n```";
+  let arguments = (ins AnyTensor:$input);
+  let results = (outs AnyTensor:$output);
+  let inferDef = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>, Adaptor a,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(a.getInput().getType());
+      return ::mlir::success();
+    }
+  }];
+  let hasFolder = 1;
+}
+
+// Elementwise binary ops with ONNX multidirectional (numpy) broadcasting.
+// `resultIsBool` is set for comparisons, which produce i1.
+class Kiln_BinaryOp<string mnemonic, string what, bit resultIsBool = 0>
+    : Kiln_Op<mnemonic> {
+  let summary = "elementwise " # what # " with broadcasting";
+  let description = "Computes " # what # " element by element after "
+    # "broadcasting both operands to a common shape (ONNX multidirectional "
+    # "broadcasting).\n\n```mlir\n%z = kiln." # mnemonic
+    # " %a, %b : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x3x"
+    # !if(resultIsBool, "i1", "f32") # ">\n```";
+  let arguments = (ins AnyTensor:$lhs, AnyTensor:$rhs);
+  let results = (outs AnyTensor:$output);
+  let inferDef = "::llvm::LogicalResult $cppClass::inferReturnTypes("
+    # "::mlir::MLIRContext *ctx, std::optional<::mlir::Location> loc, "
+    # "Adaptor a, ::llvm::SmallVectorImpl<::mlir::Type> &types) {\n"
+    # "  return ::kiln::detail::inferBroadcast(loc, {a.getLhs(), a.getRhs()}, "
+    # !if(resultIsBool, "true", "false") # ", types);\n}\n";
+  let hasFolder = 1;
+}
+
+// Reductions over `axes` (normalized, non-negative, sorted).
+class Kiln_ReduceOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
+  let summary = what # " reduction over the given axes";
+  let description = "Reduces `input` with " # what # " over `axes`. With "
+    # "`keepdims` the reduced axes stay as size-1 dimensions.\n\n```mlir\n"
+    # "%r = kiln." # mnemonic # " %x {axes = array<i64: 1>, keepdims = true}"
+    # " : (tensor<2x3xf32>) -> tensor<2x1xf32>\n```";
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keepdims);
+  let results = (outs AnyTensor:$output);
+  let inferDef = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc, Adaptor a,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::kiln::detail::inferReduce(loc, a.getInput(), a.getAxes(),
+                                         a.getKeepdims(), types);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike]> {
+  let summary = "a constant tensor (weights, ONNX Constant nodes, folded values)";
+  let description = [{
+    ```mlir
+    %w = kiln.constant {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+  let assemblyFormat = "attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "negation">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "absolute value">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "the exponential">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "the natural logarithm">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "the square root">;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "the logistic function 1/(1+exp(-x))">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "the hyperbolic tangent">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "the Gauss error function">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "rounding down">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "rounding up">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "rounding half to even">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1/x">;
+def Kiln_SignOp : Kiln_UnaryOp<"sign", "the sign (-1, 0 or 1)">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "logical negation">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "the sine">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "the cosine">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", "the tangent">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", "the arc sine">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", "the arc cosine">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", "the arc tangent">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", "the hyperbolic sine">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "the hyperbolic cosine">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "the inverse hyperbolic sine">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "the inverse hyperbolic cosine">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "the inverse hyperbolic tangent">;
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", "a + b">;
+def Kiln_SubOp : Kiln_BinaryOp<"sub", "a - b">;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "a * b">;
+def Kiln_DivOp : Kiln_BinaryOp<"div", "a / b (integer division truncates)">;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", "a raised to b">;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", "max(a, b)">;
+def Kiln_MinOp : Kiln_BinaryOp<"min", "min(a, b)">;
+def Kiln_RemOp : Kiln_BinaryOp<"rem", "the remainder with the sign of the divisor">;
+def Kiln_FRemOp : Kiln_BinaryOp<"frem", "the remainder with the sign of the dividend (fmod)">;
+def Kiln_AndOp : Kiln_BinaryOp<"and", "logical and">;
+def Kiln_OrOp : Kiln_BinaryOp<"or", "logical or">;
+def Kiln_XorOp : Kiln_BinaryOp<"xor", "logical exclusive or">;
+def Kiln_EqualOp : Kiln_BinaryOp<"equal", "a == b", 1>;
+def Kiln_LessOp : Kiln_BinaryOp<"less", "a < b", 1>;
+def Kiln_LessEqualOp : Kiln_BinaryOp<"less_equal", "a <= b", 1>;
+def Kiln_GreaterOp : Kiln_BinaryOp<"greater", "a > b", 1>;
+def Kiln_GreaterEqualOp : Kiln_BinaryOp<"greater_equal", "a >= b", 1>;
+
+def Kiln_SelectOp : Kiln_Op<"select"> {
+  let summary = "elementwise choice between two tensors (ONNX Where)";
+  let description = [{
+    Picks `lhs` where `condition` is true and `rhs` elsewhere; all three
+    operands broadcast.
+
+    ```mlir
+    %r = kiln.select %c, %a, %b : (tensor<3xi1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$condition, AnyTensor:$lhs, AnyTensor:$rhs);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_CastOp : Kiln_Op<"cast"> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Float to integer truncates toward zero; to i1 tests for non-zero.
+
+    ```mlir
+    %i = kiln.cast %x {to = i64} : (tensor<4xf32>) -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, TypeAttr:$to);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and neural-network ops
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatMulOp : Kiln_Op<"matmul"> {
+  let summary = "matrix product with numpy semantics (batch dims broadcast)";
+  let description = [{
+    ```mlir
+    %c = kiln.matmul %a, %b : (tensor<2x?x64xf32>, tensor<64x32xf32>) -> tensor<2x?x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$lhs, AnyTensor:$rhs);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_ConvOp : Kiln_Op<"conv"> {
+  let summary = "N-d grouped convolution in NC[D]HW layout";
+  let description = [{
+    `pads` holds the begin pads of each spatial axis followed by the end pads.
+
+    ```mlir
+    %y = kiln.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
+           pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+         : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$weight,
+                       Optional<AnyTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs AnyTensor:$output);
+  let hasVerifier = 1;
+}
+
+def Kiln_MaxPoolOp : Kiln_Op<"max_pool"> {
+  let summary = "N-d max pooling in NC[D]HW layout";
+  let description = [{
+    Padding never wins the maximum. Ceil-mode pooling is expressed by the
+    importer as extra end padding.
+
+    ```mlir
+    %y = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+           pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+         : (tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_AvgPoolOp : Kiln_Op<"avg_pool"> {
+  let summary = "N-d average pooling in NC[D]HW layout";
+  let description = [{
+    `pads` are the ONNX pads; `ceil_pads` is extra end padding that ceil mode
+    adds, which never counts in the divisor.
+
+    ```mlir
+    %y = kiln.avg_pool %x {ceil_pads = array<i64: 0, 0>, count_include_pad = false,
+           kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+         : (tensor<1x8x4x4xf32>) -> tensor<1x8x2x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$ceil_pads, BoolAttr:$count_include_pad);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum">;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "minimum">;
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "product">;
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "mean">;
+
+def Kiln_ArgMaxOp : Kiln_Op<"arg_max"> {
+  let summary = "index of the largest element along an axis";
+  let description = [{
+    ```mlir
+    %i = kiln.arg_max %x {axis = 1 : i64, keepdims = false, select_last_index = false}
+         : (tensor<2x5xf32>) -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+                       BoolAttr:$select_last_index, BoolAttr:$is_min);
+  let results = (outs AnyTensor:$output);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement and shape ops
+//===----------------------------------------------------------------------===//
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [SameOperandsAndResultElementType]> {
+  let summary = "permutes dimensions";
+  let description = [{
+    ```mlir
+    %t = kiln.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [SameOperandsAndResultElementType]> {
+  let summary = "reshape to a shape given as a 1-D i64 tensor (ONNX Reshape)";
+  let description = [{
+    A 0 in `shape` copies the input dimension (unless `allowzero`) and one -1
+    is inferred. The result shape is known once `shape` is constant.
+
+    ```mlir
+    %r = kiln.reshape %x, %s {allowzero = false} : (tensor<2x6xf32>, tensor<2xi64>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$shape, BoolAttr:$allowzero);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [SameOperandsAndResultElementType]> {
+  let summary = "inserts size-1 dimensions at `axes` (positions in the result)";
+  let description = [{
+    ```mlir
+    %u = kiln.unsqueeze %x {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<1x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_SqueezeOp : Kiln_Op<"squeeze", [SameOperandsAndResultElementType]> {
+  let summary = "removes size-1 dimensions at `axes`";
+  let description = [{
+    ```mlir
+    %s = kiln.squeeze %x {axes = array<i64: 0>} : (tensor<1x3xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_FlattenOp : Kiln_Op<"flatten", [SameOperandsAndResultElementType]> {
+  let summary = "flattens to 2-D around `axis`";
+  let description = [{
+    ```mlir
+    %f = kiln.flatten %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat"> {
+  let summary = "concatenates tensors along `axis`";
+  let description = [{
+    ```mlir
+    %c = kiln.concat %a, %b {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [SameOperandsAndResultElementType]> {
+  let summary = "strided slice (ONNX Slice) with 1-D i64 starts/ends/axes/steps";
+  let description = [{
+    ```mlir
+    %s = kiln.slice %x, %starts, %ends, %axes, %steps
+         : (tensor<10xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$starts, AnyTensor:$ends,
+                       AnyTensor:$axes, AnyTensor:$steps);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+  let assemblyFormat = "$input `,` $starts `,` $ends `,` $axes `,` $steps attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather"> {
+  let summary = "gathers slices along `axis` at `indices` (negative indices count from the end)";
+  let description = [{
+    ```mlir
+    %g = kiln.gather %x, %i {axis = 0 : i64} : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
+  let summary = "elementwise gather along `axis` (ONNX GatherElements)";
+  let description = [{
+    ```mlir
+    %g = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x2xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, I64Attr:$axis);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_ExpandOp : Kiln_Op<"expand", [SameOperandsAndResultElementType]> {
+  let summary = "broadcasts to a shape given as a 1-D i64 tensor";
+  let description = [{
+    ```mlir
+    %e = kiln.expand %x, %s : (tensor<3x1xf32>, tensor<2xi64>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$shape);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_TileOp : Kiln_Op<"tile", [SameOperandsAndResultElementType]> {
+  let summary = "repeats the input along each axis";
+  let description = [{
+    ```mlir
+    %t = kiln.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$repeats);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_PadOp : Kiln_Op<"pad"> {
+  let summary = "pads with a constant, by edge replication or by reflection";
+  let description = [{
+    `pads` is a 1-D i64 tensor of begin pads then end pads (negative crops);
+    `value` is a rank-0 tensor used in `constant` mode.
+
+    ```mlir
+    %p = kiln.pad %x, %pads, %v {mode = "constant"} : (tensor<2xf32>, tensor<2xi64>, tensor<f32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$pads, AnyTensor:$value,
+                       StrAttr:$mode);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_ShapeOp : Kiln_Op<"shape"> {
+  let summary = "the shape of a tensor as a 1-D i64 tensor, dims [start, end)";
+  let description = [{
+    Folds to a constant as soon as the selected dimensions are static.
+
+    ```mlir
+    %s = kiln.shape %x {start = 0 : i64, end = 2 : i64} : (tensor<1x?x256xf32>) -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, I64Attr:$start, I64Attr:$end);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_ConstantOfShapeOp : Kiln_Op<"constant_of_shape"> {
+  let summary = "a tensor of the given shape filled with one value";
+  let description = [{
+    ```mlir
+    %z = kiln.constant_of_shape %s {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$shape, ElementsAttr:$value);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+def Kiln_RangeOp : Kiln_Op<"range"> {
+  let summary = "start, start+delta, ... up to (not including) limit";
+  let description = [{
+    ```mlir
+    %r = kiln.range %start, %limit, %delta : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<5xi64>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$start, AnyTensor:$limit, AnyTensor:$delta);
+  let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
+}
+
+#endif

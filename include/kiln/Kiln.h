@@ -1,0 +1,135 @@
+// Kiln's C++ API: compile ONNX models in process and run them.
+//
+//   std::string err;
+//   auto model = kiln::Model::load("model.onnx", {}, &err);
+//   kiln::Tensor x(KILN_FLOAT32, {1, 3, 224, 224});
+//   std::vector<kiln::Tensor> y;
+//   kiln::Status s = model->run({x.get()}, y);
+//
+// Only standard-library and runtime types appear here: including this
+// header does not pull in LLVM or MLIR.
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include "kiln/runtime.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+std::string version();
+
+struct Status {
+  kiln_status_code code = KILN_OK;
+  std::string message;
+  bool ok() const { return code == KILN_OK; }
+  static Status error(kiln_status_code c, std::string m) { return {c, std::move(m)}; }
+};
+
+/// A runtime tensor with unique ownership.
+class Tensor {
+public:
+  Tensor() = default;
+  Tensor(kiln_dtype dtype, const std::vector<int64_t> &dims);
+  explicit Tensor(kiln_tensor *adopt) : t(adopt) {}
+  Tensor(Tensor &&o) noexcept : t(o.t) { o.t = nullptr; }
+  Tensor &operator=(Tensor &&o) noexcept;
+  Tensor(const Tensor &) = delete;
+  Tensor &operator=(const Tensor &) = delete;
+  ~Tensor() { kiln_tensor_free(t); }
+
+  bool valid() const { return t != nullptr; }
+  kiln_tensor *get() const { return t; }
+  /// Gives up ownership; the caller frees with kiln_tensor_free.
+  kiln_tensor *release() {
+    kiln_tensor *r = t;
+    t = nullptr;
+    return r;
+  }
+  kiln_dtype dtype() const { return (kiln_dtype)kiln_tensor_dtype(t); }
+  std::vector<int64_t> dims() const;
+  int64_t numElements() const { return kiln_tensor_num_elements(t); }
+  size_t numBytes() const { return kiln_tensor_num_bytes(t); }
+  void *data() const { return kiln_tensor_data(t); }
+  template <typename T> T *data() const { return static_cast<T *>(data()); }
+
+private:
+  kiln_tensor *t = nullptr;
+};
+
+struct TensorInfo {
+  std::string name;
+  kiln_dtype dtype;
+  std::vector<int64_t> dims; ///< -1 for a dimension known only at run time
+};
+
+struct CompileOptions {
+  std::string cpu = "host"; ///< LLVM CPU name for the JIT, e.g. "skylake"
+  int optLevel = 3;         ///< 0..3
+};
+
+/// A loaded ONNX model. Executables are compiled per input-shape signature
+/// on first use and cached (shape specialisation): every compiled kernel
+/// sees static shapes, and a model with dynamic dims (a sequence axis, say)
+/// runs at any length from one Model.
+class Model {
+public:
+  static std::unique_ptr<Model> load(const std::string &path, const CompileOptions &options,
+                                     std::string *error);
+  static std::unique_ptr<Model> loadFromMemory(const void *data, size_t size,
+                                               const std::string &baseDir,
+                                               const CompileOptions &options,
+                                               std::string *error);
+  ~Model();
+
+  const std::vector<TensorInfo> &inputs() const;
+  const std::vector<TensorInfo> &outputs() const;
+
+  /// Compiles the executable for these input shapes now (run() would do it
+  /// on first use).
+  Status prepare(const std::vector<std::vector<int64_t>> &inputShapes) const;
+
+  /// Runs the model. Safe to call from several threads at once.
+  Status run(const std::vector<const kiln_tensor *> &inputs, std::vector<Tensor> &outputs) const;
+
+  /// The compiled signature for one set of input shapes: all dims static.
+  Status signatureFor(const std::vector<std::vector<int64_t>> &inputShapes,
+                      std::vector<TensorInfo> &outputs) const;
+
+  struct Stats {
+    int compilations = 0;
+    double compileSeconds = 0; ///< total over all compilations
+  };
+  Stats stats() const;
+
+  struct Impl;
+
+private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// What `kilnc --emit=` produces.
+enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object };
+
+struct EmitOptions {
+  EmitKind kind = EmitKind::Object;
+  std::string triple; ///< empty: the host
+  std::string cpu = "host";
+  int optLevel = 3;
+  /// Concrete input shapes; required for llvm/asm/obj when the model has
+  /// dynamic dims. Empty entries keep the declared shape.
+  std::vector<std::vector<int64_t>> inputShapes;
+  std::string entryName = "kiln_entry";
+};
+
+/// Compiles the model at `path` to the requested form. Text forms (kiln,
+/// linalg, llvm, asm) and object bytes land in `out`. Standard MLIR
+/// IR-printing flags, when registered by the tool, apply to the passes.
+Status emit(const std::string &path, const EmitOptions &options, std::string &out);
+
+} // namespace kiln
+
+#endif

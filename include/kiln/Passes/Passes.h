@@ -1,0 +1,47 @@
+#ifndef KILN_PASSES_PASSES_H
+#define KILN_PASSES_PASSES_H
+
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "kiln/Passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Passes/Passes.h.inc"
+
+/// Kiln-level cleanup: shape inference with folding, canonicalization, CSE.
+void buildKilnOptimizationPipeline(mlir::OpPassManager &pm);
+
+/// Options of the lowering from kiln to the LLVM dialect.
+struct LoweringOptions {
+  std::string entryName = "kiln_entry";
+  /// Fuse producer/consumer elementwise linalg ops before bufferization.
+  bool fuseElementwise = true;
+};
+
+/// kiln (static shapes) -> linalg on tensors -> bufferization -> loops ->
+/// LLVM dialect, with the runtime entry point added.
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, const LoweringOptions &opts);
+
+/// Registers the kiln passes and the named pipelines `kiln-optimize` and
+/// `kiln-lower-to-llvm` with the global registry (for kiln-opt).
+void registerKilnPassesAndPipelines();
+
+/// Registers every dialect and interface implementation kiln's pipelines use.
+void registerKilnDialects(mlir::DialectRegistry &registry);
+
+} // namespace kiln
+
+#endif

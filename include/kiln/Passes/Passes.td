@@ -1,0 +1,66 @@
+#ifndef KILN_PASSES_TD
+#define KILN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnInferShapes : Pass<"kiln-infer-shapes", "mlir::func::FuncOp"> {
+  let summary = "Refine kiln result types, folding constants on the way";
+  let description = [{
+    Walks each function in order and recomputes every kiln op's result type
+    from its operands. Folding is interleaved with inference because each
+    enables the other: `kiln.shape` folds once its input is static, and a
+    `kiln.reshape` gets a static result once its shape operand has folded to
+    a constant (the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains
+    of exported transformers). The function signature is updated to the
+    refined result types. Fails on inconsistent shapes, naming the op.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "Lower kiln ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Requires static shapes (run kiln-infer-shapes first, with input shapes
+    specialised). Elementwise ops become `linalg.generic` with broadcasting
+    indexing maps, so that upstream elementwise fusion applies; contractions,
+    convolutions and pooling become `linalg.generic`/named ops with explicit
+    padding. Each failure names the kiln op (and through its location the
+    ONNX node) that could not be lowered.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def KilnStridedCopiesToLoops : Pass<"kiln-strided-copies-to-loops", "mlir::func::FuncOp"> {
+  let summary = "Rewrite memref.copy between non-contiguous buffers as linalg.copy";
+  let description = [{
+    `finalize-memref-to-llvm` lowers a copy that involves a strided view to a
+    call into MLIR's runner-utils library, which the Kiln runtime does not
+    ship. As `linalg.copy` such copies become plain loops. Contiguous copies
+    are left alone: they lower to `memcpy`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
+  let summary = "Add the `void NAME(void **buffers)` entry point for the runtime";
+  let description = [{
+    Runs on the LLVM dialect after `func` lowering with the bare-pointer
+    calling convention. Adds an externally visible function that takes one
+    array of buffer pointers (inputs, then outputs, in signature order) and
+    calls the model function with them. This is the only ABI the runtime
+    knows, so it needs no LLVM or MLIR types.
+  }];
+  let options = [
+    Option<"entryName", "entry-name", "std::string", "\"kiln_entry\"",
+           "name of the generated entry point">,
+    Option<"modelFunction", "model-function", "std::string", "\"main\"",
+           "the lowered model function to wrap">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif

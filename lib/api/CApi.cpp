@@ -1,0 +1,92 @@
+#include "kiln/Kiln.h"
+#include "kiln/kiln_c.h"
+
+struct kiln_compiled_model {
+  std::unique_ptr<kiln::Model> model;
+  std::vector<kiln_tensor_desc> inputs, outputs;
+};
+
+static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
+  kiln::CompileOptions opts;
+  if (o) {
+    if (o->cpu)
+      opts.cpu = o->cpu;
+    opts.optLevel = o->opt_level;
+  }
+  return opts;
+}
+
+static kiln_status *wrap(std::unique_ptr<kiln::Model> model, const std::string &error,
+                         kiln_compiled_model **out) {
+  if (!out)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "out must not be NULL");
+  *out = nullptr;
+  if (!model)
+    return kiln_status_create(KILN_COMPILE_ERROR, error.c_str());
+  auto *m = new kiln_compiled_model;
+  m->model = std::move(model);
+  auto fill = [](const std::vector<kiln::TensorInfo> &infos, std::vector<kiln_tensor_desc> &d) {
+    for (const auto &i : infos)
+      d.push_back({i.name.c_str(), (int32_t)i.dtype, (int32_t)i.dims.size(), i.dims.data()});
+  };
+  fill(m->model->inputs(), m->inputs);
+  fill(m->model->outputs(), m->outputs);
+  *out = m;
+  return nullptr;
+}
+
+extern "C" {
+
+kiln_status *kiln_compile_file(const char *path, const kiln_compile_options *options,
+                               kiln_compiled_model **out) {
+  if (!path)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "path must not be NULL");
+  std::string error;
+  return wrap(kiln::Model::load(path, toOptions(options), &error), error, out);
+}
+
+kiln_status *kiln_compile_buffer(const void *data, size_t size, const char *baseDir,
+                                 const kiln_compile_options *options, kiln_compiled_model **out) {
+  if (!data && size)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "data must not be NULL");
+  std::string error;
+  return wrap(kiln::Model::loadFromMemory(data, size, baseDir ? baseDir : "", toOptions(options),
+                                          &error),
+              error, out);
+}
+
+int32_t kiln_compiled_model_num_inputs(const kiln_compiled_model *m) {
+  return m ? (int32_t)m->inputs.size() : 0;
+}
+int32_t kiln_compiled_model_num_outputs(const kiln_compiled_model *m) {
+  return m ? (int32_t)m->outputs.size() : 0;
+}
+const kiln_tensor_desc *kiln_compiled_model_input(const kiln_compiled_model *m, int32_t i) {
+  return m && i >= 0 && i < (int32_t)m->inputs.size() ? &m->inputs[i] : nullptr;
+}
+const kiln_tensor_desc *kiln_compiled_model_output(const kiln_compiled_model *m, int32_t i) {
+  return m && i >= 0 && i < (int32_t)m->outputs.size() ? &m->outputs[i] : nullptr;
+}
+
+kiln_status *kiln_compiled_model_run(const kiln_compiled_model *m,
+                                     const kiln_tensor *const *inputs, size_t numInputs,
+                                     kiln_tensor **outputs, size_t numOutputs) {
+  if (!m)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "model must not be NULL");
+  if (numOutputs != m->outputs.size() || (numOutputs && !outputs))
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "wrong number of outputs");
+  if (numInputs && !inputs)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "inputs must not be NULL");
+  std::vector<const kiln_tensor *> ins(inputs, inputs + numInputs);
+  std::vector<kiln::Tensor> outs;
+  kiln::Status s = m->model->run(ins, outs);
+  if (!s.ok())
+    return kiln_status_create(s.code, s.message.c_str());
+  for (size_t i = 0; i < outs.size(); ++i)
+    outputs[i] = outs[i].release();
+  return nullptr;
+}
+
+void kiln_compiled_model_free(kiln_compiled_model *m) { delete m; }
+
+} // extern "C"

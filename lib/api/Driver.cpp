@@ -1,0 +1,181 @@
+#include "Driver.h"
+
+#include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+std::string version() { return "0.1.0"; }
+
+std::unique_ptr<MLIRContext> createCompilerContext() {
+  static DialectRegistry *registry = [] {
+    auto *r = new DialectRegistry;
+    registerKilnDialects(*r);
+    registerKilnPassesAndPipelines();
+    return r;
+  }();
+  auto ctx = std::make_unique<MLIRContext>(*registry, MLIRContext::Threading::DISABLED);
+  ctx->loadAllAvailableDialects();
+  return ctx;
+}
+
+std::string describeLocation(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    return fused.getLocations().empty() ? "" : describeLocation(fused.getLocations().front());
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    if (auto opType = dyn_cast<NameLoc>(name.getChildLoc())) {
+      std::string file = describeLocation(opType.getChildLoc());
+      return (file.empty() ? "" : file + ": ") + "node '" + name.getName().str() + "' (" +
+             opType.getName().str() + ")";
+    }
+    std::string inner = describeLocation(name.getChildLoc());
+    return (inner.empty() ? "" : inner + ": ") + name.getName().str();
+  }
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return file.getFilename().str();
+  if (auto callsite = dyn_cast<CallSiteLoc>(loc))
+    return describeLocation(callsite.getCallee());
+  return "";
+}
+
+DiagnosticCollector::DiagnosticCollector(MLIRContext &ctx) : ctx(ctx) {
+  handlerId = ctx.getDiagEngine().registerHandler([this](Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Error)
+      return success();
+    std::string where = describeLocation(d.getLocation());
+    if (!text.empty())
+      text += "\n";
+    text += (where.empty() ? "" : where + ": ") + d.str();
+    return success();
+  });
+}
+
+DiagnosticCollector::~DiagnosticCollector() { ctx.getDiagEngine().eraseHandler(handlerId); }
+
+std::string DiagnosticCollector::take() {
+  std::string t = std::move(text);
+  text.clear();
+  return t;
+}
+
+static Status compileError(DiagnosticCollector &diags, const std::string &fallback) {
+  std::string msg = diags.take();
+  return Status::error(KILN_COMPILE_ERROR, msg.empty() ? fallback : msg);
+}
+
+static void configure(PassManager &pm) {
+  // Honours --mlir-print-ir-* and friends when the tool registered them.
+  (void)applyPassManagerCLOptions(pm);
+}
+
+Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
+                         const std::vector<std::vector<int64_t>> &inputShapes,
+                         OwningOpRef<ModuleOp> &module) {
+  DiagnosticCollector diags(ctx);
+  ImportOptions opts;
+  opts.inputShapes = inputShapes;
+  module = importModel(ctx, model, opts);
+  if (!module)
+    return compileError(diags, "import failed");
+  PassManager pm(&ctx);
+  configure(pm);
+  buildKilnOptimizationPipeline(pm);
+  if (failed(pm.run(*module)))
+    return compileError(diags, "shape inference failed");
+  return {};
+}
+
+Status lower(ModuleOp module, LowerTo stage, const std::string &entryName) {
+  MLIRContext &ctx = *module.getContext();
+  DiagnosticCollector diags(ctx);
+  PassManager pm(&ctx);
+  configure(pm);
+  if (stage == LowerTo::Linalg) {
+    pm.addNestedPass<func::FuncOp>(createKilnLowerToLinalg());
+    pm.addPass(createCanonicalizerPass());
+  } else {
+    LoweringOptions opts;
+    opts.entryName = entryName;
+    buildLowerToLLVMPipeline(pm, opts);
+  }
+  if (failed(pm.run(module)))
+    return compileError(diags, "lowering failed");
+  return {};
+}
+
+kiln_dtype dtypeOf(Type t) {
+  if (t.isF32()) return KILN_FLOAT32;
+  if (t.isF64()) return KILN_FLOAT64;
+  if (t.isF16()) return KILN_FLOAT16;
+  if (t.isBF16()) return KILN_BFLOAT16;
+  if (t.isInteger(1)) return KILN_BOOL;
+  if (auto it = dyn_cast<IntegerType>(t)) {
+    bool u = it.isUnsigned();
+    switch (it.getWidth()) {
+    case 8: return u ? KILN_UINT8 : KILN_INT8;
+    case 16: return u ? KILN_UINT16 : KILN_INT16;
+    case 32: return u ? KILN_UINT32 : KILN_INT32;
+    case 64: return u ? KILN_UINT64 : KILN_INT64;
+    }
+  }
+  return (kiln_dtype)0;
+}
+
+Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
+  LoadedModel model;
+  std::string error;
+  if (!loadModelFromFile(path, model, error))
+    return Status::error(KILN_IO_ERROR, error);
+  auto ctx = createCompilerContext();
+  OwningOpRef<ModuleOp> module;
+  if (Status s = importAndOptimize(*ctx, model, options.inputShapes, module); !s.ok())
+    return s;
+  auto print = [&](Operation *op) {
+    llvm::raw_string_ostream os(out);
+    op->print(os);
+    os << "\n";
+  };
+  if (options.kind == EmitKind::Kiln) {
+    print(*module);
+    return {};
+  }
+  if (options.kind == EmitKind::Linalg) {
+    if (Status s = lower(*module, LowerTo::Linalg, options.entryName); !s.ok())
+      return s;
+    print(*module);
+    return {};
+  }
+  // Validate the target before the (long) lowering, so a typo fails fast.
+  TargetOptions to{options.triple, options.cpu, options.optLevel};
+  auto tm = createTargetMachine(to, error);
+  if (!tm)
+    return Status::error(KILN_INVALID_ARGUMENT, error);
+  if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName); !s.ok())
+    return s;
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = translateAndOptimize(*module, llvmCtx, *tm, options.optLevel, error);
+  if (!llvmModule)
+    return Status::error(KILN_COMPILE_ERROR, error);
+  if (options.kind == EmitKind::LLVMIR) {
+    llvm::raw_string_ostream os(out);
+    llvmModule->print(os, nullptr);
+    return {};
+  }
+  if (!emitMachineCode(*llvmModule, *tm, options.kind == EmitKind::Assembly, out, error))
+    return Status::error(KILN_COMPILE_ERROR, error);
+  return {};
+}
+
+} // namespace kiln

@@ -1,0 +1,303 @@
+// kiln::Model: the in-process JIT with a per-shape executable cache.
+#include "Driver.h"
+
+#include "kiln/Codegen/TargetEmitter.h"
+#include "onnx/onnx_pb.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+using namespace mlir;
+
+namespace kiln {
+
+Tensor::Tensor(kiln_dtype dtype, const std::vector<int64_t> &dims)
+    : t(kiln_tensor_create(dtype, (int32_t)dims.size(), dims.data())) {}
+
+Tensor &Tensor::operator=(Tensor &&o) noexcept {
+  if (this != &o) {
+    kiln_tensor_free(t);
+    t = o.t;
+    o.t = nullptr;
+  }
+  return *this;
+}
+
+std::vector<int64_t> Tensor::dims() const {
+  const int64_t *d = kiln_tensor_dims(t);
+  return d ? std::vector<int64_t>(d, d + kiln_tensor_rank(t)) : std::vector<int64_t>();
+}
+
+namespace {
+
+/// One compiled specialisation: the JIT'd code and the runtime descriptor
+/// that points into it. The descriptor's strings and dims live here.
+struct Executable {
+  std::unique_ptr<JitCode> code;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<kiln_tensor_desc> inputDescs, outputDescs;
+  kiln_model_desc desc{};
+
+  void finalize(kiln_entry_fn entry) {
+    auto fill = [](std::vector<TensorInfo> &infos, std::vector<kiln_tensor_desc> &descs) {
+      descs.clear();
+      for (TensorInfo &i : infos)
+        descs.push_back({i.name.c_str(), (int32_t)i.dtype, (int32_t)i.dims.size(), i.dims.data()});
+    };
+    fill(inputs, inputDescs);
+    fill(outputs, outputDescs);
+    desc.abi_version = KILN_ABI_VERSION;
+    desc.name = "model";
+    desc.num_inputs = (int32_t)inputs.size();
+    desc.num_outputs = (int32_t)outputs.size();
+    desc.inputs = inputDescs.data();
+    desc.outputs = outputDescs.data();
+    desc.workspace_size = 0;
+    desc.entry = entry;
+  }
+};
+
+std::vector<TensorInfo> declaredSignature(
+    const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &values,
+    const std::set<std::string> &skip) {
+  std::vector<TensorInfo> out;
+  for (const auto &v : values) {
+    if (skip.count(v.name()))
+      continue;
+    TensorInfo info{v.name(), (kiln_dtype)v.type().tensor_type().elem_type(), {}};
+    for (const auto &d : v.type().tensor_type().shape().dim())
+      info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+} // namespace
+
+struct Model::Impl {
+  LoadedModel model;
+  CompileOptions options;
+  std::vector<TensorInfo> inputs, outputs;
+
+  mutable std::mutex mutex;
+  mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<Executable>> cache;
+  mutable Stats stats;
+
+  Status compile(const std::vector<std::vector<int64_t>> &shapes,
+                 std::shared_ptr<Executable> &out) const;
+  Status getExecutable(const std::vector<std::vector<int64_t>> &shapes,
+                       std::shared_ptr<Executable> &out) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(shapes);
+    if (it != cache.end()) {
+      out = it->second;
+      return {};
+    }
+    Status s = compile(shapes, out);
+    if (s.ok())
+      cache[shapes] = out;
+    return s;
+  }
+};
+
+Status Model::Impl::compile(const std::vector<std::vector<int64_t>> &shapes,
+                            std::shared_ptr<Executable> &out) const {
+  auto start = std::chrono::steady_clock::now();
+  auto ctx = createCompilerContext();
+  OwningOpRef<ModuleOp> module;
+  if (Status s = importAndOptimize(*ctx, model, shapes, module); !s.ok())
+    return s;
+
+  auto exe = std::make_shared<Executable>();
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  auto describe = [&](Type t, std::string name, TensorInfo &info) -> Status {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if (!rt || !rt.hasStaticShape())
+      return Status::error(KILN_COMPILE_ERROR,
+                           "the shape of '" + name + "' is not known after shape inference");
+    info = {std::move(name), dtypeOf(rt.getElementType()),
+            std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end())};
+    return {};
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    TensorInfo info;
+    if (Status s = describe(func.getArgumentTypes()[i], inputs[i].name, info); !s.ok())
+      return s;
+    exe->inputs.push_back(info);
+  }
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    TensorInfo info;
+    if (Status s = describe(func.getResultTypes()[i], outputs[i].name, info); !s.ok())
+      return s;
+    exe->outputs.push_back(info);
+  }
+
+  if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry"); !s.ok())
+    return s;
+  std::string error;
+  TargetOptions to{"", options.cpu, options.optLevel};
+  auto tm = createTargetMachine(to, error);
+  if (!tm)
+    return Status::error(KILN_INVALID_ARGUMENT, error);
+  auto llvmCtx = std::make_unique<llvm::LLVMContext>();
+  auto llvmModule = translateAndOptimize(*module, *llvmCtx, *tm, options.optLevel, error);
+  if (!llvmModule)
+    return Status::error(KILN_COMPILE_ERROR, error);
+  exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, error);
+  if (!exe->code)
+    return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
+  void *entry = exe->code->lookup("kiln_entry", error);
+  if (!entry)
+    return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
+  exe->finalize(reinterpret_cast<kiln_entry_fn>(entry));
+  out = exe;
+  stats.compilations++;
+  stats.compileSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {};
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Model::~Model() = default;
+
+static std::unique_ptr<Model::Impl> makeImpl(LoadedModel loaded, const CompileOptions &options,
+                                             std::string *error) {
+  if (options.optLevel < 0 || options.optLevel > 3) {
+    if (error)
+      *error = "optimization level must be 0..3";
+    return nullptr;
+  }
+  auto impl = std::make_unique<Model::Impl>();
+  impl->model = std::move(loaded);
+  impl->options = options;
+  const auto &graph = impl->model.proto->graph();
+  std::set<std::string> initializers;
+  for (const auto &init : graph.initializer())
+    initializers.insert(init.name());
+  impl->inputs = declaredSignature(graph.input(), initializers);
+  impl->outputs = declaredSignature(graph.output(), {});
+  return impl;
+}
+
+std::unique_ptr<Model> Model::load(const std::string &path, const CompileOptions &options,
+                                   std::string *error) {
+  LoadedModel loaded;
+  std::string err;
+  if (!loadModelFromFile(path, loaded, err)) {
+    if (error)
+      *error = err;
+    return nullptr;
+  }
+  auto impl = makeImpl(std::move(loaded), options, error);
+  return impl ? std::unique_ptr<Model>(new Model(std::move(impl))) : nullptr;
+}
+
+std::unique_ptr<Model> Model::loadFromMemory(const void *data, size_t size,
+                                             const std::string &baseDir,
+                                             const CompileOptions &options, std::string *error) {
+  LoadedModel loaded;
+  std::string err;
+  if (!loadModelFromBuffer(data, size, baseDir, loaded, err)) {
+    if (error)
+      *error = err;
+    return nullptr;
+  }
+  auto impl = makeImpl(std::move(loaded), options, error);
+  return impl ? std::unique_ptr<Model>(new Model(std::move(impl))) : nullptr;
+}
+
+const std::vector<TensorInfo> &Model::inputs() const { return impl->inputs; }
+const std::vector<TensorInfo> &Model::outputs() const { return impl->outputs; }
+
+Model::Stats Model::stats() const {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->stats;
+}
+
+/// Checks shapes against the declared signature before any compilation, so
+/// a wrong input is reported as such rather than as a compile error.
+static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
+                                   const std::vector<std::vector<int64_t>> &shapes) {
+  if (shapes.size() != declared.size())
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "the model takes " + std::to_string(declared.size()) + " inputs, got " +
+                             std::to_string(shapes.size()));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto &d = declared[i].dims;
+    bool ok = d.empty() || d.size() == shapes[i].size();
+    for (size_t k = 0; ok && k < d.size(); ++k)
+      ok = d[k] < 0 || d[k] == shapes[i][k];
+    if (!ok) {
+      auto str = [](const std::vector<int64_t> &v) {
+        std::string s = "[";
+        for (size_t k = 0; k < v.size(); ++k)
+          s += (k ? ", " : "") + (v[k] < 0 ? std::string("?") : std::to_string(v[k]));
+        return s + "]";
+      };
+      return Status::error(KILN_SHAPE_MISMATCH, "input " + std::to_string(i) + " '" +
+                                                    declared[i].name + "' must have shape " +
+                                                    str(d) + ", got " + str(shapes[i]));
+    }
+  }
+  return {};
+}
+
+Status Model::prepare(const std::vector<std::vector<int64_t>> &shapes) const {
+  if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
+    return s;
+  std::shared_ptr<Executable> exe;
+  return impl->getExecutable(shapes, exe);
+}
+
+Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
+                           std::vector<TensorInfo> &outputs) const {
+  if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
+    return s;
+  std::shared_ptr<Executable> exe;
+  if (Status s = impl->getExecutable(shapes, exe); !s.ok())
+    return s;
+  outputs = exe->outputs;
+  return {};
+}
+
+Status Model::run(const std::vector<const kiln_tensor *> &inputs,
+                  std::vector<Tensor> &outputs) const {
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i])
+      return Status::error(KILN_INVALID_ARGUMENT, "input " + std::to_string(i) + " is null");
+    if (i < impl->inputs.size() && kiln_tensor_dtype(inputs[i]) != impl->inputs[i].dtype)
+      return Status::error(KILN_DTYPE_MISMATCH,
+                           "input " + std::to_string(i) + " '" + impl->inputs[i].name +
+                               "' must be " + kiln_dtype_name(impl->inputs[i].dtype) + ", got " +
+                               kiln_dtype_name(kiln_tensor_dtype(inputs[i])));
+    const int64_t *d = kiln_tensor_dims(inputs[i]);
+    shapes.emplace_back(d, d + kiln_tensor_rank(inputs[i]));
+  }
+  if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
+    return s;
+  std::shared_ptr<Executable> exe;
+  if (Status s = impl->getExecutable(shapes, exe); !s.ok())
+    return s;
+  std::vector<kiln_tensor *> raw(exe->outputs.size(), nullptr);
+  kiln_status *st = kiln_model_execute(&exe->desc, inputs.data(), inputs.size(), raw.data(),
+                                       raw.size());
+  if (st) {
+    Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
+    kiln_status_free(st);
+    return s;
+  }
+  outputs.clear();
+  for (kiln_tensor *t : raw)
+    outputs.emplace_back(t);
+  return {};
+}
+
+} // namespace kiln

@@ -1,0 +1,339 @@
+// Data movement and shape ops -> tensor / linalg. By the time these run all
+// shapes are static, and shape-carrying operands (reshape targets, slice
+// bounds, pads) have folded to constants.
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+
+namespace kiln::codegen {
+
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+  auto from = tensorType(v);
+  if (from == type)
+    return v;
+  // Rank-0 on either side: collapse/expand with an empty reassociation.
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, v, ArrayRef<ReassociationIndices>{});
+  if (from.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, type, v, ArrayRef<ReassociationIndices>{});
+  Value shape = arith::ConstantOp::create(
+      b, loc, DenseIntElementsAttr::get(
+                  RankedTensorType::get({type.getRank()}, b.getI64Type()), type.getShape()));
+  return tensor::ReshapeOp::create(b, loc, type, v, shape);
+}
+
+Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> pads,
+                 Value padValue) {
+  auto t = tensorType(input);
+  int64_t spatial = t.getRank() - 2;
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return input;
+  SmallVector<int64_t> lo{0, 0}, hi{0, 0}, shape(t.getShape());
+  for (int64_t i = 0; i < spatial; ++i) {
+    lo.push_back(pads[i]);
+    hi.push_back(pads[spatial + i]);
+    shape[2 + i] += pads[i] + pads[spatial + i];
+  }
+  auto padded = RankedTensorType::get(shape, t.getElementType());
+  return tensor::PadOp::create(b, loc, padded, input, getAsIndexOpFoldResult(b.getContext(), lo),
+                               getAsIndexOpFoldResult(b.getContext(), hi), padValue);
+}
+
+Value toIndex(OpBuilder &b, Location loc, Value v) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+
+namespace {
+
+template <typename OpTy>
+LogicalResult lowerReshapeLike(OpTy op, PatternRewriter &rw) {
+  rw.replaceOp(op, reshapeTo(rw, op.getLoc(), op.getInput(),
+                             cast<RankedTensorType>(op.getType())));
+  return success();
+}
+
+LogicalResult lowerConstant(ConstantOp op, PatternRewriter &rw) {
+  rw.replaceOpWithNewOp<arith::ConstantOp>(op, op.getType(), cast<TypedAttr>(op.getValue()));
+  return success();
+}
+
+/// Ops that must have folded once shapes are static; if one survives, its
+/// value is still the constant its static result type implies.
+LogicalResult lowerShape(ShapeOp op, PatternRewriter &rw) {
+  auto it = tensorType(op.getInput());
+  int64_t r = it.getRank();
+  auto norm = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  SmallVector<int64_t> dims(it.getShape().slice(norm(op.getStart()),
+                                                std::max<int64_t>(norm(op.getEnd()) - norm(op.getStart()), 0)));
+  rw.replaceOpWithNewOp<arith::ConstantOp>(
+      op, DenseIntElementsAttr::get(cast<RankedTensorType>(op.getType()), dims));
+  return success();
+}
+
+LogicalResult lowerConstantOfShape(ConstantOfShapeOp op, PatternRewriter &rw) {
+  auto v = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!v)
+    return failure();
+  rw.replaceOpWithNewOp<arith::ConstantOp>(
+      op, DenseElementsAttr::get(cast<RankedTensorType>(op.getType()),
+                                 *v.getValues<Attribute>().begin()));
+  return success();
+}
+
+LogicalResult lowerRange(RangeOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto outT = cast<RankedTensorType>(op.getType());
+  Type elt = outT.getElementType();
+  Value start = tensor::ExtractOp::create(rw, loc, op.getStart(), ValueRange{});
+  Value delta = tensor::ExtractOp::create(rw, loc, op.getDelta(), ValueRange{});
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(1, rw.getContext())};
+  auto g = linalg::GenericOp::create(
+      rw, loc, outT, ValueRange{}, emptyTensor(rw, loc, outT), maps,
+      {utils::IteratorType::parallel}, [&](OpBuilder &b, Location l, ValueRange) {
+        Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 0));
+        Value r;
+        if (isa<FloatType>(elt)) {
+          Value fi = arith::SIToFPOp::create(b, l, elt, i);
+          r = arith::AddFOp::create(b, l, start, arith::MulFOp::create(b, l, fi, delta));
+        } else {
+          Value ci = elt.isInteger(64) ? i : (Value)arith::TruncIOp::create(b, l, elt, i);
+          r = arith::AddIOp::create(b, l, start, arith::MulIOp::create(b, l, ci, delta));
+        }
+        linalg::YieldOp::create(b, l, r);
+      });
+  rw.replaceOp(op, g.getResult(0));
+  return success();
+}
+
+LogicalResult lowerTranspose(TransposeOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto outT = cast<RankedTensorType>(op.getType());
+  rw.replaceOp(op, linalg::TransposeOp::create(rw, loc, op.getInput(), emptyTensor(rw, loc, outT),
+                                               op.getPerm())
+                       .getResult()[0]);
+  return success();
+}
+
+LogicalResult lowerConcat(ConcatOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto outT = cast<RankedTensorType>(op.getType());
+  int64_t axis = op.getAxis() < 0 ? op.getAxis() + outT.getRank() : op.getAxis();
+  Value acc = emptyTensor(rw, loc, outT);
+  int64_t offset = 0;
+  for (Value in : op.getInputs()) {
+    auto t = tensorType(in);
+    SmallVector<OpFoldResult> offsets(outT.getRank(), rw.getIndexAttr(0)), sizes,
+        strides(outT.getRank(), rw.getIndexAttr(1));
+    offsets[axis] = rw.getIndexAttr(offset);
+    for (int64_t d : t.getShape())
+      sizes.push_back(rw.getIndexAttr(d));
+    if (t.getNumElements() > 0)
+      acc = tensor::InsertSliceOp::create(rw, loc, in, acc, offsets, sizes, strides);
+    offset += t.getDimSize(axis);
+  }
+  rw.replaceOp(op, acc);
+  return success();
+}
+
+/// A linalg.generic over the result whose body computes a source
+/// coordinate per output element and extracts it from `source`.
+Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outT, Value source,
+                    ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange outIdx,
+                                                    ValueRange inputVals)>
+                        coords) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(AffineMap::getMultiDimIdentityMap(outT.getRank(), ctx));
+  return linalg::GenericOp::create(
+             b, loc, outT, inputs, emptyTensor(b, loc, outT), maps,
+             SmallVector<utils::IteratorType>(outT.getRank(), utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               SmallVector<Value> idx;
+               for (int64_t i = 0; i < outT.getRank(); ++i)
+                 idx.push_back(linalg::IndexOp::create(nb, l, i));
+               SmallVector<Value> src = coords(nb, l, idx, args.drop_back());
+               linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, source, src).getResult());
+             })
+      .getResult(0);
+}
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// ONNX indices may be negative: i < 0 ? i + dim : i.
+Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim) {
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
+  Value wrapped = arith::AddIOp::create(b, loc, i, indexConst(b, loc, dim));
+  return arith::SelectOp::create(b, loc, neg, wrapped, i);
+}
+
+LogicalResult lowerSlice(SliceOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  auto starts = getConstantInts(op.getStarts()), ends = getConstantInts(op.getEnds()),
+       axes = getConstantInts(op.getAxes()), steps = getConstantInts(op.getSteps());
+  if (!starts || !ends || !axes || !steps)
+    return op.emitOpError("slice bounds must be constants for code generation");
+  SmallVector<int64_t> begin(inT.getRank(), 0), step(inT.getRank(), 1);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    int64_t ax = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+    auto bounds = computeSliceBounds(inT.getDimSize(ax), (*starts)[i], (*ends)[i], (*steps)[i]);
+    if (!bounds)
+      return failure();
+    begin[ax] = bounds->start;
+    step[ax] = bounds->step;
+  }
+  if (outT.getNumElements() == 0) {
+    rw.replaceOp(op, emptyTensor(rw, loc, outT));
+    return success();
+  }
+  if (llvm::all_of(step, [](int64_t s) { return s > 0; })) {
+    rw.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, outT, op.getInput(), ValueRange{},
+                                                  ValueRange{}, ValueRange{}, begin,
+                                                  outT.getShape(), step);
+    return success();
+  }
+  // Negative steps: compute source coordinates per element.
+  rw.replaceOp(op, gatherGeneric(rw, loc, outT, op.getInput(), {}, {},
+                                 [&](OpBuilder &b, Location l, ValueRange idx, ValueRange) {
+                                   SmallVector<Value> src;
+                                   for (int64_t d = 0; d < outT.getRank(); ++d) {
+                                     Value s = arith::MulIOp::create(b, l, idx[d], indexConst(b, l, step[d]));
+                                     src.push_back(arith::AddIOp::create(b, l, s, indexConst(b, l, begin[d])));
+                                   }
+                                   return src;
+                                 }));
+  return success();
+}
+
+LogicalResult lowerGather(GatherOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rw.getContext();
+  auto inT = tensorType(op.getInput());
+  auto idxT = tensorType(op.getIndices());
+  auto outT = cast<RankedTensorType>(op.getType());
+  int64_t axis = op.getAxis() < 0 ? op.getAxis() + inT.getRank() : op.getAxis();
+  int64_t q = idxT.getRank();
+  SmallVector<AffineExpr> e;
+  for (int64_t k = 0; k < q; ++k)
+    e.push_back(getAffineDimExpr(axis + k, ctx));
+  AffineMap idxMap = AffineMap::get(outT.getRank(), 0, e, ctx);
+  rw.replaceOp(op, gatherGeneric(rw, loc, outT, op.getInput(), op.getIndices(), idxMap,
+                                 [&](OpBuilder &b, Location l, ValueRange idx, ValueRange in) {
+                                   SmallVector<Value> src(idx.take_front(axis));
+                                   src.push_back(wrapIndex(b, l, toIndex(b, l, in[0]),
+                                                           inT.getDimSize(axis)));
+                                   llvm::append_range(src, idx.drop_front(axis + q));
+                                   return src;
+                                 }));
+  return success();
+}
+
+LogicalResult lowerGatherElements(GatherElementsOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  int64_t axis = op.getAxis() < 0 ? op.getAxis() + inT.getRank() : op.getAxis();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(outT.getRank(), rw.getContext());
+  rw.replaceOp(op, gatherGeneric(rw, loc, outT, op.getInput(), op.getIndices(), id,
+                                 [&](OpBuilder &b, Location l, ValueRange idx, ValueRange in) {
+                                   SmallVector<Value> src(idx);
+                                   src[axis] = wrapIndex(b, l, toIndex(b, l, in[0]),
+                                                         inT.getDimSize(axis));
+                                   return src;
+                                 }));
+  return success();
+}
+
+LogicalResult lowerExpand(ExpandOp op, PatternRewriter &rw) {
+  rw.replaceOp(op, buildElementwise(rw, op.getLoc(), cast<RankedTensorType>(op.getType()),
+                                    op.getInput(),
+                                    [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+  return success();
+}
+
+LogicalResult lowerTile(TileOp op, PatternRewriter &rw) {
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  rw.replaceOp(op, gatherGeneric(rw, op.getLoc(), outT, op.getInput(), {}, {},
+                                 [&](OpBuilder &b, Location l, ValueRange idx, ValueRange) {
+                                   SmallVector<Value> src;
+                                   for (int64_t d = 0; d < outT.getRank(); ++d)
+                                     src.push_back(arith::RemUIOp::create(
+                                         b, l, idx[d], indexConst(b, l, inT.getDimSize(d))));
+                                   return src;
+                                 }));
+  return success();
+}
+
+LogicalResult lowerPad(PadOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  auto pads = getConstantInts(op.getPads());
+  if (!pads)
+    return op.emitOpError("pads must be constant for code generation");
+  int64_t r = inT.getRank();
+  if (llvm::any_of(*pads, [](int64_t p) { return p < 0; }))
+    return op.emitOpError("negative pads (cropping) are not supported");
+  if (op.getMode() == "constant") {
+    Value v = tensor::ExtractOp::create(rw, loc, op.getValue(), ValueRange{});
+    SmallVector<int64_t> lo(pads->begin(), pads->begin() + r), hi(pads->begin() + r, pads->end());
+    rw.replaceOpWithNewOp<tensor::PadOp>(op, outT, op.getInput(),
+                                         getAsIndexOpFoldResult(rw.getContext(), lo),
+                                         getAsIndexOpFoldResult(rw.getContext(), hi), v);
+    return success();
+  }
+  bool edge = op.getMode() == "edge";
+  rw.replaceOp(op, gatherGeneric(rw, loc, outT, op.getInput(), {}, {},
+                                 [&](OpBuilder &b, Location l, ValueRange idx, ValueRange) {
+                                   SmallVector<Value> src;
+                                   for (int64_t d = 0; d < r; ++d) {
+                                     int64_t dim = inT.getDimSize(d);
+                                     Value i = arith::SubIOp::create(b, l, idx[d], indexConst(b, l, (*pads)[d]));
+                                     Value zero = indexConst(b, l, 0), last = indexConst(b, l, dim - 1);
+                                     if (edge) {
+                                       i = arith::MaxSIOp::create(b, l, i, zero);
+                                       i = arith::MinSIOp::create(b, l, i, last);
+                                     } else {
+                                       // reflect: -i below 0, 2(dim-1)-i above dim-1
+                                       Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, zero);
+                                       i = arith::SelectOp::create(b, l, neg, arith::SubIOp::create(b, l, zero, i), i);
+                                       Value over = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, i, last);
+                                       Value refl = arith::SubIOp::create(b, l, indexConst(b, l, 2 * (dim - 1)), i);
+                                       i = arith::SelectOp::create(b, l, over, refl, i);
+                                     }
+                                     src.push_back(i);
+                                   }
+                                   return src;
+                                 }));
+  return success();
+}
+
+} // namespace
+
+void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add(lowerConstant);
+  patterns.add(lowerShape);
+  patterns.add(lowerConstantOfShape);
+  patterns.add(lowerRange);
+  patterns.add(lowerReshapeLike<ReshapeOp>);
+  patterns.add(lowerReshapeLike<UnsqueezeOp>);
+  patterns.add(lowerReshapeLike<SqueezeOp>);
+  patterns.add(lowerReshapeLike<FlattenOp>);
+  patterns.add(lowerTranspose);
+  patterns.add(lowerConcat);
+  patterns.add(lowerSlice);
+  patterns.add(lowerGather);
+  patterns.add(lowerGatherElements);
+  patterns.add(lowerExpand);
+  patterns.add(lowerTile);
+  patterns.add(lowerPad);
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,180 @@
+#include "kiln/Codegen/TargetEmitter.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <mutex>
+
+namespace kiln {
+
+static void initializeTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllAsmParsers();
+  });
+}
+
+static llvm::CodeGenOptLevel codegenLevel(int optLevel) {
+  switch (optLevel) {
+  case 0: return llvm::CodeGenOptLevel::None;
+  case 1: return llvm::CodeGenOptLevel::Less;
+  case 2: return llvm::CodeGenOptLevel::Default;
+  default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetOptions &options,
+                                                         std::string &error) {
+  initializeTargets();
+  llvm::Triple triple(options.triple.empty() ? llvm::sys::getProcessTriple() : options.triple);
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) {
+    error = "unknown target '" + triple.str() + "': " + error;
+    return nullptr;
+  }
+  std::string cpu = options.cpu, features;
+  if (cpu.empty() || cpu == "host") {
+    if (options.triple.empty() || triple == llvm::Triple(llvm::sys::getProcessTriple())) {
+      cpu = llvm::sys::getHostCPUName().str();
+      llvm::SubtargetFeatures f;
+      for (auto &feature : llvm::sys::getHostCPUFeatures())
+        f.AddFeature(feature.first(), feature.second);
+      features = f.getString();
+    } else {
+      cpu = "generic";
+    }
+  }
+  llvm::MCSubtargetInfo *probe = target->createMCSubtargetInfo(triple, cpu, "");
+  bool knownCpu = probe && probe->isCPUStringValid(cpu);
+  delete probe;
+  if (!knownCpu) {
+    error = "unknown CPU '" + cpu + "' for target '" + triple.str() + "'";
+    return nullptr;
+  }
+  llvm::TargetOptions to;
+  auto *tm = target->createTargetMachine(triple, cpu, features, to, llvm::Reloc::PIC_,
+                                         std::nullopt, codegenLevel(options.optLevel));
+  if (!tm)
+    error = "cannot create a target machine for '" + triple.str() + "'";
+  return std::unique_ptr<llvm::TargetMachine>(tm);
+}
+
+std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
+                                                   llvm::LLVMContext &context,
+                                                   llvm::TargetMachine &tm, int optLevel,
+                                                   std::string &error) {
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return nullptr;
+  }
+  llvmModule->setDataLayout(tm.createDataLayout());
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  if (optLevel <= 0)
+    return llvmModule;
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = optLevel >= 2;
+  pto.SLPVectorization = optLevel >= 2;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  pb.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
+  return llvmModule;
+}
+
+bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembly,
+                     std::string &out, std::string &error) {
+  llvm::raw_string_ostream os(out);
+  llvm::buffer_ostream buffered(os);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, buffered, nullptr,
+                             assembly ? llvm::CodeGenFileType::AssemblyFile
+                                      : llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit this file type";
+    return false;
+  }
+  pm.run(module);
+  return true;
+}
+
+std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
+                                         std::unique_ptr<llvm::LLVMContext> context,
+                                         const TargetOptions &options, std::string &error) {
+  initializeTargets();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    error = llvm::toString(jtmb.takeError());
+    return nullptr;
+  }
+  if (!options.cpu.empty() && options.cpu != "host")
+    jtmb->setCPU(options.cpu);
+  jtmb->setCodeGenOptLevel(codegenLevel(options.optLevel));
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) {
+    error = llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  // libm (erff, tanhf, ...) and libc come from this process.
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!gen) {
+    error = llvm::toString(gen.takeError());
+    return nullptr;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  module->setDataLayout((*jit)->getDataLayout());
+  if (auto err = (*jit)->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+    error = llvm::toString(std::move(err));
+    return nullptr;
+  }
+  std::unique_ptr<JitCode> code(new JitCode);
+  code->jit = std::move(*jit);
+  return code;
+}
+
+JitCode::~JitCode() = default;
+
+void *JitCode::lookup(const std::string &symbol, std::string &error) {
+  auto addr = jit->lookup(symbol);
+  if (!addr) {
+    error = llvm::toString(addr.takeError());
+    return nullptr;
+  }
+  return addr->toPtr<void *>();
+}
+
+} // namespace kiln

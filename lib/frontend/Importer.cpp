@@ -1,0 +1,450 @@
+// The mechanical part of the importer: graph inputs, initializers, node
+// order, value names, locations. Per-op semantics are in Rules*.cpp.
+#include "kiln/Frontend/Importer.h"
+#include "NodeImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+//===----------------------------------------------------------------------===//
+// NodeImporter
+//===----------------------------------------------------------------------===//
+
+Value NodeImporter::required(size_t i) {
+  Value v = input(i);
+  if (!v && !failed_)
+    (void)error("input " + Twine(i) + " is required but missing");
+  return v;
+}
+
+const onnx::AttributeProto *NodeImporter::attr(llvm::StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeImporter::getInt(llvm::StringRef name, int64_t dflt) const {
+  const auto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeImporter::getFloat(llvm::StringRef name, float dflt) const {
+  const auto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+
+std::string NodeImporter::getString(llvm::StringRef name, const std::string &dflt) const {
+  const auto *a = attr(name);
+  return a ? a->s() : dflt;
+}
+
+std::optional<SmallVector<int64_t>> NodeImporter::getInts(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::optional<int64_t> NodeImporter::rankOf(Value v) {
+  if (!v)
+    return std::nullopt;
+  if (auto t = rankedType(v))
+    return t.getRank();
+  (void)error("needs an input of known rank");
+  return std::nullopt;
+}
+
+Value NodeImporter::constant(ElementsAttr value) {
+  return make<ConstantOp>(value);
+}
+
+Value NodeImporter::i64Tensor(ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return constant(DenseIntElementsAttr::get(type, values));
+}
+
+Value NodeImporter::scalarLike(Value like, double value) {
+  if (!like)
+    return {};
+  Type elt = elementType(like);
+  auto type = RankedTensorType::get({}, elt);
+  if (auto ft = dyn_cast<FloatType>(elt))
+    return constant(DenseElementsAttr::get(type, FloatAttr::get(ft, value).getValue()));
+  if (auto it = dyn_cast<IntegerType>(elt))
+    return constant(DenseElementsAttr::get(
+        type, APInt(it.getWidth(), (int64_t)value, /*isSigned=*/true)));
+  (void)error("unsupported element type for a scalar constant");
+  return {};
+}
+
+LogicalResult NodeImporter::error(const Twine &message) {
+  if (!failed_)
+    emitError(loc) << message;
+  failed_ = true;
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+Type onnxElementType(MLIRContext *ctx, int32_t dataType) {
+  Builder b(ctx);
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::INT8: return b.getI8Type();
+  case onnx::TensorProto::INT16: return b.getI16Type();
+  case onnx::TensorProto::INT32: return b.getI32Type();
+  case onnx::TensorProto::INT64: return b.getI64Type();
+  case onnx::TensorProto::BOOL: return b.getI1Type();
+  case onnx::TensorProto::UINT8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT16: return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT32: return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT64: return IntegerType::get(ctx, 64, IntegerType::Unsigned);
+  default: return {};
+  }
+}
+
+static std::string dataTypeName(int32_t dt) {
+  if (onnx::TensorProto::DataType_IsValid(dt))
+    return onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)dt);
+  return "data type " + std::to_string(dt);
+}
+
+FailureOr<ElementsAttr> tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &t,
+                                     std::string &error) {
+  Type elt = onnxElementType(ctx, t.data_type());
+  if (!elt) {
+    error = "tensor '" + t.name() + "' has unsupported element type " +
+            dataTypeName(t.data_type());
+    return failure();
+  }
+  SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) {
+      error = "tensor '" + t.name() + "' has a negative dimension";
+      return failure();
+    }
+    n *= d;
+  }
+  auto type = RankedTensorType::get(dims, elt);
+  bool isBool = elt.isInteger(1);
+  size_t bytes = isBool ? 1 : elt.getIntOrFloatBitWidth() / 8;
+  auto sizeError = [&](size_t have) {
+    error = "tensor '" + t.name() + "' holds " + std::to_string(have) +
+            " values but its shape needs " + std::to_string(n);
+    return failure();
+  };
+  if (t.has_raw_data()) {
+    const std::string &raw = t.raw_data();
+    if (raw.size() != (size_t)n * bytes)
+      return sizeError(raw.size() / std::max<size_t>(bytes, 1));
+    if (isBool) {
+      SmallVector<bool> v;
+      for (char c : raw)
+        v.push_back(c != 0);
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+    }
+    return cast<ElementsAttr>(
+        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw.data(), raw.size())));
+  }
+  // Typed fields: floats, doubles, int64s, or int32_data for the narrow types.
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    if (t.float_data_size() != n)
+      return sizeError(t.float_data_size());
+    return cast<ElementsAttr>(DenseElementsAttr::get(
+        type, ArrayRef<float>(t.float_data().data(), t.float_data_size())));
+  case onnx::TensorProto::DOUBLE:
+    if (t.double_data_size() != n)
+      return sizeError(t.double_data_size());
+    return cast<ElementsAttr>(DenseElementsAttr::get(
+        type, ArrayRef<double>(t.double_data().data(), t.double_data_size())));
+  case onnx::TensorProto::INT64:
+    if (t.int64_data_size() != n)
+      return sizeError(t.int64_data_size());
+    return cast<ElementsAttr>(DenseElementsAttr::get(
+        type, ArrayRef<int64_t>(t.int64_data().data(), t.int64_data_size())));
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64: {
+    if (t.uint64_data_size() != n)
+      return sizeError(t.uint64_data_size());
+    SmallVector<APInt> v;
+    for (uint64_t x : t.uint64_data())
+      v.push_back(APInt(elt.getIntOrFloatBitWidth(), x));
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  default:
+    break;
+  }
+  if (t.int32_data_size() != n)
+    return sizeError(t.int32_data_size());
+  if (isBool) {
+    SmallVector<bool> v;
+    for (int32_t x : t.int32_data())
+      v.push_back(x != 0);
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  if (isa<FloatType>(elt)) {
+    // FLOAT16/BFLOAT16 store their bit patterns in int32_data.
+    SmallVector<APFloat> v;
+    for (int32_t x : t.int32_data())
+      v.push_back(APFloat(cast<FloatType>(elt).getFloatSemantics(), APInt(16, (uint16_t)x)));
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  SmallVector<APInt> v;
+  for (int32_t x : t.int32_data())
+    v.push_back(APInt(elt.getIntOrFloatBitWidth(), (int64_t)x, /*isSigned=*/true));
+  return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+}
+
+//===----------------------------------------------------------------------===//
+// Rule registry
+//===----------------------------------------------------------------------===//
+
+static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
+  static const llvm::StringMap<std::vector<ImportRule>> table = [] {
+    std::vector<ImportRule> all;
+    addElementwiseRules(all);
+    addTensorRules(all);
+    addNNRules(all);
+    addReductionRules(all);
+    llvm::StringMap<std::vector<ImportRule>> t;
+    for (const ImportRule &r : all)
+      t[r.opType].push_back(r);
+    return t;
+  }();
+  return table;
+}
+
+std::vector<ImportRuleInfo> listImportRules() {
+  std::vector<ImportRuleInfo> out;
+  for (const auto &entry : ruleTable())
+    for (const ImportRule &r : entry.second)
+      out.push_back({r.opType, r.minOpset, r.maxOpset});
+  std::sort(out.begin(), out.end(), [](const ImportRuleInfo &a, const ImportRuleInfo &b) {
+    return std::tie(a.opType, a.minOpset) < std::tie(b.opType, b.minOpset);
+  });
+  return out;
+}
+
+int64_t defaultDomainOpset(const onnx::ModelProto &model) {
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      return o.version();
+  return 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph import
+//===----------------------------------------------------------------------===//
+
+namespace {
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &ctx, const LoadedModel &model, const ImportOptions &opts)
+      : ctx(ctx), model(model), opts(opts), b(&ctx) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  FailureOr<Type> inputType(const onnx::ValueInfoProto &info, size_t index);
+  Location nodeLoc(const onnx::NodeProto &node, size_t index);
+  LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+
+  MLIRContext &ctx;
+  const LoadedModel &model;
+  const ImportOptions &opts;
+  OpBuilder b;
+  llvm::StringMap<Value> values;
+  int64_t opset = 1;
+};
+} // namespace
+
+FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &info, size_t index) {
+  Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + info.name() + "'"));
+  if (!info.type().has_tensor_type())
+    return emitError(loc) << "only tensor inputs are supported", failure();
+  const auto &tt = info.type().tensor_type();
+  Type elt = onnxElementType(&ctx, tt.elem_type());
+  if (!elt)
+    return emitError(loc) << "unsupported element type " << dataTypeName(tt.elem_type()),
+           failure();
+  SmallVector<int64_t> dims;
+  bool hasShape = tt.has_shape();
+  for (const auto &d : tt.shape().dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
+  if (index < opts.inputShapes.size() && !opts.inputShapes[index].empty()) {
+    const auto &given = opts.inputShapes[index];
+    if (hasShape && given.size() != dims.size())
+      return emitError(loc) << "expects rank " << dims.size() << ", got a tensor of rank "
+                            << given.size(),
+             failure();
+    for (size_t i = 0; hasShape && i < dims.size(); ++i)
+      if (!ShapedType::isDynamic(dims[i]) && dims[i] != given[i])
+        return emitError(loc) << "expects dimension " << i << " to be " << dims[i]
+                              << ", got " << given[i],
+               failure();
+    return Type(RankedTensorType::get(given, elt));
+  }
+  if (!hasShape)
+    return Type(UnrankedTensorType::get(elt));
+  return Type(RankedTensorType::get(dims, elt));
+}
+
+Location GraphImporter::nodeLoc(const onnx::NodeProto &node, size_t index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "#" + std::to_string(index)
+                         : node.name();
+  auto file = FileLineColLoc::get(&ctx, model.sourceName, 0, 0);
+  return NameLoc::get(StringAttr::get(&ctx, name),
+                      NameLoc::get(StringAttr::get(&ctx, node.op_type()), file));
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
+  Location loc = nodeLoc(node, index);
+  int64_t nodeOpset = opset;
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return emitError(loc) << "operator '" << node.op_type() << "' of domain '"
+                          << node.domain() << "' is not supported";
+  SmallVector<Value> inputs;
+  for (const std::string &name : node.input()) {
+    if (name.empty()) {
+      inputs.push_back({});
+      continue;
+    }
+    auto it = values.find(name);
+    if (it == values.end() || !it->second)
+      return emitError(loc) << "input '" << name
+                            << "' is not produced by any earlier node, initializer or "
+                               "graph input";
+    inputs.push_back(it->second);
+  }
+  const auto &table = ruleTable();
+  auto rules = table.find(node.op_type());
+  if (rules == table.end())
+    return emitError(loc) << "unsupported operator '" << node.op_type() << "' (opset "
+                          << nodeOpset << ")";
+  const ImportRule *rule = nullptr;
+  for (const ImportRule &r : rules->second)
+    if (nodeOpset >= r.minOpset && nodeOpset <= r.maxOpset)
+      rule = &r;
+  if (!rule) {
+    auto diag = emitError(loc) << "operator '" << node.op_type() << "' at opset "
+                               << nodeOpset << " is not supported; rules exist for opsets";
+    for (const ImportRule &r : rules->second)
+      diag << " " << r.minOpset << "-" << r.maxOpset;
+    return failure();
+  }
+  NodeImporter ni(b, loc, node, nodeOpset, inputs);
+  SmallVector<Value> outputs;
+  if (failed(rule->fn(ni, outputs)) || ni.failed()) {
+    (void)ni.error("cannot import this " + node.op_type() + " node");
+    return failure();
+  }
+  for (size_t i = 0; i < (size_t)node.output_size(); ++i) {
+    const std::string &name = node.output(i);
+    if (name.empty())
+      continue;
+    // Outputs a rule does not produce (e.g. Dropout's mask) stay undefined;
+    // a later use reports them.
+    values[name] = i < outputs.size() ? outputs[i] : Value();
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run() {
+  ctx.loadDialect<KilnDialect, func::FuncDialect>();
+  const onnx::GraphProto &graph = model.proto->graph();
+  opset = defaultDomainOpset(*model.proto);
+  Location moduleLoc = FileLineColLoc::get(&ctx, model.sourceName, 0, 0);
+  if (opset > kMaxSupportedOpset) {
+    emitError(moduleLoc) << "the model uses ONNX opset " << opset
+                         << "; Kiln supports opsets up to " << kMaxSupportedOpset;
+    return {};
+  }
+  OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);
+  b.setInsertionPointToEnd(module->getBody());
+
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+
+  SmallVector<Type> argTypes;
+  SmallVector<const onnx::ValueInfoProto *> realInputs;
+  for (const auto &in : graph.input()) {
+    if (initializerNames.contains(in.name()))
+      continue;
+    auto t = inputType(in, realInputs.size());
+    if (failed(t))
+      return {};
+    argTypes.push_back(*t);
+    realInputs.push_back(&in);
+  }
+  if (!opts.inputShapes.empty() && opts.inputShapes.size() != realInputs.size()) {
+    emitError(moduleLoc) << "the model has " << realInputs.size() << " inputs, but "
+                         << opts.inputShapes.size() << " shapes were given";
+    return {};
+  }
+
+  auto func = func::FuncOp::create(b, moduleLoc, opts.functionName,
+                                   b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  for (auto [i, in] : llvm::enumerate(realInputs)) {
+    values[in->name()] = entry->getArgument(i);
+    func.setArgAttr(i, "kiln.name", b.getStringAttr(in->name()));
+  }
+
+  for (const auto &init : graph.initializer()) {
+    std::string err;
+    auto attr = tensorToAttr(&ctx, init, err);
+    Location loc = NameLoc::get(StringAttr::get(&ctx, "initializer '" + init.name() + "'"));
+    if (failed(attr)) {
+      emitError(loc) << err;
+      return {};
+    }
+    values[init.name()] = ConstantOp::create(b, loc, attr->getType(), *attr);
+  }
+
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, i)))
+      return {};
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end() || !it->second) {
+      emitError(moduleLoc) << "graph output '" << out.name() << "' is never produced";
+      return {};
+    }
+    results.push_back(it->second);
+    resultTypes.push_back(it->second.getType());
+  }
+  func::ReturnOp::create(b, moduleLoc, results);
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
+  return module;
+}
+
+OwningOpRef<ModuleOp> importModel(MLIRContext &context, const LoadedModel &model,
+                                  const ImportOptions &options) {
+  return GraphImporter(context, model, options).run();
+}
+
+} // namespace kiln

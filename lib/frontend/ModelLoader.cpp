@@ -1,0 +1,213 @@
+#include "kiln/Frontend/ModelLoader.h"
+
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace kiln {
+
+static bool parseModel(const void *data, size_t size, onnx::ModelProto &model,
+                       std::string &error) {
+  if (size == 0) {
+    error = "file is empty, not an ONNX model";
+    return false;
+  }
+  if (size > (size_t)INT_MAX) {
+    error = "model is larger than 2 GiB; store its weights as external data";
+    return false;
+  }
+  google::protobuf::io::CodedInputStream stream(static_cast<const uint8_t *>(data),
+                                                static_cast<int>(size));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    error = "not a valid ONNX model (protobuf parsing failed; truncated or not a "
+            "ModelProto?)";
+    return false;
+  }
+  if (!model.has_graph()) {
+    error = "not a valid ONNX model: it has no graph";
+    return false;
+  }
+  return true;
+}
+
+static bool isInside(const fs::path &child, const fs::path &parent) {
+  auto c = child.begin(), p = parent.begin();
+  for (; p != parent.end(); ++p, ++c)
+    if (c == child.end() || *c != *p)
+      return false;
+  return true;
+}
+
+bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
+                         std::string &error) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : tensor.external_data()) {
+    try {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
+    } catch (const std::exception &) {
+      error = "tensor '" + tensor.name() + "': external data " + kv.key() +
+              " is not a number: '" + kv.value() + "'";
+      return false;
+    }
+  }
+  const std::string what = "tensor '" + tensor.name() + "': external data '" + location + "'";
+  if (location.empty()) {
+    error = "tensor '" + tensor.name() + "': external data has no location";
+    return false;
+  }
+  if (baseDir.empty()) {
+    error = what + " cannot be resolved for a model loaded from memory without a base folder";
+    return false;
+  }
+  fs::path rel(location);
+  if (rel.is_absolute() || location.find('\0') != std::string::npos) {
+    error = what + " is an absolute path; it must be relative to the model's folder";
+    return false;
+  }
+  std::error_code ec;
+  fs::path base = fs::canonical(baseDir, ec);
+  if (ec) {
+    error = "model folder '" + baseDir + "' cannot be resolved: " + ec.message();
+    return false;
+  }
+  fs::path lexical = (base / rel).lexically_normal();
+  if (!isInside(lexical, base)) {
+    error = what + " escapes the model's folder";
+    return false;
+  }
+  fs::path real = fs::canonical(lexical, ec);
+  if (ec) {
+    error = what + " cannot be opened: " + ec.message();
+    return false;
+  }
+  if (!isInside(real, base)) {
+    error = what + " is a link that leads outside the model's folder";
+    return false;
+  }
+  if (!fs::is_regular_file(real, ec)) {
+    error = what + " is not a regular file";
+    return false;
+  }
+  uintmax_t fileSize = fs::file_size(real, ec);
+  if (ec || offset < 0 || (uintmax_t)offset > fileSize) {
+    error = what + ": offset " + std::to_string(offset) + " lies outside the file (" +
+            std::to_string(fileSize) + " bytes)";
+    return false;
+  }
+  if (length < 0)
+    length = (int64_t)(fileSize - offset);
+  if ((uintmax_t)offset + (uintmax_t)length > fileSize) {
+    error = what + ": offset " + std::to_string(offset) + " + length " +
+            std::to_string(length) + " runs past the end of the file (" +
+            std::to_string(fileSize) + " bytes)";
+    return false;
+  }
+  std::ifstream in(real, std::ios::binary);
+  std::string bytes((size_t)length, '\0');
+  in.seekg(offset);
+  if (!in.read(bytes.data(), length)) {
+    error = what + " could not be read";
+    return false;
+  }
+  tensor.set_raw_data(std::move(bytes));
+  tensor.clear_external_data();
+  tensor.set_data_location(onnx::TensorProto::DEFAULT);
+  return true;
+}
+
+static bool resolveAllExternalData(onnx::GraphProto &graph, const std::string &baseDir,
+                                   std::string &error) {
+  auto fix = [&](onnx::TensorProto &t) {
+    return t.data_location() != onnx::TensorProto::EXTERNAL ||
+           resolveExternalData(t, baseDir, error);
+  };
+  for (auto &t : *graph.mutable_initializer())
+    if (!fix(t))
+      return false;
+  for (auto &node : *graph.mutable_node())
+    for (auto &attr : *node.mutable_attribute()) {
+      if (attr.has_t() && !fix(*attr.mutable_t()))
+        return false;
+      if (attr.has_g() && !resolveAllExternalData(*attr.mutable_g(), baseDir, error))
+        return false;
+    }
+  return true;
+}
+
+static bool finishLoading(LoadedModel &out, std::string &error) {
+  onnx::ModelProto &model = *out.proto;
+  // External data first: the checker would otherwise read the files itself,
+  // without our containment rules.
+  if (!resolveAllExternalData(*model.mutable_graph(), out.baseDir, error))
+    return false;
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    std::string msg = e.what();
+    // The checker's messages carry a trailing "==> Context: ..." block.
+    for (char &c : msg)
+      if (c == '\n')
+        c = ' ';
+    error = "the ONNX checker rejects this model: " + msg;
+    return false;
+  }
+  return true;
+}
+
+bool loadModelFromFile(const std::string &path, LoadedModel &out, std::string &error) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    error = "'" + path + "': no such file";
+    return false;
+  }
+  if (fs::is_directory(path, ec)) {
+    error = "'" + path + "' is a folder, not an ONNX model file";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "'" + path + "' cannot be opened";
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  out.proto = std::make_shared<onnx::ModelProto>();
+  out.sourceName = path;
+  out.baseDir = fs::path(path).parent_path().string();
+  if (out.baseDir.empty())
+    out.baseDir = ".";
+  if (!parseModel(bytes.data(), bytes.size(), *out.proto, error)) {
+    error = "'" + path + "': " + error;
+    return false;
+  }
+  if (!finishLoading(out, error)) {
+    error = "'" + path + "': " + error;
+    return false;
+  }
+  return true;
+}
+
+bool loadModelFromBuffer(const void *data, size_t size, const std::string &baseDir,
+                         LoadedModel &out, std::string &error) {
+  out.proto = std::make_shared<onnx::ModelProto>();
+  out.sourceName = "<memory>";
+  out.baseDir = baseDir;
+  return parseModel(data, size, *out.proto, error) && finishLoading(out, error);
+}
+
+} // namespace kiln

@@ -1,0 +1,112 @@
+// What an import rule sees of one ONNX node, and how rules are registered.
+// The importer is mechanical; ONNX semantics live in rules keyed by op type
+// and opset range, so supporting a new opset is adding a rule.
+#ifndef KILN_FRONTEND_NODEIMPORTER_H
+#define KILN_FRONTEND_NODEIMPORTER_H
+
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "onnx/onnx_pb.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace kiln {
+
+class NodeImporter {
+public:
+  NodeImporter(mlir::OpBuilder &b, mlir::Location loc, const onnx::NodeProto &node,
+               int64_t opset, llvm::ArrayRef<mlir::Value> inputs)
+      : b(b), loc(loc), node(node), opset(opset), inputs(inputs) {}
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  const onnx::NodeProto &node;
+  const int64_t opset;
+
+  // ---- inputs (a missing optional input is a null Value) ----
+  size_t numInputs() const { return inputs.size(); }
+  mlir::Value input(size_t i) const { return i < inputs.size() ? inputs[i] : mlir::Value(); }
+  bool hasInput(size_t i) const { return (bool)input(i); }
+  /// Input i as a constant integer list, if it is constant.
+  std::optional<llvm::SmallVector<int64_t>> constInts(size_t i) const {
+    return hasInput(i) ? getConstantInts(input(i)) : std::nullopt;
+  }
+  /// Input i, which must be present.
+  mlir::Value required(size_t i);
+
+  // ---- attributes ----
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t getInt(llvm::StringRef name, int64_t dflt) const;
+  float getFloat(llvm::StringRef name, float dflt) const;
+  std::string getString(llvm::StringRef name, const std::string &dflt) const;
+  std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name) const;
+
+  // ---- type helpers ----
+  static mlir::RankedTensorType rankedType(mlir::Value v) {
+    return mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+  }
+  static mlir::Type elementType(mlir::Value v) {
+    return mlir::cast<mlir::ShapedType>(v.getType()).getElementType();
+  }
+  /// Rank of v, emitting an error when it is unknown.
+  std::optional<int64_t> rankOf(mlir::Value v);
+
+  // ---- building ----
+  /// Creates a kiln op and infers its result type. After the first failure
+  /// every later call returns a null Value, so a rule can build a chain and
+  /// check `failed()` once at the end.
+  template <typename OpTy, typename... Args>
+  mlir::Value make(Args &&...args) {
+    if (failed_)
+      return {};
+    mlir::Type placeholder = mlir::UnrankedTensorType::get(b.getF32Type());
+    auto op = OpTy::create(b, loc, mlir::TypeRange{placeholder}, std::forward<Args>(args)...);
+    if (mlir::failed(refineResultTypes(op))) {
+      op->erase();
+      failed_ = true;
+      return {};
+    }
+    return op->getResult(0);
+  }
+  mlir::Value constant(mlir::ElementsAttr value);
+  mlir::Value i64Tensor(llvm::ArrayRef<int64_t> values);
+  /// A rank-0 constant of the element type of `like`.
+  mlir::Value scalarLike(mlir::Value like, double value);
+
+  /// Emits an error at the node and marks the import as failed.
+  mlir::LogicalResult error(const llvm::Twine &message);
+  bool failed() const { return failed_; }
+
+private:
+  llvm::ArrayRef<mlir::Value> inputs;
+  bool failed_ = false;
+};
+
+using ImportFn = mlir::LogicalResult (*)(NodeImporter &, llvm::SmallVectorImpl<mlir::Value> &);
+
+struct ImportRule {
+  const char *opType;
+  int64_t minOpset, maxOpset; // model opset range the rule is valid for
+  ImportFn fn;
+};
+
+/// Newest default-domain opset any rule is written for.
+constexpr int64_t kMaxSupportedOpset = 17;
+
+// Each rules file contributes its table.
+void addElementwiseRules(std::vector<ImportRule> &rules);
+void addTensorRules(std::vector<ImportRule> &rules);
+void addNNRules(std::vector<ImportRule> &rules);
+void addReductionRules(std::vector<ImportRule> &rules);
+
+/// Converts an ONNX TensorProto into an attribute, or fails with a message.
+mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,
+                                                 const onnx::TensorProto &tensor,
+                                                 std::string &error);
+/// MLIR element type for an ONNX data type, or null if unsupported.
+mlir::Type onnxElementType(mlir::MLIRContext *ctx, int32_t dataType);
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,298 @@
+// Import rules for neural-network operators: convolution, pooling, matrix
+// products and normalizations. Composite operators (Gemm, Softmax, the
+// normalizations) are decomposed into kiln ops; constant parts such as
+// BatchNorm's scale/sqrt(var+eps) then fold at compile time.
+#include "NodeImporter.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using Outs = SmallVectorImpl<Value>;
+
+/// Resolves ONNX auto_pad / pads for `spatial` axes into begin..., end...
+LogicalResult resolvePads(NodeImporter &n, RankedTensorType in, ArrayRef<int64_t> kernel,
+                          ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                          SmallVectorImpl<int64_t> &pads) {
+  size_t spatial = kernel.size();
+  std::string autoPad = n.getString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    if (auto p = n.getInts("pads"))
+      pads.assign(p->begin(), p->end());
+    else
+      pads.assign(2 * spatial, 0);
+    if (pads.size() != 2 * spatial)
+      return n.error("pads must have 2 entries per spatial axis");
+    return success();
+  }
+  pads.assign(2 * spatial, 0);
+  if (autoPad == "VALID")
+    return success();
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return n.error("unknown auto_pad '" + autoPad + "'");
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t dim = in.getDimSize(2 + i);
+    if (ShapedType::isDynamic(dim))
+      return n.error("auto_pad SAME needs static spatial dimensions");
+    int64_t out = (dim + strides[i] - 1) / strides[i];
+    int64_t total =
+        std::max<int64_t>((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - dim, 0);
+    int64_t small = total / 2, big = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : big;
+    pads[spatial + i] = autoPad == "SAME_UPPER" ? big : small;
+  }
+  return success();
+}
+
+SmallVector<int64_t> intsOr(NodeImporter &n, StringRef name, size_t count, int64_t dflt) {
+  if (auto v = n.getInts(name))
+    return *v;
+  return SmallVector<int64_t>(count, dflt);
+}
+
+LogicalResult conv(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), w = n.required(1);
+  if (n.failed())
+    return failure();
+  auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
+  if (!xt || !wt || xt.getRank() < 3)
+    return n.error("Conv needs input and weight of known rank >= 3");
+  size_t spatial = xt.getRank() - 2;
+  SmallVector<int64_t> kernel =
+      n.getInts("kernel_shape") ? *n.getInts("kernel_shape")
+                                : SmallVector<int64_t>(wt.getShape().drop_front(2));
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
+  if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial)
+    return n.error("kernel_shape/strides/dilations do not match the input rank");
+  SmallVector<int64_t> pads;
+  if (failed(resolvePads(n, xt, kernel, strides, dilations, pads)))
+    return failure();
+  out.push_back(n.make<ConvOp>(x, w, n.input(2), n.b.getDenseI64ArrayAttr(strides),
+                               n.b.getDenseI64ArrayAttr(pads),
+                               n.b.getDenseI64ArrayAttr(dilations),
+                               n.b.getI64IntegerAttr(n.getInt("group", 1))));
+  return success();
+}
+
+/// Extra end padding that makes floor-based output sizes match ceil_mode.
+SmallVector<int64_t> ceilModePads(RankedTensorType in, ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                                  ArrayRef<int64_t> pads) {
+  size_t spatial = kernel.size();
+  SmallVector<int64_t> extra(spatial, 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t dim = in.getDimSize(2 + i);
+    int64_t padded = dim + pads[i] + pads[spatial + i];
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    if (padded < span)
+      continue;
+    int64_t out = (padded - span + strides[i] - 1) / strides[i] + 1;
+    // A window must start inside the input or its begin padding.
+    if ((out - 1) * strides[i] >= dim + pads[i])
+      --out;
+    extra[i] = std::max<int64_t>((out - 1) * strides[i] + span - padded, 0);
+  }
+  return extra;
+}
+
+template <bool isMax>
+LogicalResult pool(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  if (n.failed())
+    return failure();
+  auto xt = NodeImporter::rankedType(x);
+  if (!xt || xt.getRank() < 3 || !xt.hasStaticShape())
+    return n.error("pooling needs an input of static shape and rank >= 3");
+  if (isMax && n.node.output_size() > 1 && !n.node.output(1).empty())
+    return n.error("MaxPool's Indices output is not supported");
+  size_t spatial = xt.getRank() - 2;
+  auto kernel = n.getInts("kernel_shape");
+  if (!kernel || kernel->size() != spatial)
+    return n.error("pooling needs a kernel_shape per spatial axis");
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
+  if (!isMax && llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    return n.error("AveragePool with dilations is not supported");
+  SmallVector<int64_t> pads;
+  if (failed(resolvePads(n, xt, *kernel, strides, dilations, pads)))
+    return failure();
+  SmallVector<int64_t> extra(spatial, 0);
+  if (n.getInt("ceil_mode", 0))
+    extra = ceilModePads(xt, *kernel, strides, dilations, pads);
+  if (isMax) {
+    for (size_t i = 0; i < spatial; ++i)
+      pads[spatial + i] += extra[i];
+    out.push_back(n.make<MaxPoolOp>(x, n.b.getDenseI64ArrayAttr(*kernel),
+                                    n.b.getDenseI64ArrayAttr(strides),
+                                    n.b.getDenseI64ArrayAttr(pads),
+                                    n.b.getDenseI64ArrayAttr(dilations)));
+  } else {
+    out.push_back(n.make<AvgPoolOp>(
+        x, n.b.getDenseI64ArrayAttr(*kernel), n.b.getDenseI64ArrayAttr(strides),
+        n.b.getDenseI64ArrayAttr(pads), n.b.getDenseI64ArrayAttr(extra),
+        n.b.getBoolAttr(n.getInt("count_include_pad", 0) != 0)));
+  }
+  return success();
+}
+
+SmallVector<int64_t> spatialAxes(int64_t rank, int64_t from = 2) {
+  SmallVector<int64_t> axes;
+  for (int64_t i = from; i < rank; ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+template <typename ReduceOpTy>
+LogicalResult globalPool(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  out.push_back(n.make<ReduceOpTy>(x, n.b.getDenseI64ArrayAttr(spatialAxes(*rank)),
+                                   n.b.getBoolAttr(true)));
+  return success();
+}
+
+LogicalResult matmul(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<MatMulOp>(n.required(0), n.required(1)));
+  return success();
+}
+
+LogicalResult gemm(NodeImporter &n, Outs &out) {
+  Value a = n.required(0), b = n.required(1);
+  if (n.failed())
+    return failure();
+  auto swap = n.b.getDenseI64ArrayAttr({1, 0});
+  if (n.getInt("transA", 0))
+    a = n.make<TransposeOp>(a, swap);
+  if (n.getInt("transB", 0))
+    b = n.make<TransposeOp>(b, swap);
+  Value y = n.make<MatMulOp>(a, b);
+  float alpha = n.getFloat("alpha", 1.0f), beta = n.getFloat("beta", 1.0f);
+  if (alpha != 1.0f)
+    y = n.make<MulOp>(y, n.scalarLike(y, alpha));
+  if (Value c = n.input(2)) {
+    if (beta != 1.0f)
+      c = n.make<MulOp>(c, n.scalarLike(c, beta));
+    y = n.make<AddOp>(y, c);
+  }
+  out.push_back(y);
+  return success();
+}
+
+/// Axes [axis, rank) for the coerced-2D semantics of opset < 13, or {axis}.
+SmallVector<int64_t> softmaxAxes(NodeImporter &n, int64_t rank, int64_t dfltAxis) {
+  int64_t axis = n.getInt("axis", dfltAxis);
+  if (axis < 0)
+    axis += rank;
+  if (n.opset >= 13)
+    return {axis};
+  return spatialAxes(rank, axis);
+}
+
+template <bool isLog>
+LogicalResult softmax(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  auto axes = n.b.getDenseI64ArrayAttr(softmaxAxes(n, *rank, n.opset >= 13 ? -1 : 1));
+  auto keep = n.b.getBoolAttr(true);
+  Value shifted = n.make<SubOp>(x, n.make<ReduceMaxOp>(x, axes, keep));
+  Value e = n.make<ExpOp>(shifted);
+  Value sum = n.make<ReduceSumOp>(e, axes, keep);
+  out.push_back(isLog ? n.make<SubOp>(shifted, n.make<LogOp>(sum)) : n.make<DivOp>(e, sum));
+  return success();
+}
+
+/// Reshapes a per-channel vector [C] so it broadcasts against NC... of `rank`.
+Value perChannel(NodeImporter &n, Value v, int64_t rank) {
+  return n.make<UnsqueezeOp>(v, n.b.getDenseI64ArrayAttr(spatialAxes(rank, 1)));
+}
+
+LogicalResult batchNorm(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), scale = n.required(1), bias = n.required(2),
+        mean = n.required(3), var = n.required(4);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  if (n.getInt("training_mode", 0))
+    return n.error("BatchNormalization in training mode is not supported");
+  if (*rank < 2)
+    return n.error("BatchNormalization needs rank >= 2");
+  Value eps = n.scalarLike(var, n.getFloat("epsilon", 1e-5f));
+  // y = x * f + (bias - mean * f) with f = scale / sqrt(var + eps): f and the
+  // shift fold to constants for inference models.
+  Value f = n.make<DivOp>(scale, n.make<SqrtOp>(n.make<AddOp>(var, eps)));
+  Value shift = n.make<SubOp>(bias, n.make<MulOp>(mean, f));
+  if (*rank > 2) {
+    f = perChannel(n, f, *rank);
+    shift = perChannel(n, shift, *rank);
+  }
+  out.push_back(n.make<AddOp>(n.make<MulOp>(x, f), shift));
+  return success();
+}
+
+/// (x - mean(x)) / sqrt(var(x) + eps) over `axes`.
+Value normalize(NodeImporter &n, Value x, ArrayRef<int64_t> axesList, float epsilon) {
+  auto axes = n.b.getDenseI64ArrayAttr(axesList);
+  auto keep = n.b.getBoolAttr(true);
+  Value centered = n.make<SubOp>(x, n.make<ReduceMeanOp>(x, axes, keep));
+  Value var = n.make<ReduceMeanOp>(n.make<MulOp>(centered, centered), axes, keep);
+  Value denom = n.make<SqrtOp>(n.make<AddOp>(var, n.scalarLike(x, epsilon)));
+  return n.make<DivOp>(centered, denom);
+}
+
+LogicalResult instanceNorm(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), scale = n.required(1), bias = n.required(2);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  Value y = normalize(n, x, spatialAxes(*rank), n.getFloat("epsilon", 1e-5f));
+  y = n.make<MulOp>(y, perChannel(n, scale, *rank));
+  out.push_back(n.make<AddOp>(y, perChannel(n, bias, *rank)));
+  return success();
+}
+
+LogicalResult layerNorm(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), scale = n.required(1);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  for (int i = 1; i < n.node.output_size(); ++i)
+    if (!n.node.output(i).empty())
+      return n.error("LayerNormalization's Mean and InvStdDev outputs are not supported");
+  int64_t axis = n.getInt("axis", -1);
+  if (axis < 0)
+    axis += *rank;
+  Value y = normalize(n, x, spatialAxes(*rank, axis), n.getFloat("epsilon", 1e-5f));
+  y = n.make<MulOp>(y, scale);
+  if (Value bias = n.input(2))
+    y = n.make<AddOp>(y, bias);
+  out.push_back(y);
+  return success();
+}
+
+} // namespace
+
+void addNNRules(std::vector<ImportRule> &r) {
+  constexpr int64_t M = kMaxSupportedOpset;
+  r.insert(r.end(), {
+      {"Conv", 1, M, conv},
+      {"MaxPool", 1, M, pool<true>},
+      {"AveragePool", 1, M, pool<false>},
+      {"GlobalAveragePool", 1, M, globalPool<ReduceMeanOp>},
+      {"GlobalMaxPool", 1, M, globalPool<ReduceMaxOp>},
+      {"MatMul", 1, M, matmul},
+      {"Gemm", 7, M, gemm},
+      {"Softmax", 1, M, softmax<false>},
+      {"LogSoftmax", 1, M, softmax<true>},
+      {"BatchNormalization", 7, M, batchNorm},
+      {"InstanceNormalization", 6, M, instanceNorm},
+      {"LayerNormalization", 17, M, layerNorm},
+  });
+}
+
+} // namespace kiln

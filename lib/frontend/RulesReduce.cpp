@@ -1,0 +1,127 @@
+// Import rules for reductions. The composite ONNX reductions (L1, L2,
+// LogSum, LogSumExp, SumSquare) become an elementwise op plus a kiln
+// reduction.
+#include "NodeImporter.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using Outs = SmallVectorImpl<Value>;
+
+enum class Pre { None, Abs, Square, Exp };
+enum class Post { None, Sqrt, Log };
+
+/// Normalized axes, or std::nullopt for "no reduction" (noop_with_empty_axes).
+std::optional<SmallVector<int64_t>> reductionAxes(NodeImporter &n, int64_t rank,
+                                                  int64_t axesInputSince) {
+  SmallVector<int64_t> axes;
+  if (n.opset >= axesInputSince) {
+    if (n.hasInput(1)) {
+      auto c = n.constInts(1);
+      if (!c) {
+        (void)n.error("reduction axes must be a constant");
+        return SmallVector<int64_t>();
+      }
+      axes = *c;
+    }
+  } else if (auto a = n.getInts("axes")) {
+    axes = *a;
+  }
+  if (axes.empty()) {
+    if (n.getInt("noop_with_empty_axes", 0))
+      return std::nullopt;
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  for (int64_t &a : axes)
+    if (a < 0)
+      a += rank;
+  llvm::sort(axes);
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+template <typename ReduceOpTy, Pre pre = Pre::None, Post post = Post::None,
+          int64_t axesInputSince = 18>
+LogicalResult reduce(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  auto axes = reductionAxes(n, *rank, axesInputSince);
+  if (n.failed())
+    return failure();
+  switch (pre) {
+  case Pre::None: break;
+  case Pre::Abs: x = n.make<AbsOp>(x); break;
+  case Pre::Square: x = n.make<MulOp>(x, x); break;
+  case Pre::Exp: break; // handled below with a max shift for stability
+  }
+  if (!axes) {
+    out.push_back(x);
+    return success();
+  }
+  auto axesAttr = n.b.getDenseI64ArrayAttr(*axes);
+  bool keep = n.getInt("keepdims", 1) != 0;
+  Value shift;
+  if (pre == Pre::Exp) {
+    // log(sum(exp(x))) = m + log(sum(exp(x - m))), m = max(x)
+    shift = n.make<ReduceMaxOp>(x, axesAttr, n.b.getBoolAttr(true));
+    x = n.make<ExpOp>(n.make<SubOp>(x, shift));
+  }
+  Value r = n.make<ReduceOpTy>(x, axesAttr, n.b.getBoolAttr(keep));
+  switch (post) {
+  case Post::None: break;
+  case Post::Sqrt: r = n.make<SqrtOp>(r); break;
+  case Post::Log: r = n.make<LogOp>(r); break;
+  }
+  if (shift) {
+    if (!keep)
+      shift = n.make<SqueezeOp>(shift, axesAttr);
+    r = n.make<AddOp>(r, shift);
+  }
+  out.push_back(r);
+  return success();
+}
+
+template <bool isMin>
+LogicalResult argExtreme(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  int64_t axis = n.getInt("axis", 0);
+  if (axis < 0)
+    axis += *rank;
+  out.push_back(n.make<ArgMaxOp>(x, n.b.getI64IntegerAttr(axis),
+                                 n.b.getBoolAttr(n.getInt("keepdims", 1) != 0),
+                                 n.b.getBoolAttr(n.getInt("select_last_index", 0) != 0),
+                                 n.b.getBoolAttr(isMin)));
+  return success();
+}
+
+} // namespace
+
+void addReductionRules(std::vector<ImportRule> &r) {
+  constexpr int64_t M = kMaxSupportedOpset;
+  r.insert(r.end(), {
+      // ReduceSum took its axes as an input from opset 13; the others from 18.
+      {"ReduceSum", 1, 12, reduce<ReduceSumOp>},
+      {"ReduceSum", 13, M, reduce<ReduceSumOp, Pre::None, Post::None, 13>},
+      {"ReduceMean", 1, M, reduce<ReduceMeanOp>},
+      {"ReduceMax", 1, M, reduce<ReduceMaxOp>},
+      {"ReduceMin", 1, M, reduce<ReduceMinOp>},
+      {"ReduceProd", 1, M, reduce<ReduceProdOp>},
+      {"ReduceL1", 1, M, reduce<ReduceSumOp, Pre::Abs>},
+      {"ReduceL2", 1, M, reduce<ReduceSumOp, Pre::Square, Post::Sqrt>},
+      {"ReduceSumSquare", 1, M, reduce<ReduceSumOp, Pre::Square>},
+      {"ReduceLogSum", 1, M, reduce<ReduceSumOp, Pre::None, Post::Log>},
+      {"ReduceLogSumExp", 1, M, reduce<ReduceSumOp, Pre::Exp, Post::Log>},
+      {"ArgMax", 1, M, argExtreme<false>},
+      {"ArgMin", 1, M, argExtreme<true>},
+  });
+}
+
+} // namespace kiln

@@ -1,0 +1,361 @@
+// Import rules for data-movement and shape operators.
+#include "NodeImporter.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using Outs = SmallVectorImpl<Value>;
+
+/// Axes from an attribute (older opsets) or a constant input (newer ones).
+std::optional<SmallVector<int64_t>> axesFrom(NodeImporter &n, int64_t inputSince,
+                                             size_t inputIndex) {
+  if (n.opset >= inputSince) {
+    if (!n.hasInput(inputIndex))
+      return SmallVector<int64_t>();
+    auto v = n.constInts(inputIndex);
+    if (!v)
+      (void)n.error("axes must be a constant");
+    return v;
+  }
+  auto a = n.getInts("axes");
+  return a ? a : SmallVector<int64_t>();
+}
+
+LogicalResult constant(NodeImporter &n, Outs &out) {
+  MLIRContext *ctx = n.b.getContext();
+  if (const auto *a = n.attr("value")) {
+    std::string err;
+    auto attr = tensorToAttr(ctx, a->t(), err);
+    if (failed(attr))
+      return n.error(err);
+    out.push_back(n.constant(*attr));
+    return success();
+  }
+  if (const auto *a = n.attr("value_float")) {
+    out.push_back(n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, n.b.getF32Type()), a->f())));
+    return success();
+  }
+  if (const auto *a = n.attr("value_floats")) {
+    SmallVector<float> v(a->floats().begin(), a->floats().end());
+    out.push_back(n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, n.b.getF32Type()), ArrayRef<float>(v))));
+    return success();
+  }
+  if (const auto *a = n.attr("value_int")) {
+    out.push_back(n.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, n.b.getI64Type()), (int64_t)a->i())));
+    return success();
+  }
+  if (const auto *a = n.attr("value_ints")) {
+    out.push_back(n.i64Tensor(SmallVector<int64_t>(a->ints().begin(), a->ints().end())));
+    return success();
+  }
+  return n.error("Constant without a supported value attribute (sparse and string "
+                 "constants are not supported)");
+}
+
+LogicalResult reshape(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<ReshapeOp>(n.required(0), n.required(1),
+                                  n.b.getBoolAttr(n.getInt("allowzero", 0) != 0)));
+  return success();
+}
+
+LogicalResult flatten(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<FlattenOp>(n.required(0), n.b.getI64IntegerAttr(n.getInt("axis", 1))));
+  return success();
+}
+
+LogicalResult squeeze(NodeImporter &n, Outs &out) {
+  auto axes = axesFrom(n, 13, 1);
+  if (!axes)
+    return failure();
+  out.push_back(n.make<SqueezeOp>(n.required(0), n.b.getDenseI64ArrayAttr(*axes)));
+  return success();
+}
+
+LogicalResult unsqueeze(NodeImporter &n, Outs &out) {
+  auto axes = axesFrom(n, 13, 1);
+  if (!axes)
+    return failure();
+  out.push_back(n.make<UnsqueezeOp>(n.required(0), n.b.getDenseI64ArrayAttr(*axes)));
+  return success();
+}
+
+LogicalResult transpose(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  SmallVector<int64_t> perm;
+  if (auto p = n.getInts("perm"))
+    perm = *p;
+  else
+    for (int64_t i = *rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  out.push_back(n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr(perm)));
+  return success();
+}
+
+LogicalResult concat(NodeImporter &n, Outs &out) {
+  SmallVector<Value> ins;
+  for (size_t i = 0; i < n.numInputs(); ++i)
+    ins.push_back(n.required(i));
+  if (n.failed())
+    return failure();
+  out.push_back(n.make<ConcatOp>(ins, n.b.getI64IntegerAttr(n.getInt("axis", 0))));
+  return success();
+}
+
+LogicalResult slice(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  Value starts, ends, axes, steps;
+  size_t count;
+  if (n.opset < 10) {
+    auto s = n.getInts("starts"), e = n.getInts("ends");
+    if (!s || !e)
+      return n.error("Slice needs starts and ends");
+    auto a = n.getInts("axes");
+    SmallVector<int64_t> ax;
+    if (a)
+      ax = *a;
+    else
+      for (size_t i = 0; i < s->size(); ++i)
+        ax.push_back(i);
+    starts = n.i64Tensor(*s);
+    ends = n.i64Tensor(*e);
+    axes = n.i64Tensor(ax);
+    steps = n.i64Tensor(SmallVector<int64_t>(s->size(), 1));
+  } else {
+    starts = n.required(1);
+    ends = n.required(2);
+    auto st = n.failed() ? RankedTensorType() : NodeImporter::rankedType(starts);
+    if (!st || st.getRank() != 1 || st.isDynamicDim(0))
+      return n.error("Slice starts must be a 1-D tensor of known length");
+    count = st.getDimSize(0);
+    if (n.hasInput(3)) {
+      axes = n.input(3);
+    } else {
+      SmallVector<int64_t> ax;
+      for (size_t i = 0; i < count; ++i)
+        ax.push_back(i);
+      axes = n.i64Tensor(ax);
+    }
+    steps = n.hasInput(4) ? n.input(4) : n.i64Tensor(SmallVector<int64_t>(count, 1));
+    // Index tensors may be i32; kiln.slice takes i64.
+    auto toI64 = [&](Value v) {
+      if (NodeImporter::elementType(v).isInteger(64))
+        return v;
+      return n.make<CastOp>(v, TypeAttr::get(n.b.getI64Type()));
+    };
+    starts = toI64(starts);
+    ends = toI64(ends);
+    axes = toI64(axes);
+    steps = toI64(steps);
+  }
+  out.push_back(n.make<SliceOp>(x, starts, ends, axes, steps));
+  return success();
+}
+
+LogicalResult gather(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<GatherOp>(n.required(0), n.required(1),
+                                 n.b.getI64IntegerAttr(n.getInt("axis", 0))));
+  return success();
+}
+
+LogicalResult gatherElements(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<GatherElementsOp>(n.required(0), n.required(1),
+                                         n.b.getI64IntegerAttr(n.getInt("axis", 0))));
+  return success();
+}
+
+LogicalResult expand(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<ExpandOp>(n.required(0), n.required(1)));
+  return success();
+}
+
+LogicalResult tile(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<TileOp>(n.required(0), n.required(1)));
+  return success();
+}
+
+LogicalResult pad(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  if (n.failed())
+    return failure();
+  std::string mode = n.getString("mode", "constant");
+  Value pads, value;
+  if (n.opset < 11) {
+    auto p = n.getInts("pads");
+    if (!p)
+      return n.error("Pad needs pads");
+    pads = n.i64Tensor(*p);
+    value = n.scalarLike(x, n.getFloat("value", 0.0f));
+  } else {
+    pads = n.required(1);
+    value = n.hasInput(2) ? n.input(2) : n.scalarLike(x, 0.0);
+    if (value && NodeImporter::rankedType(value) &&
+        NodeImporter::rankedType(value).getRank() == 1)
+      value = n.make<ReshapeOp>(value, n.i64Tensor({}), n.b.getBoolAttr(false));
+  }
+  out.push_back(n.make<PadOp>(x, pads, value, n.b.getStringAttr(mode)));
+  return success();
+}
+
+LogicalResult shape(NodeImporter &n, Outs &out) {
+  int64_t start = n.getInt("start", 0);
+  int64_t end = n.getInt("end", std::numeric_limits<int64_t>::max());
+  out.push_back(n.make<ShapeOp>(n.required(0), n.b.getI64IntegerAttr(start),
+                                n.b.getI64IntegerAttr(end)));
+  return success();
+}
+
+LogicalResult size(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || !t.hasStaticShape())
+    return n.error("Size needs an input of static shape");
+  out.push_back(n.constant(
+      DenseElementsAttr::get(RankedTensorType::get({}, n.b.getI64Type()), t.getNumElements())));
+  return success();
+}
+
+LogicalResult constantOfShape(NodeImporter &n, Outs &out) {
+  ElementsAttr value;
+  if (const auto *a = n.attr("value")) {
+    std::string err;
+    auto attr = tensorToAttr(n.b.getContext(), a->t(), err);
+    if (failed(attr))
+      return n.error(err);
+    value = *attr;
+  } else {
+    value = DenseElementsAttr::get(RankedTensorType::get({1}, n.b.getF32Type()), 0.0f);
+  }
+  out.push_back(n.make<ConstantOfShapeOp>(n.required(0), value));
+  return success();
+}
+
+LogicalResult range(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<RangeOp>(n.required(0), n.required(1), n.required(2)));
+  return success();
+}
+
+LogicalResult split(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t)
+    return n.error("Split needs an input of known rank");
+  int64_t axis = n.getInt("axis", 0);
+  if (axis < 0)
+    axis += t.getRank();
+  if (axis < 0 || axis >= t.getRank())
+    return n.error("Split axis out of range");
+  if (t.isDynamicDim(axis))
+    return n.error("Split along a dimension of unknown size is not supported");
+  int64_t dim = t.getDimSize(axis), parts = n.node.output_size();
+  SmallVector<int64_t> sizes;
+  if (n.opset >= 13 && n.hasInput(1)) {
+    auto s = n.constInts(1);
+    if (!s)
+      return n.error("Split sizes must be a constant");
+    sizes = *s;
+  } else if (auto s = n.getInts("split")) {
+    sizes = *s;
+  } else {
+    if (parts <= 0 || dim % parts != 0)
+      return n.error("Split of " + Twine(dim) + " into " + Twine(parts) + " equal parts");
+    sizes.assign(parts, dim / parts);
+  }
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(n.make<SliceOp>(x, n.i64Tensor({start}), n.i64Tensor({start + s}),
+                                  n.i64Tensor({axis}), n.i64Tensor({1})));
+    start += s;
+  }
+  return success();
+}
+
+/// DepthToSpace / SpaceToDepth as reshape-transpose-reshape (static shapes).
+LogicalResult depthToSpace(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || t.getRank() != 4 || !t.hasStaticShape())
+    return n.error("DepthToSpace needs a 4-D input of static shape");
+  int64_t bs = n.getInt("blocksize", 0);
+  int64_t N = t.getDimSize(0), C = t.getDimSize(1), H = t.getDimSize(2), W = t.getDimSize(3);
+  if (bs <= 0 || C % (bs * bs))
+    return n.error("DepthToSpace channels are not divisible by blocksize^2");
+  bool crd = n.getString("mode", "DCR") == "CRD";
+  auto noZero = n.b.getBoolAttr(false);
+  SmallVector<int64_t> shape1 = crd ? SmallVector<int64_t>{N, C / (bs * bs), bs, bs, H, W}
+                                    : SmallVector<int64_t>{N, bs, bs, C / (bs * bs), H, W};
+  SmallVector<int64_t> perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3}
+                                  : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
+  Value r = n.make<ReshapeOp>(x, n.i64Tensor(shape1), noZero);
+  r = n.make<TransposeOp>(r, n.b.getDenseI64ArrayAttr(perm));
+  out.push_back(n.make<ReshapeOp>(r, n.i64Tensor({N, C / (bs * bs), H * bs, W * bs}), noZero));
+  return success();
+}
+
+LogicalResult spaceToDepth(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || t.getRank() != 4 || !t.hasStaticShape())
+    return n.error("SpaceToDepth needs a 4-D input of static shape");
+  int64_t bs = n.getInt("blocksize", 0);
+  int64_t N = t.getDimSize(0), C = t.getDimSize(1), H = t.getDimSize(2), W = t.getDimSize(3);
+  if (bs <= 0 || H % bs || W % bs)
+    return n.error("SpaceToDepth spatial dims are not divisible by blocksize");
+  auto noZero = n.b.getBoolAttr(false);
+  Value r = n.make<ReshapeOp>(x, n.i64Tensor({N, C, H / bs, bs, W / bs, bs}), noZero);
+  r = n.make<TransposeOp>(r, n.b.getDenseI64ArrayAttr({0, 3, 5, 1, 2, 4}));
+  out.push_back(n.make<ReshapeOp>(r, n.i64Tensor({N, C * bs * bs, H / bs, W / bs}), noZero));
+  return success();
+}
+
+LogicalResult dropout(NodeImporter &n, Outs &out) {
+  // Inference: the identity. The optional mask output is not produced.
+  if (n.opset >= 12 && n.hasInput(2)) {
+    auto mode = n.constInts(2);
+    if (!mode || (*mode)[0] != 0)
+      return n.error("Dropout in training mode is not supported");
+  }
+  out.push_back(n.required(0));
+  return success();
+}
+
+} // namespace
+
+void addTensorRules(std::vector<ImportRule> &r) {
+  constexpr int64_t M = kMaxSupportedOpset;
+  r.insert(r.end(), {
+      {"Constant", 1, M, constant},
+      {"Reshape", 5, M, reshape},
+      {"Flatten", 1, M, flatten},
+      {"Squeeze", 1, M, squeeze},
+      {"Unsqueeze", 1, M, unsqueeze},
+      {"Transpose", 1, M, transpose},
+      {"Concat", 4, M, concat},
+      {"Slice", 1, M, slice},
+      {"Gather", 1, M, gather},
+      {"GatherElements", 11, M, gatherElements},
+      {"Expand", 8, M, expand},
+      {"Tile", 6, M, tile},
+      {"Pad", 2, M, pad},
+      {"Shape", 1, M, shape},
+      {"Size", 1, M, size},
+      {"ConstantOfShape", 9, M, constantOfShape},
+      {"Range", 11, M, range},
+      {"Split", 2, M, split},
+      {"DepthToSpace", 1, M, depthToSpace},
+      {"SpaceToDepth", 1, M, spaceToDepth},
+      {"Dropout", 1, M, dropout},
+  });
+}
+
+} // namespace kiln

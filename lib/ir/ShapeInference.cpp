@@ -1,0 +1,796 @@
+// Result-type inference for the kiln ops. Each op's `inferReturnTypes` is the
+// single source of truth for its shape rules: the importer builds ops through
+// it, the verifier checks against it, and kiln-infer-shapes refines with it.
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+using namespace mlir;
+using namespace kiln;
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+static RankedTensorType ranked(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+static Type elementTypeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType();
+}
+
+static Type tensorOf(ArrayRef<int64_t> shape, Type elt) {
+  return RankedTensorType::get(shape, elt);
+}
+
+static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
+  return emitOptionalError(loc, msg);
+}
+
+static bool isConstantDim(int64_t d) { return !ShapedType::isDynamic(d); }
+
+std::optional<SmallVector<int64_t>> kiln::getConstantInts(Value v) {
+  DenseIntElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &i : attr.getValues<APInt>())
+    out.push_back(i.getSExtValue());
+  return out;
+}
+
+LogicalResult kiln::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
+                                    SmallVectorImpl<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == 1)
+      out[i] = db;
+    else if (db == 1)
+      out[i] = da;
+    else if (ShapedType::isDynamic(da))
+      out[i] = db;
+    else if (ShapedType::isDynamic(db) || da == db)
+      out[i] = da;
+    else
+      return failure();
+  }
+  return success();
+}
+
+static LogicalResult broadcastAll(std::optional<Location> loc,
+                                  ValueRange operands,
+                                  std::optional<SmallVector<int64_t>> &shape) {
+  SmallVector<int64_t> acc;
+  for (Value v : operands) {
+    auto t = ranked(v);
+    if (!t) {
+      shape.reset();
+      return success();
+    }
+    SmallVector<int64_t> next;
+    if (failed(broadcastShapes(acc, t.getShape(), next))) {
+      std::string a, b;
+      llvm::raw_string_ostream(a) << RankedTensorType::get(acc, t.getElementType());
+      llvm::raw_string_ostream(b) << t;
+      return fail(loc, "operands cannot be broadcast together: " + a + " and " + b);
+    }
+    acc = next;
+  }
+  shape = acc;
+  return success();
+}
+
+static Type maybeRanked(const std::optional<SmallVector<int64_t>> &shape,
+                        Type elt) {
+  if (!shape)
+    return UnrankedTensorType::get(elt);
+  return tensorOf(*shape, elt);
+}
+
+bool kiln::detail::areCompatibleReturnTypes(TypeRange inferred,
+                                            TypeRange actual) {
+  if (inferred.size() != actual.size())
+    return false;
+  for (auto [a, b] : llvm::zip(inferred, actual)) {
+    auto sa = dyn_cast<ShapedType>(a), sb = dyn_cast<ShapedType>(b);
+    if (!sa || !sb || sa.getElementType() != sb.getElementType())
+      return false;
+    if (failed(verifyCompatibleShape(a, b)))
+      return false;
+  }
+  return true;
+}
+
+LogicalResult kiln::detail::inferBroadcast(std::optional<Location> loc,
+                                           ValueRange operands,
+                                           bool resultIsBool,
+                                           SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(operands[0]);
+  for (Value v : operands.drop_front())
+    if (elementTypeOf(v) != elt)
+      return fail(loc, "operand element types differ");
+  std::optional<SmallVector<int64_t>> shape;
+  if (failed(broadcastAll(loc, operands, shape)))
+    return failure();
+  Type resultElt = resultIsBool ? IntegerType::get(elt.getContext(), 1) : elt;
+  types.push_back(maybeRanked(shape, resultElt));
+  return success();
+}
+
+LogicalResult kiln::detail::inferReduce(std::optional<Location> loc,
+                                        Value input, ArrayRef<int64_t> axes,
+                                        bool keepdims,
+                                        SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(input);
+  auto t = ranked(input);
+  if (!t) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    bool reduced = llvm::is_contained(axes, i);
+    if (!reduced)
+      shape.push_back(t.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  for (int64_t a : axes)
+    if (a < 0 || a >= t.getRank())
+      return fail(loc, "reduction axis " + Twine(a) + " out of range for rank " +
+                           Twine(t.getRank()));
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult kiln::refineResultTypes(Operation *op) {
+  auto iface = dyn_cast<InferTypeOpInterface>(op);
+  if (!iface)
+    return success();
+  SmallVector<Type> inferred;
+  if (failed(iface.inferReturnTypes(op->getContext(), op->getLoc(),
+                                    op->getOperands(), op->getRawDictionaryAttrs(),
+                                    op->getPropertiesStorage(), op->getRegions(),
+                                    inferred)))
+    return failure();
+  for (auto [result, type] : llvm::zip(op->getResults(), inferred)) {
+    Type current = result.getType();
+    if (current == type)
+      continue;
+    auto cur = dyn_cast<TensorType>(current);
+    auto inf = cast<TensorType>(type);
+    // A result built with a placeholder (importer) takes the inferred type.
+    if (!cur || !cur.hasRank() || cur.getElementType() != inf.getElementType()) {
+      if (cur && cur.hasRank() && cur.getElementType() != inf.getElementType())
+        return op->emitOpError("inferred element type ")
+               << inf.getElementType() << " differs from declared "
+               << cur.getElementType();
+      result.setType(type);
+      continue;
+    }
+    if (!inf.hasRank())
+      continue;
+    if (failed(verifyCompatibleShape(cur, inf)))
+      return op->emitOpError("inferred type ") << inf << " contradicts " << cur;
+    SmallVector<int64_t> merged(cur.getShape());
+    for (auto [m, d] : llvm::zip(merged, inf.getShape()))
+      if (ShapedType::isDynamic(m))
+        m = d;
+    result.setType(RankedTensorType::get(merged, cur.getElementType()));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Per-op rules for ops not covered by a TableGen class
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                           Adaptor a, SmallVectorImpl<Type> &types) {
+  types.push_back(cast<TypedAttr>(a.getValue()).getType());
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  if (elementTypeOf(a.getLhs()) != elementTypeOf(a.getRhs()))
+    return fail(loc, "select branches have different element types");
+  std::optional<SmallVector<int64_t>> shape;
+  if (failed(broadcastAll(loc, {a.getCondition(), a.getLhs(), a.getRhs()}, shape)))
+    return failure();
+  types.push_back(maybeRanked(shape, elementTypeOf(a.getLhs())));
+  return success();
+}
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor a, SmallVectorImpl<Type> &types) {
+  Type to = a.getTo();
+  if (auto t = ranked(a.getInput()))
+    types.push_back(t.clone(to));
+  else
+    types.push_back(UnrankedTensorType::get(to));
+  return success();
+}
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getLhs());
+  auto lt = ranked(a.getLhs()), rt = ranked(a.getRhs());
+  if (!lt || !rt) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  if (lt.getRank() == 0 || rt.getRank() == 0)
+    return fail(loc, "matmul operands must have rank >= 1");
+  SmallVector<int64_t> l(lt.getShape()), r(rt.getShape());
+  bool lhsVec = l.size() == 1, rhsVec = r.size() == 1;
+  if (lhsVec)
+    l.insert(l.begin(), 1);
+  if (rhsVec)
+    r.push_back(1);
+  int64_t kl = l.back(), kr = r[r.size() - 2];
+  if (isConstantDim(kl) && isConstantDim(kr) && kl != kr)
+    return fail(loc, "matmul contraction sizes differ: " + Twine(kl) + " vs " + Twine(kr));
+  SmallVector<int64_t> batch;
+  if (failed(broadcastShapes(ArrayRef(l).drop_back(2), ArrayRef(r).drop_back(2), batch)))
+    return fail(loc, "matmul batch dimensions cannot be broadcast");
+  if (!lhsVec)
+    batch.push_back(l[l.size() - 2]);
+  if (!rhsVec)
+    batch.push_back(r.back());
+  types.push_back(tensorOf(batch, elt));
+  return success();
+}
+
+// Output extent of a sliding window; shared by conv and pooling.
+static int64_t windowOutput(int64_t in, int64_t padSum, int64_t k, int64_t stride,
+                            int64_t dilation) {
+  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(k))
+    return kDyn;
+  int64_t span = dilation * (k - 1) + 1;
+  int64_t out = (in + padSum - span) / stride + 1;
+  return out;
+}
+
+static LogicalResult checkSpatial(std::optional<Location> loc, size_t spatial,
+                                  ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations) {
+  if (strides.size() != spatial || pads.size() != 2 * spatial ||
+      dilations.size() != spatial)
+    return fail(loc, "strides/pads/dilations do not match " + Twine(spatial) +
+                         " spatial dimensions");
+  for (int64_t s : strides)
+    if (s <= 0)
+      return fail(loc, "strides must be positive");
+  for (int64_t d : dilations)
+    if (d <= 0)
+      return fail(loc, "dilations must be positive");
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getInput());
+  auto it = ranked(a.getInput()), wt = ranked(a.getWeight());
+  if (!it || !wt) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  if (it.getRank() < 3 || it.getRank() != wt.getRank())
+    return fail(loc, "conv input and weight must have the same rank >= 3");
+  size_t spatial = it.getRank() - 2;
+  if (failed(checkSpatial(loc, spatial, a.getStrides(), a.getPads(), a.getDilations())))
+    return failure();
+  int64_t group = a.getGroup();
+  int64_t c = it.getDimSize(1), wc = wt.getDimSize(1);
+  if (group <= 0)
+    return fail(loc, "group must be positive");
+  if (isConstantDim(c) && isConstantDim(wc) && c != wc * group)
+    return fail(loc, "conv input has " + Twine(c) + " channels but weight expects " +
+                         Twine(wc) + " x group " + Twine(group));
+  SmallVector<int64_t> shape{it.getDimSize(0), wt.getDimSize(0)};
+  for (size_t i = 0; i < spatial; ++i)
+    shape.push_back(windowOutput(it.getDimSize(2 + i),
+                                 a.getPads()[i] + a.getPads()[spatial + i],
+                                 wt.getDimSize(2 + i), a.getStrides()[i],
+                                 a.getDilations()[i]));
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult ConvOp::verify() {
+  if (Value b = getBias()) {
+    auto bt = ranked(b);
+    if (bt && bt.getRank() != 1)
+      return emitOpError("bias must be 1-D");
+  }
+  return success();
+}
+
+static LogicalResult inferPool(std::optional<Location> loc, Value input,
+                               ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                               ArrayRef<int64_t> ceilPads,
+                               SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(input);
+  auto it = ranked(input);
+  if (!it) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  if (it.getRank() < 3)
+    return fail(loc, "pooling input must have rank >= 3");
+  size_t spatial = it.getRank() - 2;
+  if (kernel.size() != spatial)
+    return fail(loc, "kernel_shape does not match the input's spatial rank");
+  if (failed(checkSpatial(loc, spatial, strides, pads, dilations)))
+    return failure();
+  SmallVector<int64_t> shape{it.getDimSize(0), it.getDimSize(1)};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t padSum = pads[i] + pads[spatial + i] + (ceilPads.empty() ? 0 : ceilPads[i]);
+    shape.push_back(windowOutput(it.getDimSize(2 + i), padSum, kernel[i], strides[i],
+                                 dilations[i]));
+  }
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(), a.getPads(),
+                   a.getDilations(), {}, types);
+}
+
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor a, SmallVectorImpl<Type> &types) {
+  SmallVector<int64_t> ones(a.getKernelShape().size(), 1);
+  return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(), a.getPads(),
+                   ones, a.getCeilPads(), types);
+}
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  SmallVector<Type> reduced;
+  if (failed(detail::inferReduce(loc, a.getInput(), {static_cast<int64_t>(a.getAxis())}, a.getKeepdims(),
+                                 reduced)))
+    return failure();
+  types.push_back(cast<TensorType>(reduced[0]).clone(IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(a.getInput().getType());
+    return success();
+  }
+  ArrayRef<int64_t> perm = a.getPerm();
+  if ((int64_t)perm.size() != it.getRank())
+    return fail(loc, "perm has " + Twine(perm.size()) + " entries for rank " +
+                         Twine(it.getRank()));
+  SmallVector<int64_t> shape;
+  llvm::SmallBitVector seen(perm.size());
+  for (int64_t p : perm) {
+    if (p < 0 || p >= it.getRank() || seen.test(p))
+      return fail(loc, "perm is not a permutation");
+    seen.set(p);
+    shape.push_back(it.getDimSize(p));
+  }
+  types.push_back(tensorOf(shape, it.getElementType()));
+  return success();
+}
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getInput());
+  auto st = ranked(a.getShape());
+  if (!st || st.getRank() != 1)
+    return fail(loc, "reshape shape must be a 1-D tensor");
+  std::optional<SmallVector<int64_t>> target = getConstantInts(a.getShape());
+  if (!target) {
+    if (st.isDynamicDim(0))
+      types.push_back(UnrankedTensorType::get(elt));
+    else
+      types.push_back(tensorOf(SmallVector<int64_t>(st.getDimSize(0), kDyn), elt));
+    return success();
+  }
+  auto it = ranked(a.getInput());
+  SmallVector<int64_t> shape;
+  int64_t inferAt = -1, known = 1;
+  for (auto [i, d] : llvm::enumerate(*target)) {
+    if (d == 0 && !a.getAllowzero()) {
+      if (!it || (int64_t)i >= it.getRank())
+        return it ? fail(loc, "reshape copies dimension " + Twine(i) +
+                                  " that the input does not have")
+                  : (types.push_back(tensorOf(SmallVector<int64_t>(target->size(), kDyn), elt)),
+                     success());
+      d = it.getDimSize(i);
+    }
+    if (d == -1) {
+      if (inferAt >= 0)
+        return fail(loc, "reshape shape has more than one -1");
+      inferAt = i;
+      shape.push_back(kDyn);
+      continue;
+    }
+    if (d < -1)
+      return fail(loc, "reshape shape has negative dimension " + Twine(d));
+    shape.push_back(d);
+    if (ShapedType::isDynamic(d))
+      known = -1;
+    else if (known >= 0)
+      known *= d;
+  }
+  if (it && it.hasStaticShape()) {
+    int64_t total = it.getNumElements();
+    if (inferAt >= 0 && known > 0) {
+      if (total % known != 0)
+        return fail(loc, "cannot reshape " + Twine(total) + " elements into the requested shape");
+      shape[inferAt] = total / known;
+    } else if (inferAt >= 0 && known == 0) {
+      shape[inferAt] = 0;
+    } else if (inferAt < 0 && known >= 0 && known != total) {
+      return fail(loc, "cannot reshape " + Twine(total) + " elements into " +
+                           Twine(known) + " elements");
+    }
+  }
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(a.getInput().getType());
+    return success();
+  }
+  int64_t outRank = it.getRank() + a.getAxes().size();
+  SmallVector<int64_t> shape(outRank, -2);
+  for (int64_t ax : a.getAxes()) {
+    if (ax < 0)
+      ax += outRank;
+    if (ax < 0 || ax >= outRank || shape[ax] == 1)
+      return fail(loc, "unsqueeze axes are out of range or repeated");
+    shape[ax] = 1;
+  }
+  int64_t j = 0;
+  for (int64_t &d : shape)
+    if (d == -2)
+      d = it.getDimSize(j++);
+  types.push_back(tensorOf(shape, it.getElementType()));
+  return success();
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(a.getInput().getType());
+    return success();
+  }
+  SmallVector<bool> drop(it.getRank(), false);
+  if (a.getAxes().empty()) {
+    for (int64_t i = 0; i < it.getRank(); ++i) {
+      if (it.isDynamicDim(i)) {
+        types.push_back(UnrankedTensorType::get(it.getElementType()));
+        return success();
+      }
+      drop[i] = it.getDimSize(i) == 1;
+    }
+  }
+  for (int64_t ax : a.getAxes()) {
+    if (ax < 0)
+      ax += it.getRank();
+    if (ax < 0 || ax >= it.getRank())
+      return fail(loc, "squeeze axis out of range");
+    if (isConstantDim(it.getDimSize(ax)) && it.getDimSize(ax) != 1)
+      return fail(loc, "squeeze axis " + Twine(ax) + " has size " +
+                           Twine(it.getDimSize(ax)) + ", not 1");
+    drop[ax] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < it.getRank(); ++i)
+    if (!drop[i])
+      shape.push_back(it.getDimSize(i));
+  types.push_back(tensorOf(shape, it.getElementType()));
+  return success();
+}
+
+static int64_t productOf(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (ShapedType::isDynamic(d))
+      return kDyn;
+    p *= d;
+  }
+  return p;
+}
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(tensorOf({kDyn, kDyn}, elementTypeOf(a.getInput())));
+    return success();
+  }
+  int64_t axis = a.getAxis();
+  if (axis < 0)
+    axis += it.getRank();
+  if (axis < 0 || axis > it.getRank())
+    return fail(loc, "flatten axis out of range");
+  types.push_back(tensorOf({productOf(it.getShape().take_front(axis)),
+                            productOf(it.getShape().drop_front(axis))},
+                           it.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  if (a.getInputs().empty())
+    return fail(loc, "concat needs at least one input");
+  Type elt = elementTypeOf(a.getInputs()[0]);
+  std::optional<int64_t> rank;
+  for (Value v : a.getInputs()) {
+    if (elementTypeOf(v) != elt)
+      return fail(loc, "concat inputs have different element types");
+    if (auto t = ranked(v)) {
+      if (rank && *rank != t.getRank())
+        return fail(loc, "concat inputs have different ranks");
+      rank = t.getRank();
+    }
+  }
+  if (!rank) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  int64_t axis = a.getAxis() < 0 ? a.getAxis() + *rank : a.getAxis();
+  if (axis < 0 || axis >= *rank)
+    return fail(loc, "concat axis out of range");
+  SmallVector<int64_t> shape(*rank, kDyn);
+  int64_t sum = 0;
+  for (Value v : a.getInputs()) {
+    auto t = ranked(v);
+    if (!t) {
+      sum = kDyn;
+      continue;
+    }
+    for (int64_t i = 0; i < *rank; ++i) {
+      if (i == axis)
+        continue;
+      int64_t d = t.getDimSize(i);
+      if (isConstantDim(d) && isConstantDim(shape[i]) && d != shape[i])
+        return fail(loc, "concat inputs differ in dimension " + Twine(i));
+      if (isConstantDim(d))
+        shape[i] = d;
+    }
+    if (isConstantDim(sum) && t.isDynamicDim(axis))
+      sum = kDyn;
+    else if (isConstantDim(sum))
+      sum += t.getDimSize(axis);
+  }
+  shape[axis] = sum;
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+namespace kiln {
+std::optional<SliceBounds> computeSliceBounds(int64_t dim, int64_t start, int64_t end,
+                                              int64_t step) {
+  if (step == 0)
+    return std::nullopt;
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    int64_t size = end > start ? (end - start + step - 1) / step : 0;
+    return SliceBounds{start, size, step};
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  int64_t size = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+  return SliceBounds{start, size, step};
+}
+} // namespace kiln
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(a.getInput().getType());
+    return success();
+  }
+  auto starts = getConstantInts(a.getStarts()), ends = getConstantInts(a.getEnds()),
+       axes = getConstantInts(a.getAxes()), steps = getConstantInts(a.getSteps());
+  SmallVector<int64_t> shape(it.getShape());
+  if (!axes) {
+    types.push_back(tensorOf(SmallVector<int64_t>(it.getRank(), kDyn), it.getElementType()));
+    return success();
+  }
+  for (size_t i = 0; i < axes->size(); ++i) {
+    int64_t ax = (*axes)[i] < 0 ? (*axes)[i] + it.getRank() : (*axes)[i];
+    if (ax < 0 || ax >= it.getRank())
+      return fail(loc, "slice axis out of range");
+    if (!starts || !ends || !steps || it.isDynamicDim(ax)) {
+      shape[ax] = kDyn;
+      continue;
+    }
+    if (starts->size() != axes->size() || ends->size() != axes->size() ||
+        steps->size() != axes->size())
+      return fail(loc, "slice starts/ends/axes/steps differ in length");
+    auto b = computeSliceBounds(it.getDimSize(ax), (*starts)[i], (*ends)[i], (*steps)[i]);
+    if (!b)
+      return fail(loc, "slice step must not be 0");
+    shape[ax] = b->size;
+  }
+  types.push_back(tensorOf(shape, it.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput()), xt = ranked(a.getIndices());
+  Type elt = elementTypeOf(a.getInput());
+  if (!isa<IntegerType>(elementTypeOf(a.getIndices())))
+    return fail(loc, "gather indices must be integers");
+  if (!it || !xt) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  int64_t axis = a.getAxis() < 0 ? a.getAxis() + it.getRank() : a.getAxis();
+  if (axis < 0 || axis >= it.getRank())
+    return fail(loc, "gather axis out of range");
+  SmallVector<int64_t> shape(it.getShape().take_front(axis));
+  llvm::append_range(shape, xt.getShape());
+  llvm::append_range(shape, it.getShape().drop_front(axis + 1));
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput()), xt = ranked(a.getIndices());
+  Type elt = elementTypeOf(a.getInput());
+  if (it && xt && it.getRank() != xt.getRank())
+    return fail(loc, "gather_elements input and indices ranks differ");
+  if (!xt) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  types.push_back(xt.clone(elt));
+  return success();
+}
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getInput());
+  auto it = ranked(a.getInput());
+  auto target = getConstantInts(a.getShape());
+  auto st = ranked(a.getShape());
+  if (!it || !st || st.getRank() != 1) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  if (!target) {
+    if (st.isDynamicDim(0)) {
+      types.push_back(UnrankedTensorType::get(elt));
+      return success();
+    }
+    int64_t rank = std::max<int64_t>(it.getRank(), st.getDimSize(0));
+    types.push_back(tensorOf(SmallVector<int64_t>(rank, kDyn), elt));
+    return success();
+  }
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(it.getShape(), *target, shape)))
+    return fail(loc, "expand: input cannot be broadcast to the requested shape");
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(a.getInput().getType());
+    return success();
+  }
+  auto reps = getConstantInts(a.getRepeats());
+  SmallVector<int64_t> shape(it.getRank(), kDyn);
+  if (reps) {
+    if ((int64_t)reps->size() != it.getRank())
+      return fail(loc, "tile repeats length differs from input rank");
+    for (int64_t i = 0; i < it.getRank(); ++i)
+      shape[i] = it.isDynamicDim(i) ? kDyn : it.getDimSize(i) * (*reps)[i];
+  }
+  types.push_back(tensorOf(shape, it.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor a, SmallVectorImpl<Type> &types) {
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(a.getInput().getType());
+    return success();
+  }
+  StringRef mode = a.getMode();
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return fail(loc, "unknown pad mode '" + mode + "'");
+  auto pads = getConstantInts(a.getPads());
+  SmallVector<int64_t> shape(it.getRank(), kDyn);
+  if (pads) {
+    if ((int64_t)pads->size() != 2 * it.getRank())
+      return fail(loc, "pads must have 2 * rank entries");
+    for (int64_t i = 0; i < it.getRank(); ++i)
+      shape[i] = it.isDynamicDim(i)
+                     ? kDyn
+                     : it.getDimSize(i) + (*pads)[i] + (*pads)[i + it.getRank()];
+  }
+  types.push_back(tensorOf(shape, it.getElementType()));
+  return success();
+}
+
+LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                        Adaptor a, SmallVectorImpl<Type> &types) {
+  Type i64 = IntegerType::get(ctx, 64);
+  auto it = ranked(a.getInput());
+  if (!it) {
+    types.push_back(tensorOf({kDyn}, i64));
+    return success();
+  }
+  int64_t r = it.getRank();
+  auto norm = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  int64_t n = std::max<int64_t>(norm(a.getEnd()) - norm(a.getStart()), 0);
+  types.push_back(tensorOf({n}, i64));
+  return success();
+}
+
+LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = cast<ShapedType>(cast<TypedAttr>(a.getValue()).getType()).getElementType();
+  auto st = ranked(a.getShape());
+  if (auto dims = getConstantInts(a.getShape())) {
+    for (int64_t d : *dims)
+      if (d < 0)
+        return fail(loc, "constant_of_shape has a negative dimension");
+    types.push_back(tensorOf(*dims, elt));
+  } else if (st && st.getRank() == 1 && !st.isDynamicDim(0)) {
+    types.push_back(tensorOf(SmallVector<int64_t>(st.getDimSize(0), kDyn), elt));
+  } else {
+    types.push_back(UnrankedTensorType::get(elt));
+  }
+  return success();
+}
+
+/// Number of elements of Range(start, limit, delta), per the ONNX spec.
+static std::optional<int64_t> rangeLength(Value start, Value limit, Value delta) {
+  DenseElementsAttr s, l, d;
+  if (!matchPattern(start, m_Constant(&s)) || !matchPattern(limit, m_Constant(&l)) ||
+      !matchPattern(delta, m_Constant(&d)))
+    return std::nullopt;
+  auto asDouble = [](DenseElementsAttr attr) -> double {
+    if (isa<FloatType>(attr.getElementType()))
+      return (*attr.getValues<APFloat>().begin()).convertToDouble();
+    return (double)(*attr.getValues<APInt>().begin()).getSExtValue();
+  };
+  double ds = asDouble(s), dl = asDouble(l), dd = asDouble(d);
+  if (dd == 0)
+    return std::nullopt;
+  return std::max<int64_t>((int64_t)std::ceil((dl - ds) / dd), 0);
+}
+
+LogicalResult RangeOp::inferReturnTypes(MLIRContext *, std::optional<Location>, Adaptor a,
+                                        SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getStart());
+  auto n = rangeLength(a.getStart(), a.getLimit(), a.getDelta());
+  types.push_back(tensorOf({n ? *n : kDyn}, elt));
+  return success();
+}

@@ -1,0 +1,84 @@
+// Pass pipelines and registration.
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+void buildKilnOptimizationPipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createKilnInferShapes());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
+  pm.addNestedPass<func::FuncOp>(createKilnLowerToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  if (opts.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCSEPass());
+
+  bufferization::OneShotBufferizePassOptions bufOpts;
+  bufOpts.bufferizeFunctionBoundaries = true;
+  bufOpts.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
+  // Outputs become caller-provided buffers: the runtime allocates them.
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
+
+  std::string tail =
+      "func.func(convert-linalg-to-loops),"
+      "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+      "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm,"
+      "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+      "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
+      "reconcile-unrealized-casts,"
+      "kiln-emit-entry-point{entry-name=" + opts.entryName + "}";
+  if (failed(parsePassPipeline(tail, pm)))
+    llvm::report_fatal_error("kiln: internal lowering pipeline does not parse");
+}
+
+void registerKilnDialects(DialectRegistry &registry) {
+  registry.insert<KilnDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+}
+
+void registerKilnPassesAndPipelines() {
+  static bool done = [] {
+    registerAllPasses();
+    registerKilnPasses();
+    PassPipelineRegistration<>("kiln-optimize",
+                               "Shape inference with folding, canonicalization and CSE",
+                               buildKilnOptimizationPipeline);
+    PassPipelineRegistration<>("kiln-lower-to-llvm",
+                               "Lower static-shape kiln IR to the LLVM dialect",
+                               [](OpPassManager &pm) {
+                                 buildLowerToLLVMPipeline(pm, LoweringOptions());
+                               });
+    return true;
+  }();
+  (void)done;
+}
+
+} // namespace kiln

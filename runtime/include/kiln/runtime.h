@@ -1,0 +1,116 @@
+/* Kiln runtime: the C ABI between compiled models and their callers.
+ *
+ * This header is the one contract between the compiler and the runtime.
+ * A compiled model is described by a kiln_model_desc: its entry point, its
+ * signature and its workspace needs. The JIT fills one in after compiling;
+ * ahead-of-time bundles will export one. The runtime validates inputs
+ * against the signature, allocates outputs and calls the entry point. It has
+ * no dependency on LLVM or MLIR.
+ */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever kiln_model_desc or the entry-point ABI changes. */
+#define KILN_ABI_VERSION 1
+#define KILN_MAX_RANK 16
+
+/* Element types; the values are ONNX's TensorProto.DataType numbers. */
+typedef enum kiln_dtype {
+  KILN_FLOAT32 = 1,
+  KILN_UINT8 = 2,
+  KILN_INT8 = 3,
+  KILN_UINT16 = 4,
+  KILN_INT16 = 5,
+  KILN_INT32 = 6,
+  KILN_INT64 = 7,
+  KILN_BOOL = 9,
+  KILN_FLOAT16 = 10,
+  KILN_FLOAT64 = 11,
+  KILN_UINT32 = 12,
+  KILN_UINT64 = 13,
+  KILN_BFLOAT16 = 16
+} kiln_dtype;
+
+typedef enum kiln_status_code {
+  KILN_OK = 0,
+  KILN_INVALID_ARGUMENT = 1, /* null pointers, wrong counts */
+  KILN_DTYPE_MISMATCH = 2,   /* an input of the wrong element type */
+  KILN_SHAPE_MISMATCH = 3,   /* an input of the wrong rank or dims */
+  KILN_OUT_OF_MEMORY = 4,
+  KILN_COMPILE_ERROR = 5,    /* the model could not be loaded or compiled */
+  KILN_IO_ERROR = 6,
+  KILN_INTERNAL = 7
+} kiln_status_code;
+
+/* A status with a message. NULL means success everywhere a kiln_status* is
+ * returned; a non-NULL status must be freed with kiln_status_free. */
+typedef struct kiln_status kiln_status;
+kiln_status_code kiln_status_get_code(const kiln_status *status);
+const char *kiln_status_message(const kiln_status *status);
+void kiln_status_free(kiln_status *status);
+kiln_status *kiln_status_create(kiln_status_code code, const char *message);
+
+/* One signature entry. dims[i] == -1 marks a dimension known only at run time. */
+typedef struct kiln_tensor_desc {
+  const char *name;
+  int32_t dtype;
+  int32_t rank;
+  const int64_t *dims;
+} kiln_tensor_desc;
+
+/* The entry point of a compiled model: buffers holds the input data
+ * pointers, then the output data pointers, in signature order. Buffers are
+ * dense, row-major, and at least 64-byte aligned for outputs. */
+typedef void (*kiln_entry_fn)(void **buffers);
+
+typedef struct kiln_model_desc {
+  uint32_t abi_version; /* KILN_ABI_VERSION */
+  const char *name;
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const kiln_tensor_desc *inputs;
+  const kiln_tensor_desc *outputs;
+  uint64_t workspace_size; /* bytes of scratch the entry point needs; 0 today */
+  kiln_entry_fn entry;
+} kiln_model_desc;
+
+/* A dense tensor owned by the runtime (or wrapping caller memory). */
+typedef struct kiln_tensor kiln_tensor;
+
+size_t kiln_dtype_size(int32_t dtype); /* 0 for unknown types */
+const char *kiln_dtype_name(int32_t dtype);
+
+/* Allocates a zero-filled tensor; NULL on a bad dtype/rank or out of memory. */
+kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims);
+/* Wraps caller-owned memory (not freed by kiln_tensor_free). */
+kiln_tensor *kiln_tensor_wrap(int32_t dtype, int32_t rank, const int64_t *dims, void *data);
+void kiln_tensor_free(kiln_tensor *tensor);
+int32_t kiln_tensor_dtype(const kiln_tensor *tensor);
+int32_t kiln_tensor_rank(const kiln_tensor *tensor);
+const int64_t *kiln_tensor_dims(const kiln_tensor *tensor);
+int64_t kiln_tensor_num_elements(const kiln_tensor *tensor);
+size_t kiln_tensor_num_bytes(const kiln_tensor *tensor);
+void *kiln_tensor_data(kiln_tensor *tensor);
+
+/* Checks `inputs` against the model's signature, allocates outputs[0..n)
+ * (the caller frees them with kiln_tensor_free) and runs the entry point.
+ * Safe to call concurrently on one model. Returns NULL on success. */
+kiln_status *kiln_model_execute(const kiln_model_desc *model, const kiln_tensor *const *inputs,
+                                size_t num_inputs, kiln_tensor **outputs, size_t num_outputs);
+
+/* Only the checks of kiln_model_execute, for callers that run elsewhere. */
+kiln_status *kiln_model_check_inputs(const kiln_model_desc *model,
+                                     const kiln_tensor *const *inputs, size_t num_inputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_H */

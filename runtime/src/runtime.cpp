@@ -1,0 +1,216 @@
+// The Kiln runtime. Deliberately small and free of LLVM/MLIR: it only
+// checks signatures, owns tensor memory and calls entry points.
+#include "kiln/runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+struct kiln_status {
+  kiln_status_code code;
+  std::string message;
+};
+
+struct kiln_tensor {
+  int32_t dtype = 0;
+  int32_t rank = 0;
+  int64_t dims[KILN_MAX_RANK] = {};
+  void *data = nullptr;
+  bool owned = false;
+};
+
+extern "C" {
+
+kiln_status *kiln_status_create(kiln_status_code code, const char *message) {
+  return new (std::nothrow) kiln_status{code, message ? message : ""};
+}
+kiln_status_code kiln_status_get_code(const kiln_status *s) { return s ? s->code : KILN_OK; }
+const char *kiln_status_message(const kiln_status *s) { return s ? s->message.c_str() : "ok"; }
+void kiln_status_free(kiln_status *s) { delete s; }
+
+size_t kiln_dtype_size(int32_t dtype) {
+  switch (dtype) {
+  case KILN_FLOAT32: case KILN_INT32: case KILN_UINT32: return 4;
+  case KILN_UINT8: case KILN_INT8: case KILN_BOOL: return 1;
+  case KILN_UINT16: case KILN_INT16: case KILN_FLOAT16: case KILN_BFLOAT16: return 2;
+  case KILN_INT64: case KILN_FLOAT64: case KILN_UINT64: return 8;
+  default: return 0;
+  }
+}
+
+const char *kiln_dtype_name(int32_t dtype) {
+  switch (dtype) {
+  case KILN_FLOAT32: return "float32";
+  case KILN_UINT8: return "uint8";
+  case KILN_INT8: return "int8";
+  case KILN_UINT16: return "uint16";
+  case KILN_INT16: return "int16";
+  case KILN_INT32: return "int32";
+  case KILN_INT64: return "int64";
+  case KILN_BOOL: return "bool";
+  case KILN_FLOAT16: return "float16";
+  case KILN_FLOAT64: return "float64";
+  case KILN_UINT32: return "uint32";
+  case KILN_UINT64: return "uint64";
+  case KILN_BFLOAT16: return "bfloat16";
+  default: return "unknown";
+  }
+}
+
+static bool elementCount(int32_t rank, const int64_t *dims, int64_t &count) {
+  count = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0)
+      return false;
+    if (dims[i] != 0 && count > INT64_MAX / dims[i])
+      return false;
+    count *= dims[i];
+  }
+  return true;
+}
+
+static kiln_tensor *makeTensor(int32_t dtype, int32_t rank, const int64_t *dims) {
+  if (kiln_dtype_size(dtype) == 0 || rank < 0 || rank > KILN_MAX_RANK || (rank && !dims))
+    return nullptr;
+  int64_t count;
+  if (!elementCount(rank, dims, count))
+    return nullptr;
+  auto *t = new (std::nothrow) kiln_tensor;
+  if (!t)
+    return nullptr;
+  t->dtype = dtype;
+  t->rank = rank;
+  for (int32_t i = 0; i < rank; ++i)
+    t->dims[i] = dims[i];
+  return t;
+}
+
+kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims) {
+  kiln_tensor *t = makeTensor(dtype, rank, dims);
+  if (!t)
+    return nullptr;
+  size_t bytes = kiln_tensor_num_bytes(t);
+  // Generated code may use aligned vector loads: 64-byte alignment, and a
+  // non-zero allocation so that empty tensors still have a valid pointer.
+  size_t rounded = ((bytes ? bytes : 1) + 63) / 64 * 64;
+  t->data = std::aligned_alloc(64, rounded);
+  if (!t->data) {
+    delete t;
+    return nullptr;
+  }
+  std::memset(t->data, 0, rounded);
+  t->owned = true;
+  return t;
+}
+
+kiln_tensor *kiln_tensor_wrap(int32_t dtype, int32_t rank, const int64_t *dims, void *data) {
+  kiln_tensor *t = makeTensor(dtype, rank, dims);
+  if (t)
+    t->data = data;
+  return t;
+}
+
+void kiln_tensor_free(kiln_tensor *t) {
+  if (!t)
+    return;
+  if (t->owned)
+    std::free(t->data);
+  delete t;
+}
+
+int32_t kiln_tensor_dtype(const kiln_tensor *t) { return t ? t->dtype : 0; }
+int32_t kiln_tensor_rank(const kiln_tensor *t) { return t ? t->rank : 0; }
+const int64_t *kiln_tensor_dims(const kiln_tensor *t) { return t ? t->dims : nullptr; }
+int64_t kiln_tensor_num_elements(const kiln_tensor *t) {
+  int64_t n = 0;
+  return t && elementCount(t->rank, t->dims, n) ? n : 0;
+}
+size_t kiln_tensor_num_bytes(const kiln_tensor *t) {
+  return t ? (size_t)kiln_tensor_num_elements(t) * kiln_dtype_size(t->dtype) : 0;
+}
+void *kiln_tensor_data(kiln_tensor *t) { return t ? t->data : nullptr; }
+
+static std::string shapeString(int32_t rank, const int64_t *dims) {
+  std::string s = "[";
+  for (int32_t i = 0; i < rank; ++i) {
+    if (i)
+      s += ", ";
+    s += dims[i] < 0 ? std::string("?") : std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor *const *inputs,
+                                     size_t n) {
+  if (!m || !m->entry)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "no compiled model");
+  if (m->abi_version != KILN_ABI_VERSION)
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("model was compiled for runtime ABI " +
+                               std::to_string(m->abi_version) + ", this runtime has " +
+                               std::to_string(KILN_ABI_VERSION)).c_str());
+  if (n != (size_t)m->num_inputs || (n && !inputs))
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("the model takes " + std::to_string(m->num_inputs) +
+                               " inputs, got " + std::to_string(n)).c_str());
+  for (size_t i = 0; i < n; ++i) {
+    const kiln_tensor_desc &d = m->inputs[i];
+    const kiln_tensor *t = inputs[i];
+    std::string what = "input " + std::to_string(i) + " '" + (d.name ? d.name : "") + "'";
+    if (!t || !t->data)
+      return kiln_status_create(KILN_INVALID_ARGUMENT, (what + " is missing").c_str());
+    if (t->dtype != d.dtype)
+      return kiln_status_create(KILN_DTYPE_MISMATCH,
+                                (what + " must be " + kiln_dtype_name(d.dtype) + ", got " +
+                                 kiln_dtype_name(t->dtype)).c_str());
+    bool ok = t->rank == d.rank;
+    for (int32_t k = 0; ok && k < d.rank; ++k)
+      ok = d.dims[k] < 0 || d.dims[k] == t->dims[k];
+    if (!ok)
+      return kiln_status_create(KILN_SHAPE_MISMATCH,
+                                (what + " must have shape " + shapeString(d.rank, d.dims) +
+                                 ", got " + shapeString(t->rank, t->dims)).c_str());
+  }
+  return nullptr;
+}
+
+kiln_status *kiln_model_execute(const kiln_model_desc *m, const kiln_tensor *const *inputs,
+                                size_t numInputs, kiln_tensor **outputs, size_t numOutputs) {
+  if (kiln_status *s = kiln_model_check_inputs(m, inputs, numInputs))
+    return s;
+  if (numOutputs != (size_t)m->num_outputs || (numOutputs && !outputs))
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("the model has " + std::to_string(m->num_outputs) +
+                               " outputs, room was given for " + std::to_string(numOutputs))
+                                  .c_str());
+  for (int32_t k = 0; k < m->num_outputs; ++k)
+    for (int32_t d = 0; d < m->outputs[k].rank; ++d)
+      if (m->outputs[k].dims[d] < 0)
+        return kiln_status_create(KILN_INTERNAL,
+                                  "output shapes must be static in a compiled executable");
+  size_t total = numInputs + numOutputs;
+  void **buffers = static_cast<void **>(std::malloc((total ? total : 1) * sizeof(void *)));
+  if (!buffers)
+    return kiln_status_create(KILN_OUT_OF_MEMORY, "out of memory");
+  for (size_t i = 0; i < numInputs; ++i)
+    buffers[i] = inputs[i]->data;
+  for (size_t k = 0; k < numOutputs; ++k) {
+    const kiln_tensor_desc &d = m->outputs[k];
+    outputs[k] = kiln_tensor_create(d.dtype, d.rank, d.dims);
+    if (!outputs[k]) {
+      for (size_t j = 0; j < k; ++j) {
+        kiln_tensor_free(outputs[j]);
+        outputs[j] = nullptr;
+      }
+      std::free(buffers);
+      return kiln_status_create(KILN_OUT_OF_MEMORY, "cannot allocate an output tensor");
+    }
+    buffers[numInputs + k] = outputs[k]->data;
+  }
+  m->entry(buffers);
+  std::free(buffers);
+  return nullptr;
+}
+
+} // extern "C"

@@ -1,0 +1,155 @@
+// kilnc: the command-line compiler. Parses flags and calls kiln::emit.
+#include "kiln/Kiln.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory kilncCat("kilnc options");
+static cl::opt<std::string> inputPath(cl::Positional, cl::desc("MODEL.onnx"), cl::Required,
+                                      cl::cat(kilncCat));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout; default: "
+                                                     "stdout for text, MODEL.o for objects)"),
+                                       cl::value_desc("FILE"), cl::cat(kilncCat));
+static cl::opt<kiln::EmitKind> emitKind(
+    "emit", cl::desc("What to produce"), cl::init(kiln::EmitKind::Object),
+    cl::values(clEnumValN(kiln::EmitKind::Kiln, "kiln", "kiln dialect after shape inference"),
+               clEnumValN(kiln::EmitKind::Linalg, "linalg", "linalg/tensor IR"),
+               clEnumValN(kiln::EmitKind::LLVMIR, "llvm", "optimized LLVM IR"),
+               clEnumValN(kiln::EmitKind::Assembly, "asm", "target assembly"),
+               clEnumValN(kiln::EmitKind::Object, "obj", "ELF relocatable object (default)")),
+    cl::cat(kilncCat));
+static cl::opt<std::string> targetTriple("target", cl::desc("Target triple (default: host), e.g. "
+                                                            "aarch64-linux-gnu"),
+                                         cl::value_desc("TRIPLE"), cl::cat(kilncCat));
+static cl::opt<std::string> cpu("mcpu", cl::desc("Target CPU (default: host, or generic for "
+                                                 "other targets)"),
+                                cl::value_desc("CPU"), cl::init("host"), cl::cat(kilncCat));
+static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default 3)"),
+                                  cl::Prefix, cl::init(3), cl::cat(kilncCat));
+static cl::list<std::string> shapes(
+    "shape",
+    cl::desc("Concrete shape of an input, NAME=DxDx...; needed for llvm/asm/obj when the model "
+             "has dynamic dims (e.g. --shape input=1x128x256)"),
+    cl::value_desc("NAME=DIMS"), cl::cat(kilncCat));
+static cl::opt<std::string> entryName("entry", cl::desc("Name of the generated entry point"),
+                                      cl::init("kiln_entry"), cl::cat(kilncCat));
+static cl::opt<bool> verbose("v", cl::desc("Report progress and timing on stderr"),
+                             cl::cat(kilncCat));
+
+static void printVersion(llvm::raw_ostream &os) {
+  os << "kilnc (Kiln) " << kiln::version() << "\nbuilt with LLVM/MLIR " << LLVM_VERSION_STRING
+     << "\n";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  cl::SetVersionPrinter(printVersion);
+  cl::HideUnrelatedOptions({&kilncCat, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Kiln: compiles an ONNX model to native code.\n\n"
+      "  kilnc MODEL.onnx [-o FILE] --emit=kiln|linalg|llvm|asm|obj [--target=TRIPLE]\n"
+      "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n\n"
+      "The object file exports `void kiln_entry(void **buffers)`: input data pointers\n"
+      "then output data pointers, dense row-major, in graph order (see kiln/runtime.h).\n"
+      "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...) apply;\n"
+      "--help-hidden lists them.\n");
+
+  if (optLevel > 3) {
+    llvm::errs() << "kilnc: error: -O" << optLevel << " is not a level; use -O0..-O3\n";
+    return 2;
+  }
+  kiln::EmitOptions opts;
+  opts.kind = emitKind;
+  opts.triple = targetTriple;
+  opts.cpu = cpu;
+  opts.optLevel = optLevel;
+  opts.entryName = entryName;
+
+  // Map --shape NAME=DIMS onto graph-input order.
+  if (!shapes.empty()) {
+    std::string err;
+    auto model = kiln::Model::load(inputPath, {}, &err);
+    if (!model) {
+      llvm::errs() << "kilnc: error: " << err << "\n";
+      return 1;
+    }
+    opts.inputShapes.assign(model->inputs().size(), {});
+    for (const std::string &s : shapes) {
+      size_t eq = s.rfind('=');
+      std::string name = eq == std::string::npos ? "" : s.substr(0, eq);
+      size_t idx = 0;
+      while (idx < model->inputs().size() && model->inputs()[idx].name != name)
+        ++idx;
+      if (eq == std::string::npos || idx == model->inputs().size()) {
+        llvm::errs() << "kilnc: error: --shape '" << s << "' does not name a model input\n";
+        return 2;
+      }
+      std::vector<int64_t> dims;
+      std::string rest = s.substr(eq + 1);
+      for (size_t pos = 0; !rest.empty() && pos <= rest.size();) {
+        size_t x = rest.find('x', pos);
+        std::string part = rest.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+        char *end = nullptr;
+        long long v = std::strtoll(part.c_str(), &end, 10);
+        if (part.empty() || *end || v < 0) {
+          llvm::errs() << "kilnc: error: bad dimension '" << part << "' in --shape '" << s << "'\n";
+          return 2;
+        }
+        dims.push_back(v);
+        if (x == std::string::npos)
+          break;
+        pos = x + 1;
+      }
+      opts.inputShapes[idx] = dims;
+    }
+    // Inputs without --shape keep their declared (static) shape.
+    for (size_t i = 0; i < opts.inputShapes.size(); ++i)
+      if (opts.inputShapes[i].empty())
+        for (int64_t d : model->inputs()[i].dims)
+          opts.inputShapes[i].push_back(d);
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  if (verbose)
+    llvm::errs() << "kilnc: compiling " << inputPath << "...\n";
+  std::string out;
+  kiln::Status status = kiln::emit(inputPath, opts, out);
+  if (!status.ok()) {
+    llvm::errs() << "kilnc: error: " << status.message << "\n";
+    return 1;
+  }
+  std::string path = outputPath;
+  if (path.empty())
+    path = emitKind == kiln::EmitKind::Object
+               ? std::filesystem::path(inputPath.getValue()).stem().string() + ".o"
+               : "-";
+  if (path == "-") {
+    llvm::outs() << out;
+  } else {
+    std::ofstream f(path, std::ios::binary);
+    if (!f.write(out.data(), out.size())) {
+      llvm::errs() << "kilnc: error: cannot write '" << path << "'\n";
+      return 1;
+    }
+  }
+  if (verbose)
+    llvm::errs() << "kilnc: wrote " << out.size() << " bytes to " << path << " in "
+                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                 << " s\n";
+  return 0;
+}
