@@ -288,7 +288,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [SameOperandsAndResultElementType]> 
   let hasFolder = 1;
 }
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape", [SameOperandsAndResultElementType]> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
   let summary = "reshape to a shape given as a 1-D i64 tensor (ONNX Reshape)";
   let description = [{
     A 0 in `shape` copies the input dimension (unless `allowzero`) and one -1
@@ -351,7 +351,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat"> {
   let hasFolder = 1;
 }
 
-def Kiln_SliceOp : Kiln_Op<"slice", [SameOperandsAndResultElementType]> {
+def Kiln_SliceOp : Kiln_Op<"slice"> {
   let summary = "strided slice (ONNX Slice) with 1-D i64 starts/ends/axes/steps";
   let description = [{
     ```mlir
@@ -389,7 +389,7 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
   let results = (outs AnyTensor:$output);
 }
 
-def Kiln_ExpandOp : Kiln_Op<"expand", [SameOperandsAndResultElementType]> {
+def Kiln_ExpandOp : Kiln_Op<"expand"> {
   let summary = "broadcasts to a shape given as a 1-D i64 tensor";
   let description = [{
     ```mlir
@@ -400,7 +400,7 @@ def Kiln_ExpandOp : Kiln_Op<"expand", [SameOperandsAndResultElementType]> {
   let results = (outs AnyTensor:$output);
 }
 
-def Kiln_TileOp : Kiln_Op<"tile", [SameOperandsAndResultElementType]> {
+def Kiln_TileOp : Kiln_Op<"tile"> {
   let summary = "repeats the input along each axis";
   let description = [{
     ```mlir
