@@ -82,10 +82,12 @@ static void configure(PassManager &pm) {
 
 Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
+                         const std::map<size_t, std::vector<int64_t>> &inputValues,
                          OwningOpRef<ModuleOp> &module) {
   DiagnosticCollector diags(ctx);
   ImportOptions opts;
   opts.inputShapes = inputShapes;
+  opts.inputValues = inputValues;
   module = importModel(ctx, model, opts);
   if (!module)
     return compileError(diags, "import failed");
@@ -140,7 +142,7 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
     return Status::error(KILN_IO_ERROR, error);
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  if (Status s = importAndOptimize(*ctx, model, options.inputShapes, module); !s.ok())
+  if (Status s = importAndOptimize(*ctx, model, options.inputShapes, {}, module); !s.ok())
     return s;
   auto print = [&](Operation *op) {
     llvm::raw_string_ostream os(out);

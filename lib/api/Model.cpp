@@ -81,38 +81,79 @@ std::vector<TensorInfo> declaredSignature(
 
 } // namespace
 
+using Shapes = std::vector<std::vector<int64_t>>;
+using InputValues = std::map<size_t, std::vector<int64_t>>;
+
+/// Small integer inputs whose values may decide shapes (a Reshape target or
+/// reduction axes fed as graph inputs) are candidates for value
+/// specialisation.
+constexpr int64_t kMaxSpecialisedElements = 64;
+
+static bool isValueCandidate(const kiln_tensor *t) {
+  int32_t dt = kiln_tensor_dtype(t);
+  return (dt == KILN_INT64 || dt == KILN_INT32) &&
+         kiln_tensor_num_elements(t) <= kMaxSpecialisedElements;
+}
+
+static InputValues valuesOf(const std::vector<const kiln_tensor *> &inputs) {
+  InputValues values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!isValueCandidate(inputs[i]))
+      continue;
+    std::vector<int64_t> v;
+    const void *data = kiln_tensor_data(const_cast<kiln_tensor *>(inputs[i]));
+    for (int64_t k = 0; k < kiln_tensor_num_elements(inputs[i]); ++k)
+      v.push_back(kiln_tensor_dtype(inputs[i]) == KILN_INT64
+                      ? static_cast<const int64_t *>(data)[k]
+                      : static_cast<const int32_t *>(data)[k]);
+    values[i] = std::move(v);
+  }
+  return values;
+}
+
+/// Compile errors that value specialisation can cure.
+static bool needsValues(const Status &s) {
+  return s.message.find("not known after shape inference") != std::string::npos ||
+         s.message.find("must be a constant") != std::string::npos ||
+         s.message.find("must be constant") != std::string::npos ||
+         s.message.find("dynamic shape") != std::string::npos;
+}
+
 struct Model::Impl {
   LoadedModel model;
   CompileOptions options;
   std::vector<TensorInfo> inputs, outputs;
 
   mutable std::mutex mutex;
-  mutable std::map<std::vector<std::vector<int64_t>>, std::shared_ptr<Executable>> cache;
+  mutable std::map<std::pair<Shapes, InputValues>, std::shared_ptr<Executable>> cache;
   mutable Stats stats;
+  /// Set once a compile showed that shapes depend on input values.
+  mutable bool specialiseValues = false;
 
-  Status compile(const std::vector<std::vector<int64_t>> &shapes,
+  Status compile(const Shapes &shapes, const InputValues &values,
                  std::shared_ptr<Executable> &out) const;
-  Status getExecutable(const std::vector<std::vector<int64_t>> &shapes,
+  Status getExecutable(const Shapes &shapes, const InputValues &values,
                        std::shared_ptr<Executable> &out) const {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(shapes);
+    auto key = std::make_pair(shapes, values);
+    auto it = cache.find(key);
     if (it != cache.end()) {
       out = it->second;
       return {};
     }
-    Status s = compile(shapes, out);
+    Status s = compile(shapes, values, out);
     if (s.ok())
-      cache[shapes] = out;
+      cache[key] = out;
     return s;
   }
 };
 
-Status Model::Impl::compile(const std::vector<std::vector<int64_t>> &shapes,
+Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
                             std::shared_ptr<Executable> &out) const {
   auto start = std::chrono::steady_clock::now();
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  if (Status s = importAndOptimize(*ctx, model, shapes, module); !s.ok())
+  if (Status s = importAndOptimize(*ctx, model, shapes, values, module); !s.ok())
     return s;
 
   auto exe = std::make_shared<Executable>();
@@ -253,7 +294,7 @@ Status Model::prepare(const std::vector<std::vector<int64_t>> &shapes) const {
   if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
-  return impl->getExecutable(shapes, exe);
+  return impl->getExecutable(shapes, {}, exe);
 }
 
 Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
@@ -261,7 +302,7 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
   if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
-  if (Status s = impl->getExecutable(shapes, exe); !s.ok())
+  if (Status s = impl->getExecutable(shapes, {}, exe); !s.ok())
     return s;
   outputs = exe->outputs;
   return {};
@@ -284,7 +325,20 @@ Status Model::run(const std::vector<const kiln_tensor *> &inputs,
   if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
-  if (Status s = impl->getExecutable(shapes, exe); !s.ok())
+  bool specialise;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    specialise = impl->specialiseValues;
+  }
+  Status s = impl->getExecutable(shapes, specialise ? valuesOf(inputs) : InputValues(), exe);
+  if (!s.ok() && !specialise && needsValues(s) && !valuesOf(inputs).empty()) {
+    {
+      std::lock_guard<std::mutex> lock(impl->mutex);
+      impl->specialiseValues = true;
+    }
+    s = impl->getExecutable(shapes, valuesOf(inputs), exe);
+  }
+  if (!s.ok())
     return s;
   std::vector<kiln_tensor *> raw(exe->outputs.size(), nullptr);
   kiln_status *st = kiln_model_execute(&exe->desc, inputs.data(), inputs.size(), raw.data(),

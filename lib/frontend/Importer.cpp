@@ -407,6 +407,22 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   for (auto [i, in] : llvm::enumerate(realInputs)) {
     values[in->name()] = entry->getArgument(i);
     func.setArgAttr(i, "kiln.name", b.getStringAttr(in->name()));
+    auto fixed = opts.inputValues.find(i);
+    if (fixed == opts.inputValues.end())
+      continue;
+    auto type = dyn_cast<RankedTensorType>(argTypes[i]);
+    auto elt = type ? dyn_cast<IntegerType>(type.getElementType()) : IntegerType();
+    if (!elt || !type.hasStaticShape() ||
+        type.getNumElements() != (int64_t)fixed->second.size()) {
+      emitError(moduleLoc) << "cannot specialise on the value of input '" << in->name() << "'";
+      return {};
+    }
+    SmallVector<APInt> ints;
+    for (int64_t v : fixed->second)
+      ints.push_back(APInt(elt.getWidth(), v, /*isSigned=*/true));
+    Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + in->name() + "'"));
+    values[in->name()] =
+        ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, ints));
   }
 
   for (const auto &init : graph.initializer()) {

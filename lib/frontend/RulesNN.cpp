@@ -207,9 +207,10 @@ LogicalResult softmax(NodeImporter &n, Outs &out) {
   return success();
 }
 
-/// Reshapes a per-channel vector [C] so it broadcasts against NC... of `rank`.
+/// Reshapes a per-channel vector [C] to [C, 1, ...] so that it broadcasts
+/// against an N, C, spatial... tensor of `rank`.
 Value perChannel(NodeImporter &n, Value v, int64_t rank) {
-  return n.make<UnsqueezeOp>(v, n.b.getDenseI64ArrayAttr(spatialAxes(rank, 1)));
+  return n.make<UnsqueezeOp>(v, n.b.getDenseI64ArrayAttr(spatialAxes(rank - 1, 1)));
 }
 
 LogicalResult batchNorm(NodeImporter &n, Outs &out) {
@@ -235,14 +236,19 @@ LogicalResult batchNorm(NodeImporter &n, Outs &out) {
   return success();
 }
 
-/// (x - mean(x)) / sqrt(var(x) + eps) over `axes`.
-Value normalize(NodeImporter &n, Value x, ArrayRef<int64_t> axesList, float epsilon) {
+struct Normalized {
+  Value y, mean, invStdDev;
+};
+
+/// (x - mean(x)) / sqrt(var(x) + eps) over `axes`, with the statistics.
+Normalized normalize(NodeImporter &n, Value x, ArrayRef<int64_t> axesList, float epsilon) {
   auto axes = n.b.getDenseI64ArrayAttr(axesList);
   auto keep = n.b.getBoolAttr(true);
-  Value centered = n.make<SubOp>(x, n.make<ReduceMeanOp>(x, axes, keep));
+  Value mean = n.make<ReduceMeanOp>(x, axes, keep);
+  Value centered = n.make<SubOp>(x, mean);
   Value var = n.make<ReduceMeanOp>(n.make<MulOp>(centered, centered), axes, keep);
-  Value denom = n.make<SqrtOp>(n.make<AddOp>(var, n.scalarLike(x, epsilon)));
-  return n.make<DivOp>(centered, denom);
+  Value inv = n.make<ReciprocalOp>(n.make<SqrtOp>(n.make<AddOp>(var, n.scalarLike(x, epsilon))));
+  return {n.make<MulOp>(centered, inv), mean, inv};
 }
 
 LogicalResult instanceNorm(NodeImporter &n, Outs &out) {
@@ -250,7 +256,7 @@ LogicalResult instanceNorm(NodeImporter &n, Outs &out) {
   auto rank = n.rankOf(x);
   if (!rank)
     return failure();
-  Value y = normalize(n, x, spatialAxes(*rank), n.getFloat("epsilon", 1e-5f));
+  Value y = normalize(n, x, spatialAxes(*rank), n.getFloat("epsilon", 1e-5f)).y;
   y = n.make<MulOp>(y, perChannel(n, scale, *rank));
   out.push_back(n.make<AddOp>(y, perChannel(n, bias, *rank)));
   return success();
@@ -261,17 +267,16 @@ LogicalResult layerNorm(NodeImporter &n, Outs &out) {
   auto rank = n.rankOf(x);
   if (!rank)
     return failure();
-  for (int i = 1; i < n.node.output_size(); ++i)
-    if (!n.node.output(i).empty())
-      return n.error("LayerNormalization's Mean and InvStdDev outputs are not supported");
   int64_t axis = n.getInt("axis", -1);
   if (axis < 0)
     axis += *rank;
-  Value y = normalize(n, x, spatialAxes(*rank, axis), n.getFloat("epsilon", 1e-5f));
-  y = n.make<MulOp>(y, scale);
+  Normalized norm = normalize(n, x, spatialAxes(*rank, axis), n.getFloat("epsilon", 1e-5f));
+  Value y = n.make<MulOp>(norm.y, scale);
   if (Value bias = n.input(2))
     y = n.make<AddOp>(y, bias);
   out.push_back(y);
+  out.push_back(norm.mean);
+  out.push_back(norm.invStdDev);
   return success();
 }
 

@@ -325,7 +325,15 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
     if (!mode || (*mode)[0] != 0)
       return n.error("Dropout in training mode is not supported");
   }
-  out.push_back(n.required(0));
+  Value x = n.required(0);
+  out.push_back(x);
+  if (n.node.output_size() > 1 && !n.node.output(1).empty()) {
+    // The mask of an inference-mode dropout keeps everything.
+    auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+    if (!t || !t.hasStaticShape())
+      return n.error("Dropout's mask output needs an input of static shape");
+    out.push_back(n.constant(DenseElementsAttr::get(t.clone(n.b.getI1Type()), true)));
+  }
   return success();
 }
 

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct ImportOptions {
   /// vector keeps the declared shapes, with unknown dims as `?`. When given,
   /// each must agree with the declared static dims.
   std::vector<std::vector<int64_t>> inputShapes;
+  /// Inputs whose values the executable is specialised on: the importer
+  /// uses these values as constants (the argument stays in the signature).
+  /// For small integer inputs that determine shapes (reshape targets, axes).
+  std::map<size_t, std::vector<int64_t>> inputValues;
   /// Name of the generated function.
   std::string functionName = "main";
 };

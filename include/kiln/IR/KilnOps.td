@@ -7,6 +7,13 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
+// A signless i64 attribute read back as int64_t: axes may be negative, and
+// upstream I64Attr returns uint64_t.
+def Kiln_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+                                                "64-bit signless integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
 //===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
@@ -212,7 +219,7 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let arguments = (ins AnyTensor:$input, AnyTensor:$weight,
                        Optional<AnyTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+                       DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
 }
@@ -267,7 +274,7 @@ def Kiln_ArgMaxOp : Kiln_Op<"arg_max"> {
          : (tensor<2x5xf32>) -> tensor<2xi64>
     ```
   }];
-  let arguments = (ins AnyTensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+  let arguments = (ins AnyTensor:$input, Kiln_I64Attr:$axis, BoolAttr:$keepdims,
                        BoolAttr:$select_last_index, BoolAttr:$is_min);
   let results = (outs AnyTensor:$output);
 }
@@ -334,7 +341,7 @@ def Kiln_FlattenOp : Kiln_Op<"flatten", [SameOperandsAndResultElementType]> {
     %f = kiln.flatten %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
     ```
   }];
-  let arguments = (ins AnyTensor:$input, I64Attr:$axis);
+  let arguments = (ins AnyTensor:$input, Kiln_I64Attr:$axis);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
 }
@@ -346,7 +353,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat"> {
     %c = kiln.concat %a, %b {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
     ```
   }];
-  let arguments = (ins Variadic<AnyTensor>:$inputs, I64Attr:$axis);
+  let arguments = (ins Variadic<AnyTensor>:$inputs, Kiln_I64Attr:$axis);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
 }
@@ -373,7 +380,7 @@ def Kiln_GatherOp : Kiln_Op<"gather"> {
     %g = kiln.gather %x, %i {axis = 0 : i64} : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
     ```
   }];
-  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, I64Attr:$axis);
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, Kiln_I64Attr:$axis);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
 }
@@ -385,7 +392,7 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
     %g = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x2xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>
     ```
   }];
-  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, I64Attr:$axis);
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, Kiln_I64Attr:$axis);
   let results = (outs AnyTensor:$output);
 }
 
@@ -435,7 +442,7 @@ def Kiln_ShapeOp : Kiln_Op<"shape"> {
     %s = kiln.shape %x {start = 0 : i64, end = 2 : i64} : (tensor<1x?x256xf32>) -> tensor<2xi64>
     ```
   }];
-  let arguments = (ins AnyTensor:$input, I64Attr:$start, I64Attr:$end);
+  let arguments = (ins AnyTensor:$input, Kiln_I64Attr:$start, Kiln_I64Attr:$end);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
 }

@@ -1,0 +1,266 @@
+// Runs the ONNX backend node tests (model.onnx + test_data_set_K) through
+// Kiln's JIT and compares with the reference outputs. Each test runs in a
+// forked child, so a crash or a hang in generated code fails that test only.
+//
+// With --xfail FILE, failures listed there (one "test_name: reason" per
+// line) are expected: the run fails on any other failure (a regression) and
+// on a listed test that passes (an unexpected pass: update the file).
+#include "kiln/Kiln.h"
+#include "kiln/TensorIO.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string dataDir = "/usr/share/libonnx-testdata/data/node";
+  std::string xfailFile;
+  std::string filter;
+  int jobs = 2;
+  int timeoutSeconds = 120;
+  double atol = 1e-5, rtol = 1e-3;
+  bool listFailures = false;
+};
+
+/// The body of one test, run in the child. Returns "" on pass, else why.
+static std::string runOneTest(const fs::path &dir, const Options &opts, bool &skipped) {
+  skipped = false;
+  std::string err;
+  auto model = kiln::Model::load((dir / "model.onnx").string(), {}, &err);
+  if (!model)
+    return err;
+  std::vector<fs::path> sets;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty())
+    return "no test data sets";
+  for (const fs::path &set : sets) {
+    std::vector<kiln::Tensor> inputs;
+    std::vector<const kiln_tensor *> raw;
+    for (size_t j = 0;; ++j) {
+      fs::path p = set / ("input_" + std::to_string(j) + ".pb");
+      if (!fs::exists(p))
+        break;
+      kiln::Tensor t;
+      if (kiln::Status s = kiln::readTensorFile(p.string(), t); !s.ok()) {
+        // Sequence/optional inputs are not TensorProtos: outside Kiln's scope.
+        skipped = true;
+        return "input is not a tensor: " + s.message;
+      }
+      raw.push_back(t.get());
+      inputs.push_back(std::move(t));
+    }
+    std::vector<kiln::Tensor> outputs;
+    if (kiln::Status s = model->run(raw, outputs); !s.ok())
+      return s.message;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      fs::path p = set / ("output_" + std::to_string(k) + ".pb");
+      kiln::Tensor ref;
+      if (kiln::Status s = kiln::readTensorFile(p.string(), ref); !s.ok()) {
+        skipped = true;
+        return "reference is not a tensor: " + s.message;
+      }
+      std::string report;
+      if (!kiln::tensorsClose(outputs[k], ref, opts.atol, opts.rtol, report))
+        return set.filename().string() + " output " + std::to_string(k) + ": " + report;
+    }
+  }
+  return "";
+}
+
+struct Running {
+  pid_t pid;
+  int fd;
+  std::string name;
+  std::chrono::steady_clock::time_point start;
+};
+
+static std::map<std::string, std::string> readXfail(const std::string &path, bool &ok) {
+  std::map<std::string, std::string> out;
+  ok = true;
+  if (path.empty())
+    return out;
+  std::ifstream in(path);
+  if (!in) {
+    ok = false;
+    return out;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    size_t colon = line.find(':');
+    std::string name = line.substr(0, colon);
+    while (!name.empty() && isspace((unsigned char)name.back()))
+      name.pop_back();
+    out[name] = colon == std::string::npos ? "" : line.substr(colon + 1);
+  }
+  return out;
+}
+
+int main(int argc, char **argv) {
+  Options opts;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "kiln-conformance: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--data")
+      opts.dataDir = next();
+    else if (a == "--xfail")
+      opts.xfailFile = next();
+    else if (a == "--filter")
+      opts.filter = next();
+    else if (a == "--jobs")
+      opts.jobs = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--timeout")
+      opts.timeoutSeconds = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--list-failures")
+      opts.listFailures = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: kiln-conformance [--data DIR] [--xfail FILE] [--filter SUBSTR]\n"
+                   "                        [--jobs N] [--timeout SECONDS] [--list-failures]\n"
+                   "--list-failures prints failures in the xfail-file format.\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  bool xfailOk;
+  auto xfail = readXfail(opts.xfailFile, xfailOk);
+  if (!xfailOk) {
+    std::fprintf(stderr, "kiln-conformance: cannot read %s\n", opts.xfailFile.c_str());
+    return 2;
+  }
+  std::vector<fs::path> tests;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(opts.dataDir, ec))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+        e.path().filename().string().find(opts.filter) != std::string::npos)
+      tests.push_back(e.path());
+  if (ec || tests.empty()) {
+    std::fprintf(stderr, "kiln-conformance: no tests under %s\n", opts.dataDir.c_str());
+    return 2;
+  }
+  std::sort(tests.begin(), tests.end());
+
+  int passed = 0, failed = 0, skipped = 0, regressions = 0, unexpectedPasses = 0;
+  std::vector<std::string> failureLines;
+  std::vector<Running> running;
+  size_t next = 0;
+  auto finish = [&](Running &r, int status, bool timedOut) {
+    std::string msg;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(r.fd, buf, sizeof buf)) > 0)
+      msg.append(buf, n);
+    close(r.fd);
+    std::string verdict;
+    if (timedOut) {
+      verdict = "F";
+      msg = "timed out after " + std::to_string(opts.timeoutSeconds) + " s";
+    } else if (WIFSIGNALED(status)) {
+      verdict = "F";
+      msg = std::string("crashed: ") + strsignal(WTERMSIG(status));
+    } else if (msg.empty()) {
+      verdict = "F";
+      msg = "child exited without a verdict";
+    } else {
+      verdict = msg.substr(0, 1);
+      msg = msg.substr(1);
+    }
+    for (char &c : msg)
+      if (c == '\n')
+        c = ' ';
+    bool expectedFail = xfail.count(r.name) > 0;
+    if (verdict == "P") {
+      ++passed;
+      std::printf("PASS %s%s\n", r.name.c_str(), expectedFail ? "  (UNEXPECTED PASS: remove it from the xfail file)" : "");
+      unexpectedPasses += expectedFail;
+    } else if (verdict == "S") {
+      ++skipped;
+      std::printf("SKIP %s: %s\n", r.name.c_str(), msg.c_str());
+    } else {
+      ++failed;
+      std::printf("%s %s: %s\n", expectedFail ? "XFAIL" : "FAIL", r.name.c_str(), msg.c_str());
+      regressions += !expectedFail && !opts.xfailFile.empty();
+      failureLines.push_back(r.name + ": " + msg.substr(0, 200));
+    }
+    std::fflush(stdout);
+  };
+
+  while (next < tests.size() || !running.empty()) {
+    while (next < tests.size() && (int)running.size() < opts.jobs) {
+      int fds[2];
+      if (pipe(fds) != 0) {
+        std::perror("pipe");
+        return 2;
+      }
+      const fs::path &dir = tests[next++];
+      std::fflush(stdout);
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        bool skip = false;
+        std::string why = runOneTest(dir, opts, skip);
+        std::string msg = (why.empty() ? "P" : (skip ? "S" : "F")) + why.substr(0, 2000);
+        (void)!write(fds[1], msg.data(), msg.size());
+        _exit(0);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], dir.filename().string(), std::chrono::steady_clock::now()});
+    }
+    bool progressed = false;
+    for (size_t i = 0; i < running.size();) {
+      int status = 0;
+      pid_t r = waitpid(running[i].pid, &status, WNOHANG);
+      bool timedOut = r == 0 && std::chrono::steady_clock::now() - running[i].start >
+                                    std::chrono::seconds(opts.timeoutSeconds);
+      if (timedOut) {
+        kill(running[i].pid, SIGKILL);
+        waitpid(running[i].pid, &status, 0);
+      }
+      if (r != 0 || timedOut) {
+        finish(running[i], status, timedOut);
+        running.erase(running.begin() + i);
+        progressed = true;
+      } else {
+        ++i;
+      }
+    }
+    if (!progressed)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  if (opts.listFailures) {
+    std::printf("\n# failures in xfail format:\n");
+    for (const auto &l : failureLines)
+      std::printf("%s\n", l.c_str());
+  }
+  for (const auto &[name, why] : xfail)
+    if (std::none_of(tests.begin(), tests.end(),
+                     [&](const fs::path &p) { return p.filename().string() == name; }) &&
+        opts.filter.empty())
+      std::printf("note: xfail entry %s names no test\n", name.c_str());
+  if (!opts.xfailFile.empty())
+    std::printf("regressions: %d, unexpected passes: %d\n", regressions, unexpectedPasses);
+  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return regressions || unexpectedPasses ? 1 : 0;
+}
