@@ -1,0 +1,107 @@
+// Constant propagation through op folders, driven by the canonicalizer.
+// RUN: kiln-opt %s --canonicalize --split-input-file | FileCheck %s
+
+// Integer shape arithmetic folds: (12 / 4) * 2 + 1 = 7.
+// CHECK-LABEL: func.func @arith
+// CHECK-NEXT: %[[C:.*]] = kiln.constant {value = dense<7> : tensor<i64>}
+// CHECK-NEXT: return %[[C]]
+func.func @arith() -> tensor<i64> {
+  %a = kiln.constant {value = dense<12> : tensor<i64>} : () -> tensor<i64>
+  %b = kiln.constant {value = dense<4> : tensor<i64>} : () -> tensor<i64>
+  %c = kiln.constant {value = dense<2> : tensor<i64>} : () -> tensor<i64>
+  %d = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %q = kiln.div %a, %b : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %m = kiln.mul %q, %c : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %s = kiln.add %m, %d : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %s : tensor<i64>
+}
+
+// -----
+
+// Broadcasting in folds: [[1],[2]] + [10, 20, 30].
+// CHECK-LABEL: func.func @broadcast_fold
+// CHECK: dense<{{\[}}[11, 21, 31], [12, 22, 32]]> : tensor<2x3xi64>
+func.func @broadcast_fold() -> tensor<2x3xi64> {
+  %a = kiln.constant {value = dense<[[1], [2]]> : tensor<2x1xi64>} : () -> tensor<2x1xi64>
+  %b = kiln.constant {value = dense<[10, 20, 30]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %s = kiln.add %a, %b : (tensor<2x1xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+  return %s : tensor<2x3xi64>
+}
+
+// -----
+
+// BatchNorm-style constants: 2 / sqrt(3 + 1) = 1.
+// CHECK-LABEL: func.func @float_fold
+// CHECK-NEXT: kiln.constant {value = dense<1.000000e+00> : tensor<f32>}
+func.func @float_fold() -> tensor<f32> {
+  %s = kiln.constant {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
+  %v = kiln.constant {value = dense<3.0> : tensor<f32>} : () -> tensor<f32>
+  %e = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %a = kiln.add %v, %e : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %r = kiln.sqrt %a : (tensor<f32>) -> tensor<f32>
+  %f = kiln.div %s, %r : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %f : tensor<f32>
+}
+
+// -----
+
+// Transpose, concat, gather, slice and cast of constants.
+// CHECK-LABEL: func.func @data_movement
+// CHECK-DAG: dense<{{\[}}[1, 3], [2, 4]]> : tensor<2x2xi64>
+// CHECK-DAG: dense<[1, 2, 3, 4, 5]> : tensor<5xi64>
+// CHECK-DAG: dense<[3, 1]> : tensor<2xi64>
+// CHECK-DAG: dense<[5, 3]> : tensor<2xi64>
+// CHECK-DAG: dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+func.func @data_movement() -> (tensor<2x2xi64>, tensor<5xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xf32>) {
+  %m = kiln.constant {value = dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>} : () -> tensor<2x2xi64>
+  %t = kiln.transpose %m {perm = array<i64: 1, 0>} : (tensor<2x2xi64>) -> tensor<2x2xi64>
+  %a = kiln.constant {value = dense<[1, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %b = kiln.constant {value = dense<[3, 4, 5]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %c = kiln.concat %a, %b {axis = 0 : i64} : (tensor<2xi64>, tensor<3xi64>) -> tensor<5xi64>
+  %i = kiln.constant {value = dense<[-3, 0]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %g = kiln.gather %c, %i {axis = 0 : i64} : (tensor<5xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %st = kiln.constant {value = dense<[-1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %en = kiln.constant {value = dense<[-4]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %ax = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %sp = kiln.constant {value = dense<[-2]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s = kiln.slice %c, %st, %en, %ax, %sp : (tensor<5xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %f = kiln.cast %a {to = f32} : (tensor<2xi64>) -> tensor<2xf32>
+  return %t, %c, %g, %s, %f : tensor<2x2xi64>, tensor<5xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xf32>
+}
+
+// -----
+
+// No fold: operands that are not constants stay as ops.
+// CHECK-LABEL: func.func @no_fold
+// CHECK: kiln.add
+// CHECK: kiln.transpose
+func.func @no_fold(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %a = kiln.add %x, %one : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
+  %t = kiln.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %t : tensor<2x2xf32>
+}
+
+// -----
+
+// No fold: integer division by zero is left for run time.
+// CHECK-LABEL: func.func @no_fold_div_zero
+// CHECK: kiln.div
+func.func @no_fold_div_zero() -> tensor<i64> {
+  %a = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %z = kiln.constant {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %d = kiln.div %a, %z : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %d : tensor<i64>
+}
+
+// -----
+
+// Identity folds: a reshape to the same type and an identity transpose.
+// CHECK-LABEL: func.func @identity
+// CHECK-NEXT: return %arg0
+func.func @identity(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %s = kiln.constant {value = dense<[2, 3]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %r = kiln.reshape %x, %s {allowzero = false} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %t = kiln.transpose %r {perm = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %t : tensor<2x3xf32>
+}

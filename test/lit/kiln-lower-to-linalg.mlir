@@ -1,0 +1,81 @@
+// RUN: kiln-opt %s --kiln-lower-to-linalg --split-input-file --verify-diagnostics | FileCheck %s
+
+// Broadcasting becomes indexing maps: the size-1 dim reads index 0, the
+// missing leading dim is dropped.
+// CHECK-DAG: #[[BCAST_A:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[BCAST_B:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @broadcast_add
+// CHECK: linalg.generic {indexing_maps = [#[[BCAST_A]], #[[BCAST_B]], #{{.*}}], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+func.func @broadcast_add(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = kiln.add %a, %b : (tensor<4x1xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// Matmul: zero-filled accumulator, reduction dim before the innermost
+// output dim so the inner loop walks the output contiguously.
+// CHECK-LABEL: func.func @matmul
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ACC:.*]] = linalg.fill ins(%[[ZERO]] : f32)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK-SAME: outs(%[[ACC]] : tensor<4x5xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @matmul(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<4x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// Max reduction starts from -inf and reshapes back for keepdims.
+// CHECK-LABEL: func.func @reduce_max_keepdims
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>
+func.func @reduce_max_keepdims(%x: tensor<4x5xf32>) -> tensor<4x1xf32> {
+  %0 = kiln.reduce_max %x {axes = array<i64: 1>, keepdims = true} : (tensor<4x5xf32>) -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+// Convolution pads first, exposes the group dimension, and collapses back.
+// CHECK-LABEL: func.func @conv_grouped
+// CHECK: tensor.pad
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x2x2x10x10xf32>
+// CHECK: linalg.generic
+// CHECK: tensor.collapse_shape {{.*}} into tensor<1x4x8x8xf32>
+func.func @conv_grouped(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Positive-step slices are extract_slice; casts are arith conversions.
+// CHECK-LABEL: func.func @slice_cast
+// CHECK: tensor.extract_slice %{{.*}}[2] [3] [2] : tensor<8xf32> to tensor<3xf32>
+// CHECK: arith.fptosi {{.*}} : f32 to i64
+func.func @slice_cast(%x: tensor<8xf32>) -> tensor<3xi64> {
+  %s = kiln.constant {value = dense<[2]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %e = kiln.constant {value = dense<[8]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %p = kiln.constant {value = dense<[2]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %0 = kiln.slice %x, %s, %e, %a, %p : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xf32>
+  %1 = kiln.cast %0 {to = i64} : (tensor<3xf32>) -> tensor<3xi64>
+  return %1 : tensor<3xi64>
+}
+
+// -----
+
+// Dynamic shapes are rejected with an error at the op, not a crash.
+// expected-error @+1 {{a model input has dynamic shape}}
+func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{has dynamic shape}}
+  %0 = kiln.exp %x : (tensor<?xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

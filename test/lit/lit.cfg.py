@@ -1,0 +1,24 @@
+# -*- Python -*-
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_binary_dir, "test", "lit")
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%examples", config.kiln_examples_dir))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(
+    ("%encode-model", "protoc --encode=onnx.ModelProto -I/usr/include/onnx onnx.proto"))
+config.substitutions.append(
+    ("%encode-tensor", "protoc --encode=onnx.TensorProto -I/usr/include/onnx onnx.proto"))
+
+llvm_config.add_tool_substitutions(
+    ["kiln-opt", "kilnc", "kiln-run"], [config.kiln_tools_dir])
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

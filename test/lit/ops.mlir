@@ -1,0 +1,60 @@
+// Round trip and verifiers of the kiln ops.
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// CHECK-LABEL: func.func @roundtrip
+// CHECK: kiln.conv %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+// CHECK: kiln.max_pool %{{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+// CHECK: kiln.reduce_mean %{{.*}} {axes = array<i64: 2, 3>, keepdims = true}
+func.func @roundtrip(%x: tensor<1x3x4x4xf32>, %w: tensor<2x3x1x1xf32>, %b: tensor<2xf32>) -> tensor<1x2x1x1xf32> {
+  %0 = kiln.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %1 = kiln.max_pool %0 {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+  %2 = kiln.reduce_mean %1 {axes = array<i64: 2, 3>, keepdims = true} : (tensor<1x2x2x2xf32>) -> tensor<1x2x1x1xf32>
+  return %2 : tensor<1x2x1x1xf32>
+}
+
+// -----
+
+// A declared type less precise than the inferred one is accepted.
+// CHECK-LABEL: func.func @less_precise
+// CHECK: kiln.matmul {{.*}} -> tensor<?x5xf32>
+func.func @less_precise(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<?x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<?x5xf32>
+  return %0 : tensor<?x5xf32>
+}
+
+// -----
+
+func.func @contradiction(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<4x6xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x5xf32>' are incompatible with return type(s) of operation 'tensor<4x6xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @bad_perm(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{perm is not a permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.transpose %x {perm = array<i64: 0, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x4x4xf32>, %w: tensor<2x4x1x1xf32>) -> tensor<*xf32> {
+  // expected-error @+2 {{conv input has 3 channels but weight expects 4 x group 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x4x4xf32>, tensor<2x4x1x1xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<*xf32> {
+  %s = kiln.constant {value = dense<[4, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  // expected-error @+2 {{cannot reshape 6 elements into 8 elements}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.reshape %x, %s {allowzero = false} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}

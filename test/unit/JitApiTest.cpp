@@ -1,0 +1,150 @@
+// The C++ JIT API end to end: compile, signature, run, threads, caching.
+#include "kiln/Kiln.h"
+#include "kiln/TensorIO.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#ifndef KILN_EXAMPLES_DIR
+#error "KILN_EXAMPLES_DIR must be defined"
+#endif
+#ifndef KILN_SHARED_MODELS_DIR
+#error "KILN_SHARED_MODELS_DIR must be defined"
+#endif
+
+namespace {
+
+const std::string kTinyMlp = std::string(KILN_EXAMPLES_DIR) + "/tiny_mlp/model.onnx";
+
+/// The tiny MLP by hand: softmax(relu(x W1 + b1) W2) with the weights of
+/// examples/tiny_mlp/model.textproto.
+std::vector<double> tinyMlpReference(const float x[4]) {
+  double h0 = std::max(0.0, x[0] + x[2] + 0.5), h1 = std::max(0.0, x[1] + x[3] - 0.5);
+  double l0 = h0 + h1, l1 = -h0 + h1, m = std::max(l0, l1);
+  double e0 = std::exp(l0 - m), e1 = std::exp(l1 - m);
+  return {e0 / (e0 + e1), e1 / (e0 + e1)};
+}
+
+kiln::Tensor input(const float x[4]) {
+  kiln::Tensor t(KILN_FLOAT32, {1, 4});
+  std::copy(x, x + 4, t.data<float>());
+  return t;
+}
+
+TEST(JitApi, SignatureAndRun) {
+  std::string err;
+  auto model = kiln::Model::load(kTinyMlp, {}, &err);
+  ASSERT_TRUE(model) << err;
+  ASSERT_EQ(model->inputs().size(), 1u);
+  EXPECT_EQ(model->inputs()[0].name, "x");
+  EXPECT_EQ(model->inputs()[0].dtype, KILN_FLOAT32);
+  EXPECT_EQ(model->inputs()[0].dims, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(model->outputs()[0].name, "y");
+
+  const float x[4] = {1, 2, 3, 4};
+  kiln::Tensor in = input(x);
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run({in.get()}, out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{1, 2}));
+  auto ref = tinyMlpReference(x);
+  EXPECT_NEAR(out[0].data<float>()[0], ref[0], 1e-6);
+  EXPECT_NEAR(out[0].data<float>()[1], ref[1], 1e-6);
+}
+
+TEST(JitApi, CompileFromBytesWithOptions) {
+  std::ifstream f(kTinyMlp, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  kiln::CompileOptions opts;
+  opts.optLevel = 0;
+  std::string err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", opts, &err);
+  ASSERT_TRUE(model) << err;
+  const float x[4] = {-5, 0.25f, 2, -1};
+  kiln::Tensor in = input(x);
+  std::vector<kiln::Tensor> out;
+  ASSERT_TRUE(model->run({in.get()}, out).ok());
+  auto ref = tinyMlpReference(x);
+  EXPECT_NEAR(out[0].data<float>()[0], ref[0], 1e-6);
+  EXPECT_NEAR(out[0].data<float>()[1], ref[1], 1e-6);
+}
+
+TEST(JitApi, BadOptionsAndInputsAreErrors) {
+  std::string err;
+  kiln::CompileOptions opts;
+  opts.optLevel = 7;
+  EXPECT_FALSE(kiln::Model::load(kTinyMlp, opts, &err));
+  EXPECT_EQ(err, "optimization level must be 0..3");
+
+  auto model = kiln::Model::load(kTinyMlp, {}, &err);
+  ASSERT_TRUE(model);
+  kiln::Tensor wrong(KILN_FLOAT32, {2, 4});
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run({wrong.get()}, out);
+  EXPECT_EQ(s.code, KILN_SHAPE_MISMATCH);
+  EXPECT_EQ(s.message, "input 0 'x' must have shape [1, 4], got [2, 4]");
+  kiln::Tensor ints(KILN_INT64, {1, 4});
+  s = model->run({ints.get()}, out);
+  EXPECT_EQ(s.code, KILN_DTYPE_MISMATCH);
+  s = model->run({}, out);
+  EXPECT_EQ(s.code, KILN_INVALID_ARGUMENT);
+}
+
+TEST(JitApi, ConcurrentRunsOnOneModel) {
+  std::string err;
+  auto model = kiln::Model::load(kTinyMlp, {}, &err);
+  ASSERT_TRUE(model) << err;
+  constexpr int kThreads = 8, kRuns = 200;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        const float x[4] = {(float)t, (float)r / 10, (float)(t - r) / 7, 1.5f};
+        kiln::Tensor in = input(x);
+        std::vector<kiln::Tensor> out;
+        if (!model->run({in.get()}, out).ok()) {
+          ++failures[t];
+          continue;
+        }
+        auto ref = tinyMlpReference(x);
+        if (std::fabs(out[0].data<float>()[0] - ref[0]) > 1e-5 ||
+            std::fabs(out[0].data<float>()[1] - ref[1]) > 1e-5)
+          ++failures[t];
+      }
+    });
+  for (auto &th : threads)
+    th.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(failures[t], 0) << "thread " << t;
+  // All threads shared one compiled executable.
+  EXPECT_EQ(model->stats().compilations, 1);
+}
+
+/// encoder4 has a dynamic sequence axis: one Model serves both lengths by
+/// compiling one specialisation per shape and caching it.
+TEST(JitApi, EncoderAtTwoSequenceLengthsFromOneModel) {
+  std::string dir = std::string(KILN_SHARED_MODELS_DIR) + "/encoder4";
+  std::string err;
+  auto model = kiln::Model::load(dir + "/model.onnx", {}, &err);
+  ASSERT_TRUE(model) << err;
+  EXPECT_EQ(model->inputs()[0].dims[1], -1) << "the sequence axis is declared dynamic";
+  for (int pass = 0; pass < 2; ++pass)
+    for (const char *set : {"test_data_set_0", "test_data_set_1"}) {
+      kiln::Tensor in, ref;
+      ASSERT_TRUE(kiln::readTensorFile(dir + "/" + set + "/input_0.pb", in).ok());
+      ASSERT_TRUE(kiln::readTensorFile(dir + "/" + set + "/output_0.pb", ref).ok());
+      std::vector<kiln::Tensor> out;
+      kiln::Status s = model->run({in.get()}, out);
+      ASSERT_TRUE(s.ok()) << s.message;
+      std::string report;
+      EXPECT_TRUE(kiln::tensorsClose(out[0], ref, 1e-3, 1e-3, report)) << set << ": " << report;
+    }
+  EXPECT_EQ(model->stats().compilations, 2) << "one compilation per sequence length";
+}
+
+} // namespace

@@ -1,0 +1,114 @@
+// The runtime on its own: no compiler involved. The "compiled model" here
+// is a hand-written entry point following the kiln_entry ABI.
+#include "kiln/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace {
+
+// y[i] = a[i] + b[i] over 3 floats.
+void addEntry(void **buffers) {
+  auto *a = static_cast<float *>(buffers[0]);
+  auto *b = static_cast<float *>(buffers[1]);
+  auto *y = static_cast<float *>(buffers[2]);
+  for (int i = 0; i < 3; ++i)
+    y[i] = a[i] + b[i];
+}
+
+const int64_t kDims3[] = {3};
+const kiln_tensor_desc kIn[] = {{"a", KILN_FLOAT32, 1, kDims3}, {"b", KILN_FLOAT32, 1, kDims3}};
+const kiln_tensor_desc kOut[] = {{"y", KILN_FLOAT32, 1, kDims3}};
+const kiln_model_desc kModel = {KILN_ABI_VERSION, "add", 2, 1, kIn, kOut, 0, addEntry};
+
+struct TensorDeleter {
+  void operator()(kiln_tensor *t) const { kiln_tensor_free(t); }
+};
+using TensorPtr = std::unique_ptr<kiln_tensor, TensorDeleter>;
+
+TensorPtr floats(std::initializer_list<float> v) {
+  int64_t n = v.size();
+  TensorPtr t(kiln_tensor_create(KILN_FLOAT32, 1, &n));
+  std::memcpy(kiln_tensor_data(t.get()), v.begin(), n * sizeof(float));
+  return t;
+}
+
+} // namespace
+
+TEST(Runtime, DtypeSizesFollowOnnxNumbering) {
+  EXPECT_EQ(kiln_dtype_size(KILN_FLOAT32), 4u);
+  EXPECT_EQ(kiln_dtype_size(KILN_INT64), 8u);
+  EXPECT_EQ(kiln_dtype_size(KILN_BOOL), 1u);
+  EXPECT_EQ(kiln_dtype_size(KILN_FLOAT16), 2u);
+  EXPECT_EQ(kiln_dtype_size(8 /* STRING */), 0u);
+  EXPECT_STREQ(kiln_dtype_name(KILN_INT32), "int32");
+}
+
+TEST(Runtime, TensorCreateIsZeroedAndAligned) {
+  int64_t dims[] = {2, 3};
+  TensorPtr t(kiln_tensor_create(KILN_FLOAT64, 2, dims));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(kiln_tensor_num_elements(t.get()), 6);
+  EXPECT_EQ(kiln_tensor_num_bytes(t.get()), 48u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(kiln_tensor_data(t.get())) % 64, 0u);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(static_cast<double *>(kiln_tensor_data(t.get()))[i], 0.0);
+  int64_t bad[] = {-1};
+  EXPECT_EQ(kiln_tensor_create(KILN_FLOAT32, 1, bad), nullptr);
+  EXPECT_EQ(kiln_tensor_create(123, 1, dims), nullptr);
+}
+
+TEST(Runtime, ExecuteRunsTheEntryPoint) {
+  TensorPtr a = floats({1, 2, 3}), b = floats({10, 20, 30});
+  const kiln_tensor *ins[] = {a.get(), b.get()};
+  kiln_tensor *out = nullptr;
+  kiln_status *s = kiln_model_execute(&kModel, ins, 2, &out, 1);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  TensorPtr y(out);
+  const float *p = static_cast<float *>(kiln_tensor_data(y.get()));
+  EXPECT_EQ(p[0], 11);
+  EXPECT_EQ(p[1], 22);
+  EXPECT_EQ(p[2], 33);
+}
+
+TEST(Runtime, RejectsWrongInputs) {
+  TensorPtr a = floats({1, 2, 3}), shortB = floats({1, 2});
+  int64_t n = 3;
+  TensorPtr ints(kiln_tensor_create(KILN_INT32, 1, &n));
+  kiln_tensor *out = nullptr;
+
+  const kiln_tensor *wrongShape[] = {a.get(), shortB.get()};
+  kiln_status *s = kiln_model_execute(&kModel, wrongShape, 2, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_SHAPE_MISMATCH);
+  EXPECT_STREQ(kiln_status_message(s), "input 1 'b' must have shape [3], got [2]");
+  kiln_status_free(s);
+
+  const kiln_tensor *wrongType[] = {a.get(), ints.get()};
+  s = kiln_model_execute(&kModel, wrongType, 2, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_DTYPE_MISMATCH);
+  EXPECT_STREQ(kiln_status_message(s), "input 1 'b' must be float32, got int32");
+  kiln_status_free(s);
+
+  const kiln_tensor *tooFew[] = {a.get()};
+  s = kiln_model_execute(&kModel, tooFew, 1, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_INVALID_ARGUMENT);
+  kiln_status_free(s);
+  EXPECT_EQ(out, nullptr);
+}
+
+TEST(Runtime, RejectsOtherAbiVersions) {
+  kiln_model_desc future = kModel;
+  future.abi_version = KILN_ABI_VERSION + 1;
+  TensorPtr a = floats({1, 2, 3}), b = floats({1, 2, 3});
+  const kiln_tensor *ins[] = {a.get(), b.get()};
+  kiln_tensor *out = nullptr;
+  kiln_status *s = kiln_model_execute(&future, ins, 2, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("ABI"), std::string::npos);
+  kiln_status_free(s);
+}
