@@ -222,6 +222,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addTensorRules(all);
     addNNRules(all);
     addReductionRules(all);
+    addLossRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);

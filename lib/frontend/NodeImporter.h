@@ -99,6 +99,7 @@ void addElementwiseRules(std::vector<ImportRule> &rules);
 void addTensorRules(std::vector<ImportRule> &rules);
 void addNNRules(std::vector<ImportRule> &rules);
 void addReductionRules(std::vector<ImportRule> &rules);
+void addLossRules(std::vector<ImportRule> &rules);
 
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,

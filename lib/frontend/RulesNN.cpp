@@ -207,6 +207,40 @@ LogicalResult softmax(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// One-hot of the (first) maximum along an axis. Before opset 13 the input
+/// is coerced to 2-D at `axis` first.
+LogicalResult hardmax(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || !t.hasStaticShape())
+    return n.error("Hardmax needs an input of static shape");
+  int64_t axis = n.getInt("axis", n.opset >= 13 ? -1 : 1);
+  if (axis < 0)
+    axis += t.getRank();
+  Value v = x;
+  if (n.opset < 13) {
+    v = n.make<FlattenOp>(x, n.b.getI64IntegerAttr(axis));
+    axis = 1;
+  }
+  auto vt = NodeImporter::rankedType(v);
+  if (n.failed() || !vt)
+    return failure();
+  Value arg = n.make<ArgMaxOp>(v, n.b.getI64IntegerAttr(axis), n.b.getBoolAttr(true),
+                               n.b.getBoolAttr(false), n.b.getBoolAttr(false));
+  SmallVector<int64_t> iotaShape(vt.getRank(), 1);
+  iotaShape[axis] = vt.getDimSize(axis);
+  SmallVector<int64_t> iota;
+  for (int64_t i = 0; i < iotaShape[axis]; ++i)
+    iota.push_back(i);
+  Value positions = n.constant(DenseIntElementsAttr::get(
+      RankedTensorType::get(iotaShape, n.b.getI64Type()), ArrayRef<int64_t>(iota)));
+  Value y = n.make<CastOp>(n.make<EqualOp>(positions, arg), TypeAttr::get(t.getElementType()));
+  if (n.opset < 13)
+    y = n.make<ReshapeOp>(y, n.i64Tensor(t.getShape()), n.b.getBoolAttr(false));
+  out.push_back(y);
+  return success();
+}
+
 /// Reshapes a per-channel vector [C] to [C, 1, ...] so that it broadcasts
 /// against an N, C, spatial... tensor of `rank`.
 Value perChannel(NodeImporter &n, Value v, int64_t rank) {
@@ -294,6 +328,7 @@ void addNNRules(std::vector<ImportRule> &r) {
       {"Gemm", 7, M, gemm},
       {"Softmax", 1, M, softmax<false>},
       {"LogSoftmax", 1, M, softmax<true>},
+      {"Hardmax", 1, M, hardmax},
       {"BatchNormalization", 7, M, batchNorm},
       {"InstanceNormalization", 6, M, instanceNorm},
       {"LayerNormalization", 17, M, layerNorm},

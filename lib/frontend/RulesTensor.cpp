@@ -337,6 +337,69 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// Keeps the upper (or lower) triangle of the last two dims, shifted by k.
+LogicalResult trilu(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || t.getRank() < 2 || t.isDynamicDim(t.getRank() - 1) || t.isDynamicDim(t.getRank() - 2))
+    return n.error("Trilu needs an input whose last two dims are static");
+  int64_t k = 0;
+  if (n.hasInput(1)) {
+    auto kv = n.constInts(1);
+    if (!kv || kv->size() != 1)
+      return n.error("Trilu's k must be a constant scalar");
+    k = (*kv)[0];
+  }
+  bool upper = n.getInt("upper", 1) != 0;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  SmallVector<bool> keep;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      keep.push_back(upper ? j - i >= k : j - i <= k);
+  Value mask = n.constant(
+      DenseElementsAttr::get(RankedTensorType::get({rows, cols}, n.b.getI1Type()), keep));
+  out.push_back(n.make<SelectOp>(mask, x, n.scalarLike(x, 0)));
+  return success();
+}
+
+/// Cumulative sum as a product with a constant 0/1 matrix over the axis
+/// (moved last): exact for integers, and L is small in practice.
+LogicalResult cumsum(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto axisVals = n.constInts(1);
+  if (!t || !axisVals || axisVals->size() != 1)
+    return n.error("CumSum axis must be a constant (and the input of known rank)");
+  int64_t rank = t.getRank(), axis = (*axisVals)[0];
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank || t.isDynamicDim(axis))
+    return n.error("CumSum axis out of range or of unknown size");
+  int64_t len = t.getDimSize(axis);
+  bool exclusive = n.getInt("exclusive", 0), reverse = n.getInt("reverse", 0);
+  Type elt = t.getElementType();
+  auto matType = RankedTensorType::get({len, len}, elt);
+  SmallVector<Attribute> entries;
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = 0; j < len; ++j) {
+      bool contributes = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      entries.push_back(isa<FloatType>(elt) ? (Attribute)FloatAttr::get(elt, contributes)
+                                            : (Attribute)IntegerAttr::get(elt, contributes));
+    }
+  Value tri = n.constant(DenseElementsAttr::get(matType, entries));
+  SmallVector<int64_t> perm, inverse(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis)
+      perm.push_back(i);
+  perm.push_back(axis);
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+  Value moved = n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr(perm));
+  Value summed = n.make<MatMulOp>(moved, tri);
+  out.push_back(n.make<TransposeOp>(summed, n.b.getDenseI64ArrayAttr(inverse)));
+  return success();
+}
+
 } // namespace
 
 void addTensorRules(std::vector<ImportRule> &r) {
@@ -363,6 +426,8 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"DepthToSpace", 1, M, depthToSpace},
       {"SpaceToDepth", 1, M, spaceToDepth},
       {"Dropout", 1, M, dropout},
+      {"Trilu", 14, M, trilu},
+      {"CumSum", 11, M, cumsum},
   });
 }
 

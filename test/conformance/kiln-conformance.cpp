@@ -189,6 +189,10 @@ int main(int argc, char **argv) {
     for (char &c : msg)
       if (c == '\n')
         c = ' ';
+    // Diagnostics start with the model's path; the test name says it already.
+    std::string modelPath = (fs::path(opts.dataDir) / r.name / "model.onnx").string();
+    for (size_t at; (at = msg.find(modelPath + ": ")) != std::string::npos;)
+      msg.erase(at, modelPath.size() + 2);
     bool expectedFail = xfail.count(r.name) > 0;
     if (verdict == "P") {
       ++passed;

@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
     std::sort(times.begin(), times.end());
     double median = times.size() % 2 ? times[times.size() / 2]
                                      : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
-    std::printf("bench: runs=%ld median_ms=%.3f min_ms=%.3f compile_ms=%.1f\n", bench, median,
+    std::printf("bench: runs=%ld median_ms=%.4f min_ms=%.4f compile_ms=%.1f\n", bench, median,
                 times.front(), ms(tCompiled - tLoaded));
   }
   if (!checkDir.empty())
