@@ -91,6 +91,10 @@ public:
   /// on first use).
   Status prepare(const std::vector<std::vector<int64_t>> &inputShapes) const;
 
+  /// Compiles (or finds) the executable `run` would use for these inputs:
+  /// their shapes, and the values of small inputs the shapes depend on.
+  Status prepare(const std::vector<const kiln_tensor *> &inputs) const;
+
   /// Runs the model. Safe to call from several threads at once.
   Status run(const std::vector<const kiln_tensor *> &inputs, std::vector<Tensor> &outputs) const;
 

@@ -82,7 +82,7 @@ static void configure(PassManager &pm) {
 
 Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
-                         const std::map<size_t, std::vector<int64_t>> &inputValues,
+                         const std::map<size_t, std::string> &inputValues,
                          OwningOpRef<ModuleOp> &module) {
   DiagnosticCollector diags(ctx);
   ImportOptions opts;

@@ -33,7 +33,7 @@ std::string describeLocation(mlir::Location loc);
 /// Import with the given input shapes, then shape inference and folding.
 Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
-                         const std::map<size_t, std::vector<int64_t>> &inputValues,
+                         const std::map<size_t, std::string> &inputValues,
                          mlir::OwningOpRef<mlir::ModuleOp> &module);
 
 enum class LowerTo { Linalg, LLVMDialect };

@@ -82,17 +82,18 @@ std::vector<TensorInfo> declaredSignature(
 } // namespace
 
 using Shapes = std::vector<std::vector<int64_t>>;
-using InputValues = std::map<size_t, std::vector<int64_t>>;
+using InputValues = std::map<size_t, std::string>; // raw bytes
 
-/// Small integer inputs whose values may decide shapes (a Reshape target or
-/// reduction axes fed as graph inputs) are candidates for value
-/// specialisation.
+/// Small inputs whose values may decide shapes or other compile-time facts
+/// (a Reshape target, reduction axes or Resize scales fed as graph inputs)
+/// are candidates for value specialisation.
 constexpr int64_t kMaxSpecialisedElements = 64;
 
 static bool isValueCandidate(const kiln_tensor *t) {
   int32_t dt = kiln_tensor_dtype(t);
-  return (dt == KILN_INT64 || dt == KILN_INT32) &&
-         kiln_tensor_num_elements(t) <= kMaxSpecialisedElements;
+  bool supported = dt == KILN_INT64 || dt == KILN_INT32 || dt == KILN_FLOAT32 ||
+                   dt == KILN_FLOAT64;
+  return supported && kiln_tensor_num_elements(t) <= kMaxSpecialisedElements;
 }
 
 static InputValues valuesOf(const std::vector<const kiln_tensor *> &inputs) {
@@ -100,13 +101,9 @@ static InputValues valuesOf(const std::vector<const kiln_tensor *> &inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!isValueCandidate(inputs[i]))
       continue;
-    std::vector<int64_t> v;
-    const void *data = kiln_tensor_data(const_cast<kiln_tensor *>(inputs[i]));
-    for (int64_t k = 0; k < kiln_tensor_num_elements(inputs[i]); ++k)
-      v.push_back(kiln_tensor_dtype(inputs[i]) == KILN_INT64
-                      ? static_cast<const int64_t *>(data)[k]
-                      : static_cast<const int32_t *>(data)[k]);
-    values[i] = std::move(v);
+    const char *data =
+        static_cast<const char *>(kiln_tensor_data(const_cast<kiln_tensor *>(inputs[i])));
+    values[i] = std::string(data, kiln_tensor_num_bytes(inputs[i]));
   }
   return values;
 }
@@ -318,37 +315,49 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
   return {};
 }
 
-Status Model::run(const std::vector<const kiln_tensor *> &inputs,
-                  std::vector<Tensor> &outputs) const {
+/// Finds or compiles the executable for these inputs: keyed on their shapes
+/// and, once the model turned out to need it, on the values of small inputs.
+static Status executableFor(const Model::Impl &impl, const std::vector<const kiln_tensor *> &inputs,
+                            std::shared_ptr<Executable> &exe) {
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i])
       return Status::error(KILN_INVALID_ARGUMENT, "input " + std::to_string(i) + " is null");
-    if (i < impl->inputs.size() && kiln_tensor_dtype(inputs[i]) != impl->inputs[i].dtype)
+    if (i < impl.inputs.size() && kiln_tensor_dtype(inputs[i]) != impl.inputs[i].dtype)
       return Status::error(KILN_DTYPE_MISMATCH,
-                           "input " + std::to_string(i) + " '" + impl->inputs[i].name +
-                               "' must be " + kiln_dtype_name(impl->inputs[i].dtype) + ", got " +
+                           "input " + std::to_string(i) + " '" + impl.inputs[i].name +
+                               "' must be " + kiln_dtype_name(impl.inputs[i].dtype) + ", got " +
                                kiln_dtype_name(kiln_tensor_dtype(inputs[i])));
     const int64_t *d = kiln_tensor_dims(inputs[i]);
     shapes.emplace_back(d, d + kiln_tensor_rank(inputs[i]));
   }
-  if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
+  if (Status s = checkAgainstDeclared(impl.inputs, shapes); !s.ok())
     return s;
-  std::shared_ptr<Executable> exe;
   bool specialise;
   {
-    std::lock_guard<std::mutex> lock(impl->mutex);
-    specialise = impl->specialiseValues;
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    specialise = impl.specialiseValues;
   }
-  Status s = impl->getExecutable(shapes, specialise ? valuesOf(inputs) : InputValues(), exe);
+  Status s = impl.getExecutable(shapes, specialise ? valuesOf(inputs) : InputValues(), exe);
   if (!s.ok() && !specialise && needsValues(s) && !valuesOf(inputs).empty()) {
     {
-      std::lock_guard<std::mutex> lock(impl->mutex);
-      impl->specialiseValues = true;
+      std::lock_guard<std::mutex> lock(impl.mutex);
+      impl.specialiseValues = true;
     }
-    s = impl->getExecutable(shapes, valuesOf(inputs), exe);
+    s = impl.getExecutable(shapes, valuesOf(inputs), exe);
   }
-  if (!s.ok())
+  return s;
+}
+
+Status Model::prepare(const std::vector<const kiln_tensor *> &inputs) const {
+  std::shared_ptr<Executable> exe;
+  return executableFor(*impl, inputs, exe);
+}
+
+Status Model::run(const std::vector<const kiln_tensor *> &inputs,
+                  std::vector<Tensor> &outputs) const {
+  std::shared_ptr<Executable> exe;
+  if (Status s = executableFor(*impl, inputs, exe); !s.ok())
     return s;
   std::vector<kiln_tensor *> raw(exe->outputs.size(), nullptr);
   kiln_status *st = kiln_model_execute(&exe->desc, inputs.data(), inputs.size(), raw.data(),

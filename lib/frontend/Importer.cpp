@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -23,6 +24,16 @@ Value NodeImporter::required(size_t i) {
   if (!v && !failed_)
     (void)error("input " + Twine(i) + " is required but missing");
   return v;
+}
+
+std::optional<SmallVector<double>> NodeImporter::constFloats(size_t i) const {
+  DenseFPElementsAttr attr;
+  if (!hasInput(i) || !matchPattern(input(i), m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<double> out;
+  for (const APFloat &f : attr.getValues<APFloat>())
+    out.push_back(f.convertToDouble());
+  return out;
 }
 
 const onnx::AttributeProto *NodeImporter::attr(llvm::StringRef name) const {
@@ -223,6 +234,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addNNRules(all);
     addReductionRules(all);
     addLossRules(all);
+    addResizeRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);
@@ -412,18 +424,17 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     if (fixed == opts.inputValues.end())
       continue;
     auto type = dyn_cast<RankedTensorType>(argTypes[i]);
-    auto elt = type ? dyn_cast<IntegerType>(type.getElementType()) : IntegerType();
-    if (!elt || !type.hasStaticShape() ||
-        type.getNumElements() != (int64_t)fixed->second.size()) {
+    Type elt = type ? type.getElementType() : Type();
+    const std::string &bytes = fixed->second;
+    if (!type || !type.hasStaticShape() || !elt.isIntOrFloat() || elt.isInteger(1) ||
+        (int64_t)bytes.size() != type.getNumElements() * elt.getIntOrFloatBitWidth() / 8) {
       emitError(moduleLoc) << "cannot specialise on the value of input '" << in->name() << "'";
       return {};
     }
-    SmallVector<APInt> ints;
-    for (int64_t v : fixed->second)
-      ints.push_back(APInt(elt.getWidth(), v, /*isSigned=*/true));
     Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + in->name() + "'"));
-    values[in->name()] =
-        ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, ints));
+    values[in->name()] = ConstantOp::create(
+        b, loc, type,
+        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size())));
   }
 
   for (const auto &init : graph.initializer()) {

@@ -32,6 +32,8 @@ public:
   std::optional<llvm::SmallVector<int64_t>> constInts(size_t i) const {
     return hasInput(i) ? getConstantInts(input(i)) : std::nullopt;
   }
+  /// Input i as constant floating-point values, if it is a float constant.
+  std::optional<llvm::SmallVector<double>> constFloats(size_t i) const;
   /// Input i, which must be present.
   mlir::Value required(size_t i);
 
@@ -100,6 +102,7 @@ void addTensorRules(std::vector<ImportRule> &rules);
 void addNNRules(std::vector<ImportRule> &rules);
 void addReductionRules(std::vector<ImportRule> &rules);
 void addLossRules(std::vector<ImportRule> &rules);
+void addResizeRules(std::vector<ImportRule> &rules);
 
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,

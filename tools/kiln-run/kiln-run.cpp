@@ -112,7 +112,6 @@ int main(int argc, char **argv) {
 
   std::vector<kiln::Tensor> inputs;
   std::vector<const kiln_tensor *> raw;
-  std::vector<std::vector<int64_t>> shapes;
   for (size_t j = 0; j < model->inputs().size(); ++j) {
     std::string path = (fs::path(inputsDir) / ("input_" + std::to_string(j) + ".pb")).string();
     kiln::Tensor t;
@@ -121,7 +120,6 @@ int main(int argc, char **argv) {
                    model->inputs()[j].name.c_str(), s.message.c_str());
       return 1;
     }
-    shapes.push_back(t.dims());
     raw.push_back(t.get());
     inputs.push_back(std::move(t));
   }
@@ -130,15 +128,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kiln-run: warning: %s is ignored: the model has %zu inputs\n",
                  extra.c_str(), inputs.size());
 
-  // Compile for these shapes (checks dtypes and shapes against the model).
-  for (size_t j = 0; j < inputs.size(); ++j)
-    if (inputs[j].dtype() != model->inputs()[j].dtype) {
-      std::fprintf(stderr, "kiln-run: error: input %zu '%s' must be %s, got %s\n", j,
-                   model->inputs()[j].name.c_str(), kiln_dtype_name(model->inputs()[j].dtype),
-                   kiln_dtype_name(inputs[j].dtype()));
-      return 1;
-    }
-  if (kiln::Status s = model->prepare(shapes); !s.ok()) {
+  // Compile for these inputs (checks dtypes and shapes against the model).
+  if (kiln::Status s = model->prepare(raw); !s.ok()) {
     std::fprintf(stderr, "kiln-run: error: %s\n", s.message.c_str());
     return 1;
   }

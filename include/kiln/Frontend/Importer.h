@@ -18,10 +18,11 @@ struct ImportOptions {
   /// vector keeps the declared shapes, with unknown dims as `?`. When given,
   /// each must agree with the declared static dims.
   std::vector<std::vector<int64_t>> inputShapes;
-  /// Inputs whose values the executable is specialised on: the importer
-  /// uses these values as constants (the argument stays in the signature).
-  /// For small integer inputs that determine shapes (reshape targets, axes).
-  std::map<size_t, std::vector<int64_t>> inputValues;
+  /// Inputs whose values the executable is specialised on, as raw
+  /// little-endian bytes: the importer uses them as constants (the argument
+  /// stays in the signature). For small inputs that determine shapes or
+  /// other compile-time facts (reshape targets, axes, resize scales).
+  std::map<size_t, std::string> inputValues;
   /// Name of the generated function.
   std::string functionName = "main";
 };

@@ -1,0 +1,254 @@
+// Resize (and the older Upsample) as a separable decomposition: along each
+// axis the output is sum_t gather(x, index_t, axis) * weight_t, with the
+// tap indices and weights computed here, at import time, from the static
+// shapes and constant scales. This follows the ONNX reference
+// implementation (onnx/backend/test/case/node/resize.py) tap by tap:
+// nearest uses 1 tap, linear 2, cubic 4.
+#include "NodeImporter.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using Outs = SmallVectorImpl<Value>;
+
+struct AxisTaps {
+  std::vector<std::vector<int64_t>> index;  // [tap][output position]
+  std::vector<std::vector<double>> weight;  // [tap][output position]
+  std::vector<bool> outside;                // tf_crop_and_resize: extrapolate
+};
+
+struct ResizeParams {
+  std::string mode, transform, nearestMode;
+  double cubicA;
+  bool excludeOutside;
+};
+
+std::vector<double> coefficients(const ResizeParams &p, double ratio) {
+  if (p.mode == "nearest") {
+    if (ratio == 1.0)
+      return {0, 1};
+    if (p.nearestMode == "round_prefer_ceil")
+      return {double(ratio < 0.5), double(ratio >= 0.5)};
+    if (p.nearestMode == "floor")
+      return {1, 0};
+    if (p.nearestMode == "ceil")
+      return {0, 1};
+    return {double(ratio <= 0.5), double(ratio > 0.5)}; // round_prefer_floor
+  }
+  if (p.mode == "linear")
+    return {1 - ratio, ratio};
+  double A = p.cubicA, r = ratio, s = 1 - ratio;
+  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A,
+          ((A + 2) * r - (A + 3)) * r * r + 1, ((A + 2) * s - (A + 3)) * s * s + 1,
+          ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
+}
+
+AxisTaps computeTaps(const ResizeParams &p, int64_t in, int64_t out, double scale,
+                     double roiStart, double roiEnd) {
+  double outWidth = scale * in; // the reference's output_width (not rounded)
+  AxisTaps taps;
+  int64_t n = p.mode == "cubic" ? 4 : 2;
+  taps.index.assign(n, {});
+  taps.weight.assign(n, {});
+  for (int64_t x = 0; x < out; ++x) {
+    double xo;
+    bool outside = false;
+    const std::string &t = p.transform;
+    if (t == "align_corners")
+      xo = outWidth == 1 ? 0 : x * (in - 1) / (outWidth - 1);
+    else if (t == "asymmetric")
+      xo = x / scale;
+    else if (t == "tf_crop_and_resize") {
+      xo = outWidth == 1 ? (roiEnd - roiStart) * (in - 1) / 2
+                         : x * (roiEnd - roiStart) * (in - 1) / (outWidth - 1);
+      xo += roiStart * (in - 1);
+      outside = xo < 0 || xo > in - 1;
+    } else if (t == "pytorch_half_pixel")
+      xo = outWidth == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    else if (t == "tf_half_pixel_for_nearest" || t == "tf_half_pixel_for_nn")
+      xo = (x + 0.5) / scale;
+    else // half_pixel
+      xo = (x + 0.5) / scale - 0.5;
+    taps.outside.push_back(outside);
+    // Neighbours as in the reference: the pixel left of xo is preferred, so
+    // an integer xo counts as ratio 1 from the pixel before it.
+    int64_t x0 = (int64_t)std::floor(xo);
+    double ratio = xo - x0;
+    if (ratio == 0) {
+      ratio = 1;
+      x0 -= 1;
+    }
+    std::vector<double> c = coefficients(p, ratio);
+    int64_t first = n == 4 ? x0 - 1 : x0;
+    if (p.excludeOutside) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        if (first + k < 0 || first + k >= in)
+          c[k] = 0;
+        sum += c[k];
+      }
+      for (double &v : c)
+        v = sum != 0 ? v / sum : 0;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      taps.index[k].push_back(std::clamp<int64_t>(first + k, 0, in - 1));
+      taps.weight[k].push_back(c[k]);
+    }
+  }
+  return taps;
+}
+
+/// Applies one axis' taps to x.
+Value applyTaps(NodeImporter &n, Value x, int64_t axis, const AxisTaps &taps) {
+  auto t = NodeImporter::rankedType(x);
+  int64_t out = taps.outside.size();
+  SmallVector<int64_t> weightShape(t.getRank(), 1);
+  weightShape[axis] = out;
+  auto weightType = RankedTensorType::get(weightShape, t.getElementType());
+  Value acc;
+  for (size_t k = 0; k < taps.index.size(); ++k) {
+    bool allZero = llvm::all_of(taps.weight[k], [](double w) { return w == 0; });
+    if (allZero)
+      continue;
+    Value g = n.make<GatherOp>(x, n.i64Tensor(taps.index[k]), n.b.getI64IntegerAttr(axis));
+    bool allOne = llvm::all_of(taps.weight[k], [](double w) { return w == 1; });
+    if (!allOne) {
+      SmallVector<APFloat> w;
+      for (double v : taps.weight[k]) {
+        APFloat f(v);
+        bool lost;
+        f.convert(cast<FloatType>(t.getElementType()).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &lost);
+        w.push_back(f);
+      }
+      g = n.make<MulOp>(g, n.constant(DenseElementsAttr::get(weightType, w)));
+    }
+    acc = acc ? n.make<AddOp>(acc, g) : g;
+  }
+  return acc ? acc : n.make<MulOp>(n.make<GatherOp>(x, n.i64Tensor(taps.index[0]),
+                                                    n.b.getI64IntegerAttr(axis)),
+                                   n.scalarLike(x, 0.0));
+}
+
+LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<SmallVector<double>> scales,
+                         std::optional<SmallVector<int64_t>> sizes, SmallVector<double> roi,
+                         const ResizeParams &p) {
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || !t.hasStaticShape())
+    return n.error("Resize needs an input of static shape");
+  if (!isa<FloatType>(t.getElementType()))
+    return n.error("Resize supports floating-point inputs only");
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    return n.error("unknown Resize mode '" + p.mode + "'");
+  static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_half_pixel_for_nearest",
+                                     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (!llvm::is_contained(transforms, p.transform))
+    return n.error("unknown coordinate_transformation_mode '" + p.transform + "'");
+  static const char *nearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (!llvm::is_contained(nearestModes, p.nearestMode))
+    return n.error("unknown nearest_mode '" + p.nearestMode + "'");
+  int64_t rank = t.getRank();
+  if ((scales && (int64_t)scales->size() != rank) || (sizes && (int64_t)sizes->size() != rank))
+    return n.error("Resize scales/sizes must have one entry per dimension");
+  Value y = x;
+  SmallVector<std::vector<bool>> outside(rank);
+  bool anyOutside = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = t.getDimSize(d), outDim;
+    double scale;
+    if (sizes) {
+      outDim = (*sizes)[d];
+      scale = (double)outDim / in;
+    } else {
+      scale = (*scales)[d];
+      if (scale <= 0)
+        return n.error("Resize scales must be positive");
+      outDim = (int64_t)std::floor(in * scale);
+    }
+    double rs = roi.size() == 2 * (size_t)rank ? roi[d] : 0;
+    double re = roi.size() == 2 * (size_t)rank ? roi[rank + d] : 1;
+    AxisTaps taps = computeTaps(p, in, outDim, scale, rs, re);
+    outside[d] = taps.outside;
+    anyOutside |= llvm::is_contained(taps.outside, true);
+    // An axis that maps every output to the same input position is the identity.
+    bool identity = outDim == in && p.transform != "tf_crop_and_resize";
+    for (size_t k = 0; identity && k < taps.index.size(); ++k)
+      for (int64_t o = 0; identity && o < outDim; ++o)
+        identity = taps.weight[k][o] == 0 || (taps.weight[k][o] == 1 && taps.index[k][o] == o);
+    if (!identity)
+      y = applyTaps(n, y, d, taps);
+  }
+  if (anyOutside) {
+    // tf_crop_and_resize: positions outside the ROI take extrapolation_value.
+    auto yt = NodeImporter::rankedType(y);
+    SmallVector<bool> inside;
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t e = 0; e < yt.getNumElements(); ++e) {
+      bool in = true;
+      for (int64_t d = 0; d < rank; ++d)
+        in &= !outside[d][idx[d]];
+      inside.push_back(in);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < yt.getDimSize(d))
+          break;
+        idx[d] = 0;
+      }
+    }
+    Value mask = n.constant(DenseElementsAttr::get(yt.clone(n.b.getI1Type()), inside));
+    y = n.make<SelectOp>(mask, y, n.scalarLike(y, n.getFloat("extrapolation_value", 0.0f)));
+  }
+  out.push_back(y);
+  return success();
+}
+
+LogicalResult resize(NodeImporter &n, Outs &out) {
+  ResizeParams p{n.getString("mode", "nearest"),
+                 n.getString("coordinate_transformation_mode", "half_pixel"),
+                 n.getString("nearest_mode", "round_prefer_floor"),
+                 n.getFloat("cubic_coeff_a", -0.75f), n.getInt("exclude_outside", 0) != 0};
+  std::optional<SmallVector<double>> scales;
+  std::optional<SmallVector<int64_t>> sizes;
+  SmallVector<double> roi;
+  if (n.opset < 11) {
+    p.transform = "asymmetric";
+    p.nearestMode = "floor";
+    scales = n.constFloats(1);
+  } else {
+    if (auto r = n.constFloats(1))
+      roi = *r;
+    if (n.hasInput(3))
+      sizes = n.constInts(3);
+    else
+      scales = n.constFloats(2);
+    if (scales && scales->empty()) // an empty scales tensor means "use sizes"
+      scales.reset();
+  }
+  if (!scales && !sizes)
+    return n.error("Resize scales or sizes must be a constant");
+  return resizeWith(n, out, n.required(0), scales, sizes, roi, p);
+}
+
+LogicalResult upsample(NodeImporter &n, Outs &out) {
+  ResizeParams p{n.getString("mode", "nearest"), "asymmetric", "floor", -0.75, false};
+  auto scales = n.constFloats(1);
+  if (!scales)
+    return n.error("Upsample scales must be a constant");
+  return resizeWith(n, out, n.required(0), scales, std::nullopt, {}, p);
+}
+
+} // namespace
+
+void addResizeRules(std::vector<ImportRule> &r) {
+  constexpr int64_t M = kMaxSupportedOpset;
+  r.insert(r.end(), {
+      {"Resize", 10, M, resize},
+      {"Upsample", 9, 9, upsample},
+  });
+}
+
+} // namespace kiln
