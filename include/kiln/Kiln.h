@@ -13,6 +13,7 @@
 
 #include "kiln/runtime.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,6 +128,9 @@ struct EmitOptions {
   /// dynamic dims. Empty entries keep the declared shape.
   std::vector<std::vector<int64_t>> inputShapes;
   std::string entryName = "kiln_entry";
+  /// Called after each compilation stage with its name and duration, for
+  /// progress output on long compiles (kilnc -v).
+  std::function<void(const std::string &stage, double seconds)> progress;
 };
 
 /// Compiles the model at `path` to the requested form. Text forms (kiln,

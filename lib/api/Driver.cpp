@@ -9,6 +9,8 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/LLVMContext.h"
+
+#include <chrono>
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -135,15 +137,36 @@ kiln_dtype dtypeOf(Type t) {
   return (kiln_dtype)0;
 }
 
+namespace {
+/// Reports each stage's duration to EmitOptions::progress.
+class StageClock {
+public:
+  explicit StageClock(const EmitOptions &o) : options(o) {}
+  void done(const std::string &stage) {
+    auto now = std::chrono::steady_clock::now();
+    if (options.progress)
+      options.progress(stage, std::chrono::duration<double>(now - last).count());
+    last = now;
+  }
+
+private:
+  const EmitOptions &options;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+} // namespace
+
 Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
+  StageClock clock(options);
   LoadedModel model;
   std::string error;
   if (!loadModelFromFile(path, model, error))
     return Status::error(KILN_IO_ERROR, error);
+  clock.done("load and check the ONNX model");
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
   if (Status s = importAndOptimize(*ctx, model, options.inputShapes, {}, module); !s.ok())
     return s;
+  clock.done("import, shape inference, folding");
   auto print = [&](Operation *op) {
     llvm::raw_string_ostream os(out);
     op->print(os);
@@ -166,10 +189,12 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
     return Status::error(KILN_INVALID_ARGUMENT, error);
   if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName); !s.ok())
     return s;
+  clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
   llvm::LLVMContext llvmCtx;
   auto llvmModule = translateAndOptimize(*module, llvmCtx, *tm, options.optLevel, error);
   if (!llvmModule)
     return Status::error(KILN_COMPILE_ERROR, error);
+  clock.done("translate to LLVM IR and optimize (-O" + std::to_string(options.optLevel) + ")");
   if (options.kind == EmitKind::LLVMIR) {
     llvm::raw_string_ostream os(out);
     llvmModule->print(os, nullptr);
@@ -177,6 +202,7 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
   }
   if (!emitMachineCode(*llvmModule, *tm, options.kind == EmitKind::Assembly, out, error))
     return Status::error(KILN_COMPILE_ERROR, error);
+  clock.done("generate machine code");
   return {};
 }
 

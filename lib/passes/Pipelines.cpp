@@ -45,6 +45,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
+  pm.addPass(createKilnFlattenGlobals());
 
   std::string tail =
       "func.func(convert-linalg-to-loops),"

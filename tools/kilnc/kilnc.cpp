@@ -6,6 +6,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -125,8 +126,12 @@ int main(int argc, char **argv) {
   }
 
   auto start = std::chrono::steady_clock::now();
-  if (verbose)
-    llvm::errs() << "kilnc: compiling " << inputPath << "...\n";
+  if (verbose) {
+    llvm::errs() << "kilnc: compiling " << inputPath << "\n";
+    opts.progress = [](const std::string &stage, double seconds) {
+      llvm::errs() << llvm::format("kilnc: %7.2f s  ", seconds) << stage << "\n";
+    };
+  }
   std::string out;
   kiln::Status status = kiln::emit(inputPath, opts, out);
   if (!status.ok()) {

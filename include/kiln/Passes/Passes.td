@@ -45,6 +45,25 @@ def KilnStridedCopiesToLoops : Pass<"kiln-strided-copies-to-loops", "mlir::func:
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnFlattenGlobals : Pass<"kiln-flatten-globals", "mlir::ModuleOp"> {
+  let summary = "Store N-d constant memref.globals as 1-D, viewed through expand_shape";
+  let description = [{
+    LLVM represents an N-d constant as nested arrays: a 512x512x3x3 weight
+    becomes 786,432 three-element arrays, and translating ResNet-18's
+    weights that way takes seconds. A 1-D global is one flat array built
+    from the raw buffer. Each `memref.get_global` of a rewritten global
+    becomes a `memref.get_global` of the flat one plus a
+    `memref.expand_shape`, which is free (a view).
+
+    ```mlir
+    memref.global "private" constant @w : memref<2x3xf32> = dense<...>
+    // becomes
+    memref.global "private" constant @w : memref<6xf32> = dense<...>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
   let summary = "Add the `void NAME(void **buffers)` entry point for the runtime";
   let description = [{
