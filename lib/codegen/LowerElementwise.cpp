@@ -18,22 +18,47 @@ Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
       b, loc, IntegerAttr::get(it, APInt(it.getWidth(), (int64_t)value, /*isSigned=*/true)));
 }
 
-Value lowestValue(OpBuilder &b, Location loc, Type type) {
+Value lowestValue(OpBuilder &b, Location loc, Type type, bool isUnsigned) {
   if (auto ft = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(
         b, loc, FloatAttr::get(ft, APFloat::getInf(ft.getFloatSemantics(), true)));
   auto it = cast<IntegerType>(type);
-  APInt v = it.getWidth() == 1 ? APInt(1, 0) : APInt::getSignedMinValue(it.getWidth());
+  APInt v = it.getWidth() == 1 || isUnsigned ? APInt(it.getWidth(), 0)
+                                             : APInt::getSignedMinValue(it.getWidth());
   return arith::ConstantOp::create(b, loc, IntegerAttr::get(it, v));
 }
 
-Value highestValue(OpBuilder &b, Location loc, Type type) {
+Value highestValue(OpBuilder &b, Location loc, Type type, bool isUnsigned) {
   if (auto ft = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(
         b, loc, FloatAttr::get(ft, APFloat::getInf(ft.getFloatSemantics(), false)));
   auto it = cast<IntegerType>(type);
-  APInt v = it.getWidth() == 1 ? APInt(1, 1) : APInt::getSignedMaxValue(it.getWidth());
+  APInt v = it.getWidth() == 1 ? APInt(1, 1)
+            : isUnsigned       ? APInt::getMaxValue(it.getWidth())
+                               : APInt::getSignedMaxValue(it.getWidth());
   return arith::ConstantOp::create(b, loc, IntegerAttr::get(it, v));
+}
+
+bool isUnsignedTensor(Value v) {
+  auto it = dyn_cast<IntegerType>(cast<ShapedType>(v.getType()).getElementType());
+  return it && it.isUnsigned();
+}
+
+RankedTensorType signlessType(RankedTensorType t) {
+  auto it = dyn_cast<IntegerType>(t.getElementType());
+  if (!it || it.isSignless())
+    return t;
+  return t.clone(IntegerType::get(t.getContext(), it.getWidth()));
+}
+
+Value asSignless(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  auto s = signlessType(t);
+  return s == t ? v : (Value)tensor::BitcastOp::create(b, loc, s, v);
+}
+
+Value restoreType(OpBuilder &b, Location loc, Value v, Type original) {
+  return v.getType() == original ? v : (Value)tensor::BitcastOp::create(b, loc, original, v);
 }
 
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {
@@ -86,11 +111,12 @@ Value emitCompare(OpBuilder &b, Location loc, Value l, Value r, arith::CmpFPredi
 }
 
 /// Converts one scalar between element types with ONNX Cast semantics.
-Value emitCast(OpBuilder &b, Location loc, Value v, Type to) {
+/// Integers are signless here; the flags say which side is unsigned.
+Value emitCast(OpBuilder &b, Location loc, Value v, Type to, bool fromUnsigned, bool toUnsigned) {
   Type from = v.getType();
   if (from == to)
     return v;
-  bool fromBool = from.isInteger(1), toBool = to.isInteger(1);
+  bool fromBool = from.isInteger(1) || fromUnsigned, toBool = to.isInteger(1);
   if (isFloat(from) && isFloat(to))
     return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
                ? (Value)arith::ExtFOp::create(b, loc, to, v)
@@ -99,7 +125,8 @@ Value emitCast(OpBuilder &b, Location loc, Value v, Type to) {
     if (toBool)
       return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
                                    scalarConstant(b, loc, from, 0.0));
-    return arith::FPToSIOp::create(b, loc, to, v);
+    return toUnsigned ? (Value)arith::FPToUIOp::create(b, loc, to, v)
+                      : (Value)arith::FPToSIOp::create(b, loc, to, v);
   }
   if (isFloat(to))
     return fromBool ? (Value)arith::UIToFPOp::create(b, loc, to, v)
@@ -115,8 +142,10 @@ Value emitCast(OpBuilder &b, Location loc, Value v, Type to) {
 }
 
 /// The scalar computation of one kiln elementwise op, or null if the
-/// element type is not supported by that op.
-Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type resultElt) {
+/// element type is not supported by that op. `u` says the integer operands
+/// are unsigned; `uOut` the same of the result.
+Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type resultElt, bool u,
+                 bool uOut) {
   Value x = a[0];
   Type t = x.getType();
   bool f = isFloat(t);
@@ -133,8 +162,9 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
       .Case([&](LogOp) -> Value { return f ? math::LogOp::create(b, loc, x) : Value(); })
       .Case([&](SqrtOp) -> Value { return f ? math::SqrtOp::create(b, loc, x) : Value(); })
       .Case([&](ReluOp) -> Value {
-        return f ? (Value)arith::MaximumFOp::create(b, loc, x, c(0))
-                 : (Value)arith::MaxSIOp::create(b, loc, x, c(0));
+        return f   ? (Value)arith::MaximumFOp::create(b, loc, x, c(0))
+               : u ? x
+                   : (Value)arith::MaxSIOp::create(b, loc, x, c(0));
       })
       .Case([&](SigmoidOp) -> Value {
         if (!f)
@@ -185,24 +215,29 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
                  : (Value)arith::MulIOp::create(b, loc, x, a[1]);
       })
       .Case([&](DivOp) -> Value {
-        return f ? (Value)arith::DivFOp::create(b, loc, x, a[1])
-                 : (Value)arith::DivSIOp::create(b, loc, x, a[1]);
+        return f   ? (Value)arith::DivFOp::create(b, loc, x, a[1])
+               : u ? (Value)arith::DivUIOp::create(b, loc, x, a[1])
+                   : (Value)arith::DivSIOp::create(b, loc, x, a[1]);
       })
       .Case([&](PowOp) -> Value {
         return f ? (Value)math::PowFOp::create(b, loc, x, a[1])
                  : (Value)math::IPowIOp::create(b, loc, x, a[1]);
       })
       .Case([&](MaxOp) -> Value {
-        return f ? (Value)arith::MaximumFOp::create(b, loc, x, a[1])
-                 : (Value)arith::MaxSIOp::create(b, loc, x, a[1]);
+        return f   ? (Value)arith::MaximumFOp::create(b, loc, x, a[1])
+               : u ? (Value)arith::MaxUIOp::create(b, loc, x, a[1])
+                   : (Value)arith::MaxSIOp::create(b, loc, x, a[1]);
       })
       .Case([&](MinOp) -> Value {
-        return f ? (Value)arith::MinimumFOp::create(b, loc, x, a[1])
-                 : (Value)arith::MinSIOp::create(b, loc, x, a[1]);
+        return f   ? (Value)arith::MinimumFOp::create(b, loc, x, a[1])
+               : u ? (Value)arith::MinUIOp::create(b, loc, x, a[1])
+                   : (Value)arith::MinSIOp::create(b, loc, x, a[1]);
       })
       .Case([&](RemOp) -> Value {
         if (f)
           return {};
+        if (u)
+          return arith::RemUIOp::create(b, loc, x, a[1]);
         // Python-style modulo: the result takes the divisor's sign.
         Value r = arith::RemSIOp::create(b, loc, x, a[1]);
         Value nonZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, c(0));
@@ -213,8 +248,9 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
         return arith::SelectOp::create(b, loc, fix, arith::AddIOp::create(b, loc, r, a[1]), r);
       })
       .Case([&](FRemOp) -> Value {
-        return f ? (Value)arith::RemFOp::create(b, loc, x, a[1])
-                 : (Value)arith::RemSIOp::create(b, loc, x, a[1]);
+        return f   ? (Value)arith::RemFOp::create(b, loc, x, a[1])
+               : u ? (Value)arith::RemUIOp::create(b, loc, x, a[1])
+                   : (Value)arith::RemSIOp::create(b, loc, x, a[1]);
       })
       .Case([&](AndOp) -> Value { return f ? Value() : arith::AndIOp::create(b, loc, x, a[1]); })
       .Case([&](OrOp) -> Value { return f ? Value() : arith::OrIOp::create(b, loc, x, a[1]); })
@@ -223,19 +259,27 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
         return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq);
       })
       .Case([&](LessOp) -> Value {
-        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt);
+        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OLT,
+                           u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt);
       })
       .Case([&](LessEqualOp) -> Value {
-        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle);
+        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OLE,
+                           u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle);
       })
       .Case([&](GreaterOp) -> Value {
-        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt);
+        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OGT,
+                           u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt);
       })
       .Case([&](GreaterEqualOp) -> Value {
-        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge);
+        return emitCompare(b, loc, x, a[1], arith::CmpFPredicate::OGE,
+                           u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge);
       })
       .Case([&](SelectOp) -> Value { return arith::SelectOp::create(b, loc, x, a[1], a[2]); })
-      .Case([&](CastOp) -> Value { return emitCast(b, loc, x, resultElt); })
+      .Case([&](CastOp) -> Value { return emitCast(b, loc, x, resultElt, u, uOut); })
+      .Case([&](ShiftLeftOp) -> Value { return f ? Value() : arith::ShLIOp::create(b, loc, x, a[1]); })
+      .Case([&](ShiftRightOp) -> Value {
+        return f ? Value() : arith::ShRUIOp::create(b, loc, x, a[1]);
+      })
       .Default([](Operation *) { return Value(); });
 }
 
@@ -245,7 +289,10 @@ struct ElementwisePattern : public RewritePattern {
       : RewritePattern(name, /*benefit=*/1, ctx) {}
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rw) const override {
-    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    auto originalType = cast<RankedTensorType>(op->getResult(0).getType());
+    auto resultType = signlessType(originalType);
+    bool u = llvm::any_of(op->getOperands(), isUnsignedTensor);
+    bool uOut = isUnsignedTensor(op->getResult(0));
     bool unsupported = false;
     // Probe the scalar builder on a throwaway block first, so that an
     // unsupported element type fails the match instead of leaving a
@@ -255,20 +302,25 @@ struct ElementwisePattern : public RewritePattern {
       Block block;
       SmallVector<Value> args;
       for (Value v : op->getOperands())
-        args.push_back(block.addArgument(tensorType(v).getElementType(), op->getLoc()));
+        args.push_back(
+            block.addArgument(signlessType(tensorType(v)).getElementType(), op->getLoc()));
       probe.setInsertionPointToStart(&block);
-      unsupported = !emitScalar(op, probe, op->getLoc(), args, resultType.getElementType());
+      unsupported =
+          !emitScalar(op, probe, op->getLoc(), args, resultType.getElementType(), u, uOut);
       while (!block.empty())
         block.back().erase();
     }
     if (unsupported)
       return rw.notifyMatchFailure(op, "element type not supported by this op");
-    Value r = buildElementwise(rw, op->getLoc(), resultType, op->getOperands(),
+    SmallVector<Value> inputs;
+    for (Value v : op->getOperands())
+      inputs.push_back(asSignless(rw, op->getLoc(), v));
+    Value r = buildElementwise(rw, op->getLoc(), resultType, inputs,
                                [&](OpBuilder &b, Location loc, ValueRange args) {
                                  return emitScalar(op, b, loc, args,
-                                                   resultType.getElementType());
+                                                   resultType.getElementType(), u, uOut);
                                });
-    rw.replaceOp(op, r);
+    rw.replaceOp(op, restoreType(rw, op->getLoc(), r, originalType));
     return success();
   }
 };
@@ -293,7 +345,8 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
         OrOp::getOperationName(), XorOp::getOperationName(), EqualOp::getOperationName(),
         LessOp::getOperationName(), LessEqualOp::getOperationName(),
         GreaterOp::getOperationName(), GreaterEqualOp::getOperationName(),
-        SelectOp::getOperationName(), CastOp::getOperationName()})
+        SelectOp::getOperationName(), CastOp::getOperationName(),
+        ShiftLeftOp::getOperationName(), ShiftRightOp::getOperationName()})
     patterns.add<ElementwisePattern>(ctx, name);
 }
 

@@ -164,7 +164,8 @@ LogicalResult lowerConv(ConvOp op, PatternRewriter &rw) {
 /// Window reduction shared by max and sum pooling: dims n, c, k..., o...
 Value poolWindow(OpBuilder &b, Location loc, Value padded, RankedTensorType outT,
                  ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
-                 ArrayRef<int64_t> dilations, Value initScalar, bool isMax) {
+                 ArrayRef<int64_t> dilations, Value initScalar, bool isMax,
+                 bool isUnsigned = false) {
   MLIRContext *ctx = b.getContext();
   int64_t spatial = kernel.size(), nd = 2 + 2 * spatial;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
@@ -188,8 +189,9 @@ Value poolWindow(OpBuilder &b, Location loc, Value padded, RankedTensorType outT
              [&](OpBuilder &nb, Location l, ValueRange a) {
                Value r;
                if (isMax)
-                 r = isFloat ? (Value)arith::MaximumFOp::create(nb, l, a[2], a[0])
-                             : (Value)arith::MaxSIOp::create(nb, l, a[2], a[0]);
+                 r = isFloat      ? (Value)arith::MaximumFOp::create(nb, l, a[2], a[0])
+                     : isUnsigned ? (Value)arith::MaxUIOp::create(nb, l, a[2], a[0])
+                                  : (Value)arith::MaxSIOp::create(nb, l, a[2], a[0]);
                else
                  r = isFloat ? (Value)arith::AddFOp::create(nb, l, a[2], a[0])
                              : (Value)arith::AddIOp::create(nb, l, a[2], a[0]);
@@ -200,11 +202,14 @@ Value poolWindow(OpBuilder &b, Location loc, Value padded, RankedTensorType outT
 
 LogicalResult lowerMaxPool(MaxPoolOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
-  auto outT = cast<RankedTensorType>(op.getType());
-  Value lowest = lowestValue(rw, loc, outT.getElementType());
-  Value padded = padSpatial(rw, loc, op.getInput(), op.getPads(), lowest);
-  rw.replaceOp(op, poolWindow(rw, loc, padded, outT, op.getKernelShape(), op.getStrides(),
-                              op.getDilations(), lowest, /*isMax=*/true));
+  auto originalT = cast<RankedTensorType>(op.getType());
+  auto outT = signlessType(originalT);
+  bool u = isUnsignedTensor(op.getInput());
+  Value lowest = lowestValue(rw, loc, outT.getElementType(), u);
+  Value padded = padSpatial(rw, loc, asSignless(rw, loc, op.getInput()), op.getPads(), lowest);
+  Value r = poolWindow(rw, loc, padded, outT, op.getKernelShape(), op.getStrides(),
+                       op.getDilations(), lowest, /*isMax=*/true, u);
+  rw.replaceOp(op, restoreType(rw, loc, r, originalT));
   return success();
 }
 
@@ -270,8 +275,11 @@ template <typename OpTy, ReduceKind kind>
 LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   MLIRContext *ctx = rw.getContext();
-  auto inT = tensorType(op.getInput());
-  auto outT = cast<RankedTensorType>(op.getType());
+  bool u = isUnsignedTensor(op.getInput());
+  Value input = asSignless(rw, loc, op.getInput());
+  auto inT = tensorType(input);
+  auto originalOutT = cast<RankedTensorType>(op.getType());
+  auto outT = signlessType(originalOutT);
   Type elt = inT.getElementType();
   bool isFloat = isa<FloatType>(elt);
   if (kind == ReduceKind::Mean && !isFloat)
@@ -297,13 +305,13 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
   case ReduceKind::Sum:
   case ReduceKind::Mean: initScalar = scalarConstant(rw, loc, elt, 0); break;
   case ReduceKind::Prod: initScalar = scalarConstant(rw, loc, elt, 1); break;
-  case ReduceKind::Max: initScalar = lowestValue(rw, loc, elt); break;
-  case ReduceKind::Min: initScalar = highestValue(rw, loc, elt); break;
+  case ReduceKind::Max: initScalar = lowestValue(rw, loc, elt, u); break;
+  case ReduceKind::Min: initScalar = highestValue(rw, loc, elt, u); break;
   }
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx),
                               AffineMap::get(inT.getRank(), 0, outE, ctx)};
   Value r = linalg::GenericOp::create(
-                rw, loc, redT, ValueRange{op.getInput()}, filledTensor(rw, loc, redT, initScalar),
+                rw, loc, redT, ValueRange{input}, filledTensor(rw, loc, redT, initScalar),
                 maps, iters,
                 [&](OpBuilder &b, Location l, ValueRange a) {
                   Value x = a[0], acc = a[1], v;
@@ -319,10 +327,12 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
                     break;
                   case ReduceKind::Max:
                     v = isFloat ? (Value)arith::MaximumFOp::create(b, l, acc, x)
+                        : u     ? (Value)arith::MaxUIOp::create(b, l, acc, x)
                                 : (Value)arith::MaxSIOp::create(b, l, acc, x);
                     break;
                   case ReduceKind::Min:
                     v = isFloat ? (Value)arith::MinimumFOp::create(b, l, acc, x)
+                        : u     ? (Value)arith::MinUIOp::create(b, l, acc, x)
                                 : (Value)arith::MinSIOp::create(b, l, acc, x);
                     break;
                   }
@@ -335,14 +345,16 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
       return arith::DivFOp::create(b, l, a[0], n);
     });
   }
-  rw.replaceOp(op, reshapeTo(rw, loc, r, outT));
+  rw.replaceOp(op, restoreType(rw, loc, reshapeTo(rw, loc, r, outT), originalOutT));
   return success();
 }
 
 LogicalResult lowerArgMax(ArgMaxOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   MLIRContext *ctx = rw.getContext();
-  auto inT = tensorType(op.getInput());
+  bool u = isUnsignedTensor(op.getInput());
+  Value input = asSignless(rw, loc, op.getInput());
+  auto inT = tensorType(input);
   auto outT = cast<RankedTensorType>(op.getType());
   Type elt = inT.getElementType();
   bool isFloat = isa<FloatType>(elt), isMin = op.getIsMin(), last = op.getSelectLastIndex();
@@ -361,13 +373,13 @@ LogicalResult lowerArgMax(ArgMaxOp op, PatternRewriter &rw) {
   }
   auto valT = RankedTensorType::get(redShape, elt);
   auto idxT = RankedTensorType::get(redShape, rw.getI64Type());
-  Value initVal = isMin ? highestValue(rw, loc, elt) : lowestValue(rw, loc, elt);
+  Value initVal = isMin ? highestValue(rw, loc, elt, u) : lowestValue(rw, loc, elt, u);
   Value initIdx = scalarConstant(rw, loc, rw.getI64Type(), -1);
   AffineMap outMap = AffineMap::get(inT.getRank(), 0, outE, ctx);
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx), outMap,
                               outMap};
   auto g = linalg::GenericOp::create(
-      rw, loc, TypeRange{valT, idxT}, ValueRange{op.getInput()},
+      rw, loc, TypeRange{valT, idxT}, ValueRange{input},
       ValueRange{filledTensor(rw, loc, valT, initVal), filledTensor(rw, loc, idxT, initIdx)},
       maps, iters, [&](OpBuilder &b, Location l, ValueRange a) {
         Value x = a[0], best = a[1], bestIdx = a[2];
@@ -375,8 +387,11 @@ LogicalResult lowerArgMax(ArgMaxOp op, PatternRewriter &rw) {
                                              linalg::IndexOp::create(b, l, axis));
         arith::CmpFPredicate fp = isMin ? (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT)
                                         : (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT);
-        arith::CmpIPredicate ip = isMin ? (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt)
-                                        : (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt);
+        arith::CmpIPredicate ip =
+            u ? (isMin ? (last ? arith::CmpIPredicate::ule : arith::CmpIPredicate::ult)
+                       : (last ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt))
+              : (isMin ? (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt)
+                       : (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt));
         Value better = isFloat ? (Value)arith::CmpFOp::create(b, l, fp, x, best)
                                : (Value)arith::CmpIOp::create(b, l, ip, x, best);
         // The first element always wins, so an all -inf row still gets index 0.

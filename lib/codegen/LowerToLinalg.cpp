@@ -24,12 +24,49 @@ LogicalResult checkCodegenType(Operation *op, Type type, StringRef what) {
     return op->emitError() << what << " has dynamic shape " << t
                            << "; give concrete input shapes";
   Type elt = t.getElementType();
-  if (auto it = dyn_cast<IntegerType>(elt); it && !it.isSignless())
-    return op->emitError() << what << " has unsigned element type " << elt
-                           << ", which code generation does not support yet";
   if (!elt.isIntOrFloat())
     return op->emitError() << what << " has unsupported element type " << elt;
   return success();
+}
+
+Type signlessOf(Type t) {
+  if (auto it = dyn_cast<IntegerType>(t); it && !it.isSignless())
+    return IntegerType::get(t.getContext(), it.getWidth());
+  if (auto st = dyn_cast<RankedTensorType>(t))
+    return st.clone(signlessOf(st.getElementType()));
+  return t;
+}
+
+/// Once the patterns have chosen unsigned arith ops where signedness
+/// matters, unsigned integer types have done their job: the rest of the
+/// pipeline (arith, bufferization, LLVM) wants signless integers. Retypes
+/// every value, constant and the signature, and drops the bitcasts that the
+/// patterns used as the bridge.
+void eraseSignedness(func::FuncOp func) {
+  func.walk([](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          arg.setType(signlessOf(arg.getType()));
+    for (OpResult r : op->getResults())
+      r.setType(signlessOf(r.getType()));
+    if (auto c = dyn_cast<arith::ConstantOp>(op))
+      if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+          dense && signlessOf(dense.getElementType()) != dense.getElementType())
+        c.setValueAttr(dense.bitcast(signlessOf(dense.getElementType())));
+  });
+  func.walk([](tensor::BitcastOp cast) {
+    if (cast.getSource().getType() == cast.getType()) {
+      cast.replaceAllUsesWith(cast.getSource());
+      cast.erase();
+    }
+  });
+  SmallVector<Type> args, results;
+  for (Type t : func.getArgumentTypes())
+    args.push_back(signlessOf(t));
+  for (Type t : func.getResultTypes())
+    results.push_back(signlessOf(t));
+  func.setType(FunctionType::get(func.getContext(), args, results));
 }
 
 struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
@@ -57,7 +94,8 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     target.addIllegalDialect<KilnDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    eraseSignedness(func);
   }
 };
 

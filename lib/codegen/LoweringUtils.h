@@ -25,9 +25,19 @@ inline RankedTensorType tensorType(Value v) {
 
 /// A scalar arith constant of `type` (float or integer/index).
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value);
-/// The smallest / largest value of `type` (-inf / +inf for floats).
-Value lowestValue(OpBuilder &b, Location loc, Type type);
-Value highestValue(OpBuilder &b, Location loc, Type type);
+/// The smallest / largest value of `type` (-inf / +inf for floats). Integer
+/// types are signless here; `isUnsigned` selects the unsigned range.
+Value lowestValue(OpBuilder &b, Location loc, Type type, bool isUnsigned = false);
+Value highestValue(OpBuilder &b, Location loc, Type type, bool isUnsigned = false);
+
+// Unsigned integers: arith works on signless integers, so tensors of
+// unsigned type are bitcast to signless for the computation (and back), and
+// the signedness picks the arith op where it matters (div, rem, min/max,
+// compares, conversions).
+bool isUnsignedTensor(Value v);
+RankedTensorType signlessType(RankedTensorType t);
+Value asSignless(OpBuilder &b, Location loc, Value v);
+Value restoreType(OpBuilder &b, Location loc, Value v, Type original);
 
 /// tensor.empty of a static type.
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type);

@@ -221,6 +221,15 @@ LogicalResult isInf(NodeImporter &n, Outs &out) {
   return success();
 }
 
+LogicalResult bitShift(NodeImporter &n, Outs &out) {
+  std::string dir = n.getString("direction", "");
+  if (dir == "LEFT")
+    return binary<ShiftLeftOp>(n, out);
+  if (dir == "RIGHT")
+    return binary<ShiftRightOp>(n, out);
+  return n.error("BitShift direction must be LEFT or RIGHT, got '" + dir + "'");
+}
+
 LogicalResult lessOrEqual(NodeImporter &n, Outs &out) { return binary<LessEqualOp>(n, out); }
 
 } // namespace
@@ -290,6 +299,7 @@ void addElementwiseRules(std::vector<ImportRule> &r) {
       {"ThresholdedRelu", 10, M, thresholdedRelu},
       {"IsNaN", 9, M, isNaN},
       {"IsInf", 10, M, isInf},
+      {"BitShift", 11, M, bitShift},
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -55,10 +56,17 @@ static int64_t broadcastSourceIndex(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
 using FloatFn = std::function<double(double)>;
 using IntFn = std::function<std::optional<APInt>(const APInt &)>;
 
+static bool isUnsignedInt(Type t) {
+  auto it = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
+  return it && it.isUnsigned();
+}
+
 static Attribute foldUnary(Attribute operand, Type resultType, FloatFn f, IntFn g) {
   auto in = dense(operand);
   auto rt = staticType(resultType);
-  if (!in || !rt || in.getNumElements() > kMaxArithFoldElements)
+  // The integer folds use signed semantics.
+  if (!in || !rt || in.getNumElements() > kMaxArithFoldElements ||
+      isUnsignedInt(in.getElementType()))
     return {};
   Type elt = in.getElementType();
   if (auto ft = dyn_cast<FloatType>(elt)) {
@@ -208,8 +216,23 @@ KILN_UNARY_FOLD(AtanhOp, [](double x) { return std::atanh(x); }, nullptr)
 // Binary
 //===----------------------------------------------------------------------===//
 
+/// Binary folds whose integer semantics do not depend on signedness; the
+/// others use signed APInt operations and skip unsigned operands.
+template <typename OpTy> constexpr bool kSignAgnostic = false;
+template <> constexpr bool kSignAgnostic<AddOp> = true;
+template <> constexpr bool kSignAgnostic<SubOp> = true;
+template <> constexpr bool kSignAgnostic<MulOp> = true;
+template <> constexpr bool kSignAgnostic<AndOp> = true;
+template <> constexpr bool kSignAgnostic<OrOp> = true;
+template <> constexpr bool kSignAgnostic<XorOp> = true;
+template <> constexpr bool kSignAgnostic<EqualOp> = true;
+template <> constexpr bool kSignAgnostic<ShiftLeftOp> = true;
+template <> constexpr bool kSignAgnostic<ShiftRightOp> = true;
+
 #define KILN_BINARY_FOLD(OP, ...)                                              \
   OpFoldResult OP::fold(FoldAdaptor a) {                                       \
+    if (!kSignAgnostic<OP> && isUnsignedInt(getLhs().getType()))               \
+      return {};                                                               \
     return foldBinary(a.getOperands(), getType(), __VA_ARGS__);                \
   }
 
@@ -249,6 +272,16 @@ KILN_BINARY_FOLD(FRemOp, [](double x, double y) { return std::fmod(x, y); },
 KILN_BINARY_FOLD(AndOp, nullptr, [](const I &x, const I &y) -> std::optional<I> { return x & y; })
 KILN_BINARY_FOLD(OrOp, nullptr, [](const I &x, const I &y) -> std::optional<I> { return x | y; })
 KILN_BINARY_FOLD(XorOp, nullptr, [](const I &x, const I &y) -> std::optional<I> { return x ^ y; })
+KILN_BINARY_FOLD(ShiftLeftOp, nullptr, [](const I &x, const I &y) -> std::optional<I> {
+  if (y.uge(x.getBitWidth()))
+    return std::nullopt;
+  return x.shl(y);
+})
+KILN_BINARY_FOLD(ShiftRightOp, nullptr, [](const I &x, const I &y) -> std::optional<I> {
+  if (y.uge(x.getBitWidth()))
+    return std::nullopt;
+  return x.lshr(y);
+})
 KILN_BINARY_FOLD(EqualOp, nullptr, nullptr, [](double x, double y) { return x == y; },
                  [](const I &x, const I &y) { return x == y; })
 KILN_BINARY_FOLD(LessOp, nullptr, nullptr, [](double x, double y) { return x < y; },
@@ -270,7 +303,8 @@ OpFoldResult CastOp::fold(FoldAdaptor a) {
     return getInput();
   auto in = dense(a.getInput());
   auto rt = staticType(getType());
-  if (!in || !rt || in.getNumElements() > kMaxArithFoldElements)
+  if (!in || !rt || in.getNumElements() > kMaxArithFoldElements ||
+      isUnsignedInt(in.getElementType()) || isUnsignedInt(rt.getElementType()))
     return {};
   Type from = in.getElementType(), to = rt.getElementType();
   auto toInt = dyn_cast<IntegerType>(to);

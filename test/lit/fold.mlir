@@ -105,3 +105,18 @@ func.func @identity(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %t = kiln.transpose %r {perm = array<i64: 0, 1>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %t : tensor<2x3xf32>
 }
+
+// -----
+
+// Unsigned constants: sign-agnostic ops fold (200 + 100 wraps to 44), but
+// division, which the folders do with signed semantics, does not.
+// CHECK-LABEL: func.func @unsigned
+// CHECK-DAG: kiln.constant {value = dense<44> : tensor<ui8>}
+// CHECK-DAG: kiln.div
+func.func @unsigned() -> (tensor<ui8>, tensor<ui8>) {
+  %a = kiln.constant {value = dense<200> : tensor<ui8>} : () -> tensor<ui8>
+  %b = kiln.constant {value = dense<100> : tensor<ui8>} : () -> tensor<ui8>
+  %s = kiln.add %a, %b : (tensor<ui8>, tensor<ui8>) -> tensor<ui8>
+  %d = kiln.div %a, %b : (tensor<ui8>, tensor<ui8>) -> tensor<ui8>
+  return %s, %d : tensor<ui8>, tensor<ui8>
+}

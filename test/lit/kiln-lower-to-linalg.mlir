@@ -79,3 +79,17 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
   %0 = kiln.exp %x : (tensor<?xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// Unsigned integers pick unsigned arith ops; afterwards every type is
+// signless, as arith and bufferization expect.
+// CHECK-LABEL: func.func @unsigned(%{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>)
+// CHECK: arith.divui
+// CHECK: arith.cmpi ult
+// CHECK-NOT: ui8
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, tensor<4xi1>) {
+  %0 = kiln.div %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %1 = kiln.less %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  return %0, %1 : tensor<4xui8>, tensor<4xi1>
+}

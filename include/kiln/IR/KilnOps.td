@@ -156,6 +156,8 @@ def Kiln_FRemOp : Kiln_BinaryOp<"frem", "the remainder with the sign of the divi
 def Kiln_AndOp : Kiln_BinaryOp<"and", "logical and">;
 def Kiln_OrOp : Kiln_BinaryOp<"or", "logical or">;
 def Kiln_XorOp : Kiln_BinaryOp<"xor", "logical exclusive or">;
+def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", "a << b">;
+def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", "a >> b (logical)">;
 def Kiln_EqualOp : Kiln_BinaryOp<"equal", "a == b", 1>;
 def Kiln_LessOp : Kiln_BinaryOp<"less", "a < b", 1>;
 def Kiln_LessEqualOp : Kiln_BinaryOp<"less_equal", "a <= b", 1>;
