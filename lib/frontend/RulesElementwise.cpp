@@ -230,6 +230,17 @@ LogicalResult bitShift(NodeImporter &n, Outs &out) {
   return n.error("BitShift direction must be LEFT or RIGHT, got '" + dir + "'");
 }
 
+LogicalResult shrink(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  double lambd = n.getFloat("lambd", 0.5f), bias = n.getFloat("bias", 0.0f);
+  Value below = n.make<LessOp>(x, n.scalarLike(x, -lambd));
+  Value above = n.make<GreaterOp>(x, n.scalarLike(x, lambd));
+  Value inner = n.make<SelectOp>(above, n.make<SubOp>(x, n.scalarLike(x, bias)),
+                                 n.scalarLike(x, 0));
+  out.push_back(n.make<SelectOp>(below, n.make<AddOp>(x, n.scalarLike(x, bias)), inner));
+  return success();
+}
+
 LogicalResult lessOrEqual(NodeImporter &n, Outs &out) { return binary<LessEqualOp>(n, out); }
 
 } // namespace
@@ -300,6 +311,7 @@ void addElementwiseRules(std::vector<ImportRule> &r) {
       {"IsNaN", 9, M, isNaN},
       {"IsInf", 10, M, isInf},
       {"BitShift", 11, M, bitShift},
+      {"Shrink", 9, M, shrink},
   });
 }
 

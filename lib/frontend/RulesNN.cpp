@@ -76,6 +76,118 @@ LogicalResult conv(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// ConvTranspose as a convolution: the input is dilated by the stride (zeros
+/// inserted), padded by (k-1)*d minus the ONNX pads (cropped where that is
+/// negative), and convolved with the kernel flipped and its in/out channels
+/// swapped per group.
+LogicalResult convTranspose(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), w = n.required(1);
+  if (n.failed())
+    return failure();
+  auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
+  if (!xt || !wt || !xt.hasStaticShape() || !wt.hasStaticShape() || xt.getRank() < 3)
+    return n.error("ConvTranspose needs input and weight of static shape");
+  int64_t spatial = xt.getRank() - 2, G = n.getInt("group", 1);
+  int64_t C = wt.getDimSize(0), Mg = wt.getDimSize(1), Cg = C / G;
+  if (G <= 0 || C % G || xt.getDimSize(1) != C)
+    return n.error("ConvTranspose channels do not match weight and group");
+  SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
+  SmallVector<int64_t> outPad = intsOr(n, "output_padding", spatial, 0);
+  SmallVector<int64_t> pads = intsOr(n, "pads", 2 * spatial, 0);
+  std::string autoPad = n.getString("auto_pad", "NOTSET");
+  auto outputShape = n.getInts("output_shape");
+  if (autoPad == "VALID")
+    pads.assign(2 * spatial, 0);
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t in = xt.getDimSize(2 + i);
+      int64_t target = outputShape ? (*outputShape)[outputShape->size() - spatial + i]
+                                   : in * strides[i];
+      int64_t total = strides[i] * (in - 1) + outPad[i] + (kernel[i] - 1) * dilations[i] + 1 - target;
+      bool upper = autoPad == "SAME_UPPER";
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[spatial + i] = upper ? total - total / 2 : total / 2;
+      if (total < 0) { // a larger output_shape extends the end, like output_padding
+        pads[i] = 0;
+        pads[spatial + i] = total;
+      }
+    }
+  }
+  if (strides.size() != (size_t)spatial || dilations.size() != (size_t)spatial ||
+      outPad.size() != (size_t)spatial || pads.size() != (size_t)(2 * spatial))
+    return n.error("ConvTranspose attributes do not match the input rank");
+  auto noZero = n.b.getBoolAttr(false);
+
+  // 1. Zero insertion: [N, C, H, W] -> [N, C, H, 1, W, 1] -> pad to
+  //    [N, C, H, s, W, s] -> [N, C, H*s, W*s] -> slice to (H-1)*s+1, ...
+  Value y = x;
+  if (llvm::any_of(strides, [](int64_t s) { return s > 1; })) {
+    SmallVector<int64_t> unsq, padv(2 * (2 + 2 * spatial), 0), flat{xt.getDimSize(0), C};
+    int64_t r = 2 + 2 * spatial;
+    for (int64_t i = 0; i < spatial; ++i) {
+      unsq.push_back(2 + 2 * i + 1);
+      padv[r + 2 + 2 * i + 1] = strides[i] - 1;
+      flat.push_back(xt.getDimSize(2 + i) * strides[i]);
+    }
+    y = n.make<UnsqueezeOp>(y, n.b.getDenseI64ArrayAttr(unsq));
+    y = n.make<PadOp>(y, n.i64Tensor(padv), n.scalarLike(x, 0), n.b.getStringAttr("constant"));
+    y = n.make<ReshapeOp>(y, n.i64Tensor(flat), noZero);
+    SmallVector<int64_t> starts(spatial, 0), ends, axes;
+    for (int64_t i = 0; i < spatial; ++i) {
+      ends.push_back((xt.getDimSize(2 + i) - 1) * strides[i] + 1);
+      axes.push_back(2 + i);
+    }
+    y = n.make<SliceOp>(y, n.i64Tensor(starts), n.i64Tensor(ends), n.i64Tensor(axes),
+                        n.i64Tensor(SmallVector<int64_t>(spatial, 1)));
+  }
+  // 2. Full padding minus the ONNX pads; negative amounts crop.
+  SmallVector<int64_t> grow(2 * (2 + spatial), 0), cropStart, cropEnd, cropAxes;
+  bool crop = false;
+  auto yt = NodeImporter::rankedType(y);
+  if (!yt)
+    return failure();
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t full = (kernel[i] - 1) * dilations[i];
+    int64_t before = full - pads[i], after = full - pads[spatial + i] + outPad[i];
+    grow[2 + i] = std::max<int64_t>(before, 0);
+    grow[2 + spatial + 2 + i] = std::max<int64_t>(after, 0);
+    int64_t padded = yt.getDimSize(2 + i) + grow[2 + i] + grow[2 + spatial + 2 + i];
+    cropStart.push_back(std::max<int64_t>(-before, 0));
+    cropEnd.push_back(padded - std::max<int64_t>(-after, 0));
+    cropAxes.push_back(2 + i);
+    crop |= before < 0 || after < 0;
+  }
+  if (llvm::any_of(grow, [](int64_t g) { return g > 0; }))
+    y = n.make<PadOp>(y, n.i64Tensor(grow), n.scalarLike(x, 0), n.b.getStringAttr("constant"));
+  if (crop)
+    y = n.make<SliceOp>(y, n.i64Tensor(cropStart), n.i64Tensor(cropEnd), n.i64Tensor(cropAxes),
+                        n.i64Tensor(SmallVector<int64_t>(spatial, 1)));
+  // 3. Weight [G*Cg, Mg, k...] -> [G, Cg, Mg, k...] -> [G, Mg, Cg, k...]
+  //    -> [G*Mg, Cg, k...], flipped along every spatial axis.
+  SmallVector<int64_t> split{G, Cg, Mg}, perm{1, 0, 2}, merged{G * Mg, Cg};
+  llvm::append_range(split, kernel);
+  llvm::append_range(merged, kernel);
+  perm = {0, 2, 1};
+  for (int64_t i = 0; i < spatial; ++i)
+    perm.push_back(3 + i);
+  Value wf = n.make<ReshapeOp>(w, n.i64Tensor(split), noZero);
+  wf = n.make<TransposeOp>(wf, n.b.getDenseI64ArrayAttr(perm));
+  wf = n.make<ReshapeOp>(wf, n.i64Tensor(merged), noZero);
+  SmallVector<int64_t> flipStart(spatial, -1), flipEnd(spatial, std::numeric_limits<int64_t>::min()),
+      flipAxes, flipSteps(spatial, -1);
+  for (int64_t i = 0; i < spatial; ++i)
+    flipAxes.push_back(2 + i);
+  wf = n.make<SliceOp>(wf, n.i64Tensor(flipStart), n.i64Tensor(flipEnd), n.i64Tensor(flipAxes),
+                       n.i64Tensor(flipSteps));
+  out.push_back(n.make<ConvOp>(y, wf, n.input(2),
+                               n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(spatial, 1)),
+                               n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(2 * spatial, 0)),
+                               n.b.getDenseI64ArrayAttr(dilations), n.b.getI64IntegerAttr(G)));
+  return success();
+}
+
 /// Extra end padding that makes floor-based output sizes match ceil_mode.
 SmallVector<int64_t> ceilModePads(RankedTensorType in, ArrayRef<int64_t> kernel,
                                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
@@ -296,6 +408,57 @@ LogicalResult instanceNorm(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// Local response normalization across channels: the window sum of squares
+/// is a sum of `size` channel-shifted slices of the zero-padded squares.
+LogicalResult lrn(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || !t.hasStaticShape() || t.getRank() < 3)
+    return n.error("LRN needs an input of static shape and rank >= 3");
+  int64_t size = n.getInt("size", 0), rank = t.getRank(), C = t.getDimSize(1);
+  if (size <= 0)
+    return n.error("LRN size must be positive");
+  double alpha = n.getFloat("alpha", 1e-4f), beta = n.getFloat("beta", 0.75f),
+         bias = n.getFloat("bias", 1.0f);
+  SmallVector<int64_t> pads(2 * rank, 0);
+  pads[1] = (size - 1) / 2;
+  pads[rank + 1] = size - 1 - (size - 1) / 2;
+  Value sq = n.make<MulOp>(x, x);
+  Value padded = n.make<PadOp>(sq, n.i64Tensor(pads), n.scalarLike(x, 0),
+                               n.b.getStringAttr("constant"));
+  Value sum;
+  for (int64_t j = 0; j < size; ++j) {
+    Value slice = n.make<SliceOp>(padded, n.i64Tensor({j}), n.i64Tensor({j + C}),
+                                  n.i64Tensor({1}), n.i64Tensor({1}));
+    sum = sum ? n.make<AddOp>(sum, slice) : slice;
+  }
+  Value scaled = n.make<AddOp>(n.make<MulOp>(sum, n.scalarLike(x, alpha / size)),
+                               n.scalarLike(x, bias));
+  out.push_back(n.make<DivOp>(x, n.make<PowOp>(scaled, n.scalarLike(x, beta))));
+  return success();
+}
+
+/// (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9), as ONNX's function body.
+LogicalResult meanVarianceNorm(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  SmallVector<int64_t> axes = n.getInts("axes") ? *n.getInts("axes") : SmallVector<int64_t>{0, 2, 3};
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  for (int64_t &a : axes)
+    if (a < 0)
+      a += *rank;
+  llvm::sort(axes);
+  auto axesAttr = n.b.getDenseI64ArrayAttr(axes);
+  auto keep = n.b.getBoolAttr(true);
+  Value mean = n.make<ReduceMeanOp>(x, axesAttr, keep);
+  Value meanSq = n.make<ReduceMeanOp>(n.make<MulOp>(x, x), axesAttr, keep);
+  Value var = n.make<SubOp>(meanSq, n.make<MulOp>(mean, mean));
+  Value std = n.make<AddOp>(n.make<SqrtOp>(var), n.scalarLike(x, 1e-9));
+  out.push_back(n.make<DivOp>(n.make<SubOp>(x, mean), std));
+  return success();
+}
+
 LogicalResult layerNorm(NodeImporter &n, Outs &out) {
   Value x = n.required(0), scale = n.required(1);
   auto rank = n.rankOf(x);
@@ -320,6 +483,7 @@ void addNNRules(std::vector<ImportRule> &r) {
   constexpr int64_t M = kMaxSupportedOpset;
   r.insert(r.end(), {
       {"Conv", 1, M, conv},
+      {"ConvTranspose", 1, M, convTranspose},
       {"MaxPool", 1, M, pool<true>},
       {"AveragePool", 1, M, pool<false>},
       {"GlobalAveragePool", 1, M, globalPool<ReduceMeanOp>},
@@ -332,6 +496,8 @@ void addNNRules(std::vector<ImportRule> &r) {
       {"BatchNormalization", 7, M, batchNorm},
       {"InstanceNormalization", 6, M, instanceNorm},
       {"LayerNormalization", 17, M, layerNorm},
+      {"LRN", 1, M, lrn},
+      {"MeanVarianceNormalization", 9, M, meanVarianceNorm},
   });
 }
 

@@ -400,6 +400,66 @@ LogicalResult cumsum(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// A constant: ones on diagonal k of a 2-D tensor shaped like the input.
+LogicalResult eyeLike(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  if (!t || t.getRank() != 2 || !t.hasStaticShape())
+    return n.error("EyeLike needs a 2-D input of static shape");
+  Type elt = t.getElementType();
+  if (n.attr("dtype")) {
+    elt = onnxElementType(n.b.getContext(), n.getInt("dtype", 1));
+    if (!elt)
+      return n.error("unsupported EyeLike dtype");
+  }
+  int64_t k = n.getInt("k", 0), rows = t.getDimSize(0), cols = t.getDimSize(1);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      bool one = j - i == k;
+      values.push_back(isa<FloatType>(elt) ? (Attribute)FloatAttr::get(elt, one)
+                                           : (Attribute)IntegerAttr::get(elt, one));
+    }
+  out.push_back(n.constant(DenseElementsAttr::get(t.clone(elt), values)));
+  return success();
+}
+
+/// values[1] where the (wrapped) index equals the position along `axis`,
+/// values[0] elsewhere.
+LogicalResult oneHot(NodeImporter &n, Outs &out) {
+  Value indices = n.required(0), values = n.required(2);
+  auto depthVals = n.constInts(1);
+  auto depthFloats = n.constFloats(1);
+  if (!depthVals && depthFloats)
+    depthVals = SmallVector<int64_t>{(int64_t)(*depthFloats)[0]};
+  auto it = indices ? NodeImporter::rankedType(indices) : RankedTensorType();
+  if (!depthVals || depthVals->size() != 1 || !it)
+    return n.error("OneHot depth must be a constant (and indices of known rank)");
+  int64_t depth = (*depthVals)[0], rank = it.getRank() + 1;
+  int64_t axis = n.getInt("axis", -1);
+  if (axis < 0)
+    axis += rank;
+  Value idx = indices;
+  if (!NodeImporter::elementType(idx).isInteger(64))
+    idx = n.make<CastOp>(idx, TypeAttr::get(n.b.getI64Type()));
+  Value neg = n.make<LessOp>(idx, n.scalarLike(idx, 0));
+  idx = n.make<SelectOp>(neg, n.make<AddOp>(idx, n.scalarLike(idx, depth)), idx);
+  idx = n.make<UnsqueezeOp>(idx, n.b.getDenseI64ArrayAttr({axis}));
+  SmallVector<int64_t> iotaShape(rank, 1), iota;
+  iotaShape[axis] = depth;
+  for (int64_t i = 0; i < depth; ++i)
+    iota.push_back(i);
+  Value positions = n.constant(DenseIntElementsAttr::get(
+      RankedTensorType::get(iotaShape, n.b.getI64Type()), ArrayRef<int64_t>(iota)));
+  auto pick = [&](int64_t i) {
+    return n.make<GatherOp>(values, n.constant(DenseIntElementsAttr::get(
+                                        RankedTensorType::get({}, n.b.getI64Type()), i)),
+                            n.b.getI64IntegerAttr(0));
+  };
+  out.push_back(n.make<SelectOp>(n.make<EqualOp>(idx, positions), pick(1), pick(0)));
+  return success();
+}
+
 } // namespace
 
 void addTensorRules(std::vector<ImportRule> &r) {
@@ -428,6 +488,8 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"Dropout", 1, M, dropout},
       {"Trilu", 14, M, trilu},
       {"CumSum", 11, M, cumsum},
+      {"EyeLike", 9, M, eyeLike},
+      {"OneHot", 9, M, oneHot},
   });
 }
 
