@@ -271,6 +271,32 @@ LogicalResult lowerAvgPool(AvgPoolOp op, PatternRewriter &rw) {
 
 enum class ReduceKind { Sum, Max, Min, Prod, Mean };
 
+/// The loop nest of a reduction over `axes` of `in`: the kept dims are
+/// parallel and indexed by the output map; the reduced ones are reductions.
+struct ReductionSpace {
+  SmallVector<int64_t> keptShape;
+  AffineMap outMap;
+  SmallVector<IteratorType> iters;
+  int64_t reducedCount = 1;
+};
+
+ReductionSpace reductionSpace(RankedTensorType in, ArrayRef<int64_t> axes, MLIRContext *ctx) {
+  ReductionSpace space;
+  SmallVector<AffineExpr> outE;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (llvm::is_contained(axes, i)) {
+      space.iters.push_back(IteratorType::reduction);
+      space.reducedCount *= in.getDimSize(i);
+    } else {
+      space.iters.push_back(IteratorType::parallel);
+      outE.push_back(getAffineDimExpr(i, ctx));
+      space.keptShape.push_back(in.getDimSize(i));
+    }
+  }
+  space.outMap = AffineMap::get(in.getRank(), 0, outE, ctx);
+  return space;
+}
+
 template <typename OpTy, ReduceKind kind>
 LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
   Location loc = op.getLoc();
@@ -284,22 +310,8 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
   bool isFloat = isa<FloatType>(elt);
   if (kind == ReduceKind::Mean && !isFloat)
     return rw.notifyMatchFailure(op, "mean of integers");
-  ArrayRef<int64_t> axes = op.getAxes();
-  SmallVector<int64_t> reducedShape;
-  SmallVector<AffineExpr> outE;
-  SmallVector<IteratorType> iters;
-  int64_t count = 1;
-  for (int64_t i = 0; i < inT.getRank(); ++i) {
-    if (llvm::is_contained(axes, i)) {
-      iters.push_back(IteratorType::reduction);
-      count *= inT.getDimSize(i);
-    } else {
-      iters.push_back(IteratorType::parallel);
-      outE.push_back(getAffineDimExpr(i, ctx));
-      reducedShape.push_back(inT.getDimSize(i));
-    }
-  }
-  auto redT = RankedTensorType::get(reducedShape, elt);
+  ReductionSpace space = reductionSpace(inT, op.getAxes(), ctx);
+  auto redT = RankedTensorType::get(space.keptShape, elt);
   Value initScalar;
   switch (kind) {
   case ReduceKind::Sum:
@@ -309,10 +321,10 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
   case ReduceKind::Min: initScalar = highestValue(rw, loc, elt, u); break;
   }
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx),
-                              AffineMap::get(inT.getRank(), 0, outE, ctx)};
+                              space.outMap};
   Value r = linalg::GenericOp::create(
                 rw, loc, redT, ValueRange{input}, filledTensor(rw, loc, redT, initScalar),
-                maps, iters,
+                maps, space.iters,
                 [&](OpBuilder &b, Location l, ValueRange a) {
                   Value x = a[0], acc = a[1], v;
                   switch (kind) {
@@ -340,7 +352,7 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
                 })
                 .getResult(0);
   if (kind == ReduceKind::Mean) {
-    Value n = scalarConstant(rw, loc, elt, (double)count);
+    Value n = scalarConstant(rw, loc, elt, (double)space.reducedCount);
     r = buildElementwise(rw, loc, redT, ValueRange{r}, [&](OpBuilder &b, Location l, ValueRange a) {
       return arith::DivFOp::create(b, l, a[0], n);
     });
@@ -359,29 +371,17 @@ LogicalResult lowerArgMax(ArgMaxOp op, PatternRewriter &rw) {
   Type elt = inT.getElementType();
   bool isFloat = isa<FloatType>(elt), isMin = op.getIsMin(), last = op.getSelectLastIndex();
   int64_t axis = op.getAxis();
-  SmallVector<int64_t> redShape;
-  SmallVector<AffineExpr> outE;
-  SmallVector<IteratorType> iters;
-  for (int64_t i = 0; i < inT.getRank(); ++i) {
-    if (i == axis) {
-      iters.push_back(IteratorType::reduction);
-      continue;
-    }
-    iters.push_back(IteratorType::parallel);
-    outE.push_back(getAffineDimExpr(i, ctx));
-    redShape.push_back(inT.getDimSize(i));
-  }
-  auto valT = RankedTensorType::get(redShape, elt);
-  auto idxT = RankedTensorType::get(redShape, rw.getI64Type());
+  ReductionSpace space = reductionSpace(inT, {axis}, ctx);
+  auto valT = RankedTensorType::get(space.keptShape, elt);
+  auto idxT = RankedTensorType::get(space.keptShape, rw.getI64Type());
   Value initVal = isMin ? highestValue(rw, loc, elt, u) : lowestValue(rw, loc, elt, u);
   Value initIdx = scalarConstant(rw, loc, rw.getI64Type(), -1);
-  AffineMap outMap = AffineMap::get(inT.getRank(), 0, outE, ctx);
-  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx), outMap,
-                              outMap};
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx),
+                              space.outMap, space.outMap};
   auto g = linalg::GenericOp::create(
       rw, loc, TypeRange{valT, idxT}, ValueRange{input},
       ValueRange{filledTensor(rw, loc, valT, initVal), filledTensor(rw, loc, idxT, initIdx)},
-      maps, iters, [&](OpBuilder &b, Location l, ValueRange a) {
+      maps, space.iters, [&](OpBuilder &b, Location l, ValueRange a) {
         Value x = a[0], best = a[1], bestIdx = a[2];
         Value i = arith::IndexCastOp::create(b, l, b.getI64Type(),
                                              linalg::IndexOp::create(b, l, axis));
