@@ -45,6 +45,16 @@ Value toIndex(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
 }
 
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim) {
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
+  Value wrapped = arith::AddIOp::create(b, loc, i, indexConst(b, loc, dim));
+  return arith::SelectOp::create(b, loc, neg, wrapped, i);
+}
+
 namespace {
 
 template <typename OpTy>
@@ -160,17 +170,6 @@ Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outT, Value sou
       .getResult(0);
 }
 
-Value indexConst(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-/// ONNX indices may be negative: i < 0 ? i + dim : i.
-Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim) {
-  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
-  Value wrapped = arith::AddIOp::create(b, loc, i, indexConst(b, loc, dim));
-  return arith::SelectOp::create(b, loc, neg, wrapped, i);
-}
-
 LogicalResult lowerSlice(SliceOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto inT = tensorType(op.getInput());
@@ -245,6 +244,29 @@ LogicalResult lowerGatherElements(GatherElementsOp op, PatternRewriter &rw) {
                                    SmallVector<Value> src(idx);
                                    src[axis] = wrapIndex(b, l, toIndex(b, l, in[0]),
                                                          inT.getDimSize(axis));
+                                   return src;
+                                 }));
+  return success();
+}
+
+LogicalResult lowerGatherND(GatherNDOp op, PatternRewriter &rw) {
+  auto inT = tensorType(op.getInput());
+  auto idxT = tensorType(op.getIndices());
+  auto outT = cast<RankedTensorType>(op.getType());
+  int64_t b = op.getBatchDims(), q = idxT.getRank(), k = idxT.getDimSize(q - 1);
+  Value indices = op.getIndices();
+  rw.replaceOp(op, gatherGeneric(rw, op.getLoc(), outT, op.getInput(), {}, {},
+                                 [&](OpBuilder &nb, Location l, ValueRange idx, ValueRange) {
+                                   SmallVector<Value> src(idx.take_front(b));
+                                   SmallVector<Value> at(idx.take_front(q - 1));
+                                   at.push_back(Value());
+                                   for (int64_t j = 0; j < k; ++j) {
+                                     at.back() = indexConst(nb, l, j);
+                                     Value v = tensor::ExtractOp::create(nb, l, indices, at);
+                                     src.push_back(wrapIndex(nb, l, toIndex(nb, l, v),
+                                                             inT.getDimSize(b + j)));
+                                   }
+                                   llvm::append_range(src, idx.drop_front(q - 1));
                                    return src;
                                  }));
   return success();
@@ -331,6 +353,7 @@ void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerSlice);
   patterns.add(lowerGather);
   patterns.add(lowerGatherElements);
+  patterns.add(lowerGatherND);
   patterns.add(lowerExpand);
   patterns.add(lowerTile);
   patterns.add(lowerPad);

@@ -90,6 +90,7 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     codegen::populateElementwiseLoweringPatterns(patterns);
     codegen::populateStructuredLoweringPatterns(patterns);
     codegen::populateDataMovementLoweringPatterns(patterns);
+    codegen::populateScatterLoweringPatterns(patterns);
     ConversionTarget target(getContext());
     target.addIllegalDialect<KilnDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

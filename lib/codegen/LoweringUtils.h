@@ -64,10 +64,14 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, llvm::ArrayRef<int64_t
 
 /// Index value of a scalar integer read from a tensor element.
 Value toIndex(OpBuilder &b, Location loc, Value v);
+Value indexConst(OpBuilder &b, Location loc, int64_t v);
+/// ONNX indices may be negative: i < 0 ? i + dim : i.
+Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim);
 
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateScatterLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln::codegen
 

@@ -174,6 +174,25 @@ LogicalResult gatherElements(NodeImporter &n, Outs &out) {
   return success();
 }
 
+LogicalResult gatherND(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<GatherNDOp>(n.required(0), n.required(1),
+                                   n.b.getI64IntegerAttr(n.getInt("batch_dims", 0))));
+  return success();
+}
+
+LogicalResult scatterElements(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<ScatterElementsOp>(n.required(0), n.required(1), n.required(2),
+                                          n.b.getI64IntegerAttr(n.getInt("axis", 0)),
+                                          n.b.getStringAttr(n.getString("reduction", "none"))));
+  return success();
+}
+
+LogicalResult scatterND(NodeImporter &n, Outs &out) {
+  out.push_back(n.make<ScatterNDOp>(n.required(0), n.required(1), n.required(2),
+                                    n.b.getStringAttr(n.getString("reduction", "none"))));
+  return success();
+}
+
 LogicalResult expand(NodeImporter &n, Outs &out) {
   out.push_back(n.make<ExpandOp>(n.required(0), n.required(1)));
   return success();
@@ -475,6 +494,11 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"Slice", 1, M, slice},
       {"Gather", 1, M, gather},
       {"GatherElements", 11, M, gatherElements},
+      {"GatherND", 11, M, gatherND},
+      // Scatter (deprecated in opset 11) is ScatterElements under another name.
+      {"Scatter", 9, 10, scatterElements},
+      {"ScatterElements", 11, M, scatterElements},
+      {"ScatterND", 11, M, scatterND},
       {"Expand", 8, M, expand},
       {"Tile", 6, M, tile},
       {"Pad", 2, M, pad},

@@ -669,6 +669,43 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Lo
   return success();
 }
 
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getInput());
+  auto it = ranked(a.getInput()), xt = ranked(a.getIndices());
+  if (!it || !xt || xt.isDynamicDim(xt.getRank() - 1)) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  int64_t b = a.getBatchDims(), k = xt.getDimSize(xt.getRank() - 1);
+  if (xt.getRank() < 1 || b < 0 || b >= xt.getRank() || b + k > it.getRank())
+    return fail(loc, "gather_nd indices do not fit the input");
+  SmallVector<int64_t> shape(xt.getShape().drop_back());
+  llvm::append_range(shape, it.getShape().drop_front(b + k));
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+static LogicalResult inferScatter(std::optional<Location> loc, Value input, Value updates,
+                                  StringRef reduction, SmallVectorImpl<Type> &types) {
+  if (elementTypeOf(input) != elementTypeOf(updates))
+    return fail(loc, "scatter updates and input have different element types");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return fail(loc, "unsupported scatter reduction '" + reduction + "'");
+  types.push_back(input.getType());
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferScatter(loc, a.getInput(), a.getUpdates(), a.getReduction(), types);
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferScatter(loc, a.getInput(), a.getUpdates(), a.getReduction(), types);
+}
+
 LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getInput());

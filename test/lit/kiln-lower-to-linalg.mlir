@@ -93,3 +93,18 @@ func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, ten
   %1 = kiln.less %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
   return %0, %1 : tensor<4xui8>, tensor<4xi1>
 }
+
+// -----
+
+// Scatters are ordered loops over the updates that thread the output
+// through tensor.insert (here with accumulation).
+// CHECK-LABEL: func.func @scatter_add
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tensor.extract %{{.*}} : tensor<1x2xi64>
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @scatter_add(%x: tensor<1x5xf32>, %i: tensor<1x2xi64>, %u: tensor<1x2xf32>) -> tensor<1x5xf32> {
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<1x5xf32>, tensor<1x2xi64>, tensor<1x2xf32>) -> tensor<1x5xf32>
+  return %0 : tensor<1x5xf32>
+}

@@ -398,6 +398,48 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
   let results = (outs AnyTensor:$output);
 }
 
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
+  let summary = "gathers slices addressed by index tuples (ONNX GatherND)";
+  let description = [{
+    The last dimension of `indices` holds coordinates into `input` after the
+    first `batch_dims` dimensions, which both share.
+
+    ```mlir
+    %g = kiln.gather_nd %x, %i {batch_dims = 0 : i64} : (tensor<2x2xf32>, tensor<2x2xi64>) -> tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, Kiln_I64Attr:$batch_dims);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements"> {
+  let summary = "writes `updates` into a copy of `input` at `indices` along `axis`";
+  let description = [{
+    Updates are applied in order; `reduction` is "none", "add" or "mul".
+
+    ```mlir
+    %s = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "none"}
+         : (tensor<1x5xf32>, tensor<1x2xi64>, tensor<1x2xf32>) -> tensor<1x5xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, AnyTensor:$updates,
+                       Kiln_I64Attr:$axis, StrAttr:$reduction);
+  let results = (outs AnyTensor:$output);
+}
+
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
+  let summary = "writes slices of `updates` into a copy of `input` at index tuples";
+  let description = [{
+    ```mlir
+    %s = kiln.scatter_nd %x, %i, %u {reduction = "none"}
+         : (tensor<8xf32>, tensor<4x1xi64>, tensor<4xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$indices, AnyTensor:$updates,
+                       StrAttr:$reduction);
+  let results = (outs AnyTensor:$output);
+}
+
 def Kiln_ExpandOp : Kiln_Op<"expand"> {
   let summary = "broadcasts to a shape given as a 1-D i64 tensor";
   let description = [{
