@@ -235,6 +235,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addReductionRules(all);
     addLossRules(all);
     addResizeRules(all);
+    addRecurrentRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);

@@ -103,6 +103,7 @@ void addNNRules(std::vector<ImportRule> &rules);
 void addReductionRules(std::vector<ImportRule> &rules);
 void addLossRules(std::vector<ImportRule> &rules);
 void addResizeRules(std::vector<ImportRule> &rules);
+void addRecurrentRules(std::vector<ImportRule> &rules);
 
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,

@@ -1,0 +1,219 @@
+// Import rules for the recurrent operators RNN, GRU and LSTM. With the
+// sequence length static (shapes are specialised), each is unrolled over
+// time into matmuls, gate slices and activations, which the code generator
+// handles like any other graph. Equations follow the ONNX operator spec.
+#include "NodeImporter.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using Outs = SmallVectorImpl<Value>;
+
+enum class Cell { RNN, GRU, LSTM };
+
+struct Recurrence {
+  NodeImporter &n;
+  Cell cell;
+  int64_t seq = 0, batch = 0, hidden = 0, gates = 0, dirs = 1;
+  std::vector<std::string> activations;
+  std::optional<double> clip;
+
+  Value slice(Value v, int64_t axis, int64_t start, int64_t end) {
+    return n.make<SliceOp>(v, n.i64Tensor({start}), n.i64Tensor({end}), n.i64Tensor({axis}),
+                           n.i64Tensor({1}));
+  }
+  /// v[index] along axis 0, with that axis removed.
+  Value take(Value v, int64_t index) {
+    return n.make<SqueezeOp>(slice(v, 0, index, index + 1), n.b.getDenseI64ArrayAttr({0}));
+  }
+  Value activate(const std::string &name, Value x) {
+    if (name == "Sigmoid")
+      return n.make<SigmoidOp>(x);
+    if (name == "Tanh")
+      return n.make<TanhOp>(x);
+    if (name == "Relu")
+      return n.make<ReluOp>(x);
+    (void)n.error("unsupported recurrent activation '" + name + "'");
+    return {};
+  }
+  Value clipped(Value x) {
+    if (!clip)
+      return x;
+    x = n.make<MinOp>(x, n.scalarLike(x, *clip));
+    return n.make<MaxOp>(x, n.scalarLike(x, -*clip));
+  }
+  Value gate(Value packed, int64_t g) { return slice(packed, 1, g * hidden, (g + 1) * hidden); }
+
+  /// One direction over the whole sequence; returns the hidden state of
+  /// every step (in time order) and the final states.
+  void runDirection(Value x, int64_t d, bool reverse, SmallVectorImpl<Value> &steps, Value &hFinal,
+                    Value &cFinal) {
+    auto swap = n.b.getDenseI64ArrayAttr({1, 0});
+    Value w = n.make<TransposeOp>(take(n.input(1), d), swap); // [in, G*H]
+    Value r = n.make<TransposeOp>(take(n.input(2), d), swap); // [H, G*H]
+    Value wb, rb;
+    if (n.hasInput(3)) {
+      Value b = take(n.input(3), d); // [2*G*H]
+      wb = slice(b, 0, 0, gates * hidden);
+      rb = slice(b, 0, gates * hidden, 2 * gates * hidden);
+    }
+    Type elt = NodeImporter::elementType(x);
+    auto zeros = [&]() {
+      return n.constant(DenseElementsAttr::get(RankedTensorType::get({batch, hidden}, elt),
+                                               FloatAttr::get(elt, 0.0).getValue()));
+    };
+    Value h = n.hasInput(5) ? take(n.input(5), d) : zeros();
+    Value c = cell == Cell::LSTM ? (n.hasInput(6) ? take(n.input(6), d) : zeros()) : Value();
+    Value p = cell == Cell::LSTM && n.hasInput(7) ? take(n.input(7), d) : Value(); // [3*H]
+    size_t a0 = d * (cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1);
+    auto act = [&](size_t i) { return activations[a0 + i]; };
+    bool linearBeforeReset = n.getInt("linear_before_reset", 0) != 0;
+
+    SmallVector<Value> outs(seq);
+    for (int64_t s = 0; s < seq; ++s) {
+      int64_t t = reverse ? seq - 1 - s : s;
+      Value xw = n.make<MatMulOp>(take(x, t), w); // [batch, G*H]
+      if (wb)
+        xw = n.make<AddOp>(xw, wb);
+      if (cell == Cell::GRU) {
+        // Gates z, r, h; the recurrent part of h depends on the reset gate.
+        Value hr = n.make<MatMulOp>(h, r);
+        if (rb)
+          hr = n.make<AddOp>(hr, rb);
+        Value z = activate(act(0), clipped(n.make<AddOp>(gate(xw, 0), gate(hr, 0))));
+        Value rg = activate(act(0), clipped(n.make<AddOp>(gate(xw, 1), gate(hr, 1))));
+        Value recurrent;
+        if (linearBeforeReset) {
+          recurrent = n.make<MulOp>(rg, gate(hr, 2));
+        } else {
+          Value rh = slice(r, 1, 2 * hidden, 3 * hidden);
+          recurrent = n.make<MatMulOp>(n.make<MulOp>(rg, h), rh);
+          if (rb)
+            recurrent = n.make<AddOp>(recurrent, slice(rb, 0, 2 * hidden, 3 * hidden));
+        }
+        Value cand = activate(act(1), clipped(n.make<AddOp>(gate(xw, 2), recurrent)));
+        Value keep = n.make<MulOp>(z, h);
+        Value fresh = n.make<MulOp>(n.make<SubOp>(n.scalarLike(z, 1.0), z), cand);
+        h = n.make<AddOp>(fresh, keep);
+      } else {
+        Value pre = n.make<AddOp>(xw, n.make<MatMulOp>(h, r));
+        if (rb)
+          pre = n.make<AddOp>(pre, rb);
+        if (cell == Cell::RNN) {
+          h = activate(act(0), clipped(pre));
+        } else {
+          // Gates i, o, f, c with optional peepholes P = [Pi, Po, Pf].
+          Value gi = gate(pre, 0), go = gate(pre, 1), gf = gate(pre, 2), gc = gate(pre, 3);
+          if (p) {
+            gi = n.make<AddOp>(gi, n.make<MulOp>(slice(p, 0, 0, hidden), c));
+            gf = n.make<AddOp>(gf, n.make<MulOp>(slice(p, 0, 2 * hidden, 3 * hidden), c));
+          }
+          Value i = activate(act(0), clipped(gi));
+          Value f = activate(act(0), clipped(gf));
+          Value cand = activate(act(1), clipped(gc));
+          c = n.make<AddOp>(n.make<MulOp>(f, c), n.make<MulOp>(i, cand));
+          if (p)
+            go = n.make<AddOp>(go, n.make<MulOp>(slice(p, 0, hidden, 2 * hidden), c));
+          Value o = activate(act(0), clipped(go));
+          h = n.make<MulOp>(o, activate(act(2), c));
+        }
+      }
+      outs[t] = h;
+    }
+    steps.assign(outs.begin(), outs.end());
+    hFinal = h;
+    cFinal = c;
+  }
+
+  LogicalResult run(Outs &out) {
+    Value x = n.required(0);
+    if (!x || !n.required(1) || !n.required(2))
+      return failure();
+    bool batchFirst = n.getInt("layout", 0) != 0;
+    if (batchFirst)
+      x = n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr({1, 0, 2}));
+    auto xt = NodeImporter::rankedType(x);
+    if (!xt || xt.getRank() != 3 || !xt.hasStaticShape())
+      return n.error("the recurrent input must be 3-D with a static shape");
+    seq = xt.getDimSize(0);
+    batch = xt.getDimSize(1);
+    hidden = n.getInt("hidden_size", 0);
+    gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
+    std::string direction = n.getString("direction", "forward");
+    dirs = direction == "bidirectional" ? 2 : 1;
+    if (hidden <= 0)
+      return n.error("hidden_size must be given and positive");
+    if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+      return n.error("unknown direction '" + direction + "'");
+    if (n.hasInput(4)) {
+      auto lens = n.constInts(4);
+      if (!lens || llvm::any_of(*lens, [&](int64_t l) { return l != seq; }))
+        return n.error("sequence_lens shorter than the sequence must be a constant equal to it; "
+                       "variable lengths are not supported");
+    }
+    if (const auto *a = n.attr("clip"))
+      clip = a->f();
+    std::vector<std::string> defaults =
+        cell == Cell::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+        : cell == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                            : std::vector<std::string>{"Tanh"};
+    if (const auto *a = n.attr("activations")) {
+      for (const auto &s : a->strings())
+        activations.push_back(s);
+      if (activations.size() != defaults.size() * dirs)
+        return n.error("activations must name " + Twine(defaults.size() * dirs) + " functions");
+    } else {
+      for (int64_t d = 0; d < dirs; ++d)
+        activations.insert(activations.end(), defaults.begin(), defaults.end());
+    }
+
+    SmallVector<Value> perDirY, perDirH, perDirC;
+    for (int64_t d = 0; d < dirs; ++d) {
+      SmallVector<Value> steps;
+      Value hFinal, cFinal;
+      runDirection(x, d, direction == "reverse" || d == 1, steps, hFinal, cFinal);
+      if (n.failed())
+        return failure();
+      SmallVector<Value> expanded;
+      for (Value s : steps) // [batch, H] -> [1, 1, batch, H]
+        expanded.push_back(n.make<UnsqueezeOp>(s, n.b.getDenseI64ArrayAttr({0, 1})));
+      perDirY.push_back(n.make<ConcatOp>(expanded, n.b.getI64IntegerAttr(0)));
+      perDirH.push_back(n.make<UnsqueezeOp>(hFinal, n.b.getDenseI64ArrayAttr({0})));
+      if (cFinal)
+        perDirC.push_back(n.make<UnsqueezeOp>(cFinal, n.b.getDenseI64ArrayAttr({0})));
+    }
+    Value y = n.make<ConcatOp>(perDirY, n.b.getI64IntegerAttr(1)); // [seq, dirs, batch, H]
+    Value yh = n.make<ConcatOp>(perDirH, n.b.getI64IntegerAttr(0)); // [dirs, batch, H]
+    Value yc = perDirC.empty() ? Value() : n.make<ConcatOp>(perDirC, n.b.getI64IntegerAttr(0));
+    if (batchFirst) {
+      y = n.make<TransposeOp>(y, n.b.getDenseI64ArrayAttr({2, 0, 1, 3}));
+      yh = n.make<TransposeOp>(yh, n.b.getDenseI64ArrayAttr({1, 0, 2}));
+      if (yc)
+        yc = n.make<TransposeOp>(yc, n.b.getDenseI64ArrayAttr({1, 0, 2}));
+    }
+    out.push_back(y);
+    out.push_back(yh);
+    if (yc)
+      out.push_back(yc);
+    return success();
+  }
+};
+
+LogicalResult rnn(NodeImporter &n, Outs &out) { return Recurrence{n, Cell::RNN}.run(out); }
+LogicalResult gru(NodeImporter &n, Outs &out) { return Recurrence{n, Cell::GRU}.run(out); }
+LogicalResult lstm(NodeImporter &n, Outs &out) { return Recurrence{n, Cell::LSTM}.run(out); }
+
+} // namespace
+
+void addRecurrentRules(std::vector<ImportRule> &r) {
+  constexpr int64_t M = kMaxSupportedOpset;
+  r.insert(r.end(), {
+      {"RNN", 7, M, rnn},
+      {"GRU", 7, M, gru},
+      {"LSTM", 7, M, lstm},
+  });
+}
+
+} // namespace kiln
