@@ -45,8 +45,10 @@ public:
   std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name) const;
 
   // ---- type helpers ----
+  /// The ranked type of v; null for a missing value (after a failure) or an
+  /// unranked one.
   static mlir::RankedTensorType rankedType(mlir::Value v) {
-    return mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+    return v ? mlir::dyn_cast<mlir::RankedTensorType>(v.getType()) : mlir::RankedTensorType();
   }
   static mlir::Type elementType(mlir::Value v) {
     return mlir::cast<mlir::ShapedType>(v.getType()).getElementType();

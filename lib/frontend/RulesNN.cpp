@@ -323,7 +323,7 @@ LogicalResult softmax(NodeImporter &n, Outs &out) {
 /// is coerced to 2-D at `axis` first.
 LogicalResult hardmax(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape())
     return n.error("Hardmax needs an input of static shape");
   int64_t axis = n.getInt("axis", n.opset >= 13 ? -1 : 1);
@@ -412,7 +412,7 @@ LogicalResult instanceNorm(NodeImporter &n, Outs &out) {
 /// is a sum of `size` channel-shifted slices of the zero-padded squares.
 LogicalResult lrn(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape() || t.getRank() < 3)
     return n.error("LRN needs an input of static shape and rank >= 3");
   int64_t size = n.getInt("size", 0), rank = t.getRank(), C = t.getDimSize(1);

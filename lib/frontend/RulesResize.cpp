@@ -137,7 +137,7 @@ Value applyTaps(NodeImporter &n, Value x, int64_t axis, const AxisTaps &taps) {
 LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<SmallVector<double>> scales,
                          std::optional<SmallVector<int64_t>> sizes, SmallVector<double> roi,
                          const ResizeParams &p) {
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape())
     return n.error("Resize needs an input of static shape");
   if (!isa<FloatType>(t.getElementType()))

@@ -134,7 +134,7 @@ LogicalResult slice(NodeImporter &n, Outs &out) {
   } else {
     starts = n.required(1);
     ends = n.required(2);
-    auto st = n.failed() ? RankedTensorType() : NodeImporter::rankedType(starts);
+    auto st = NodeImporter::rankedType(starts);
     if (!st || st.getRank() != 1 || st.isDynamicDim(0))
       return n.error("Slice starts must be a 1-D tensor of known length");
     count = st.getDimSize(0);
@@ -236,7 +236,7 @@ LogicalResult shape(NodeImporter &n, Outs &out) {
 
 LogicalResult size(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape())
     return n.error("Size needs an input of static shape");
   out.push_back(n.constant(
@@ -266,7 +266,7 @@ LogicalResult range(NodeImporter &n, Outs &out) {
 
 LogicalResult split(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t)
     return n.error("Split needs an input of known rank");
   int64_t axis = n.getInt("axis", 0);
@@ -302,7 +302,7 @@ LogicalResult split(NodeImporter &n, Outs &out) {
 /// DepthToSpace / SpaceToDepth as reshape-transpose-reshape (static shapes).
 LogicalResult depthToSpace(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || t.getRank() != 4 || !t.hasStaticShape())
     return n.error("DepthToSpace needs a 4-D input of static shape");
   int64_t bs = n.getInt("blocksize", 0);
@@ -323,7 +323,7 @@ LogicalResult depthToSpace(NodeImporter &n, Outs &out) {
 
 LogicalResult spaceToDepth(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || t.getRank() != 4 || !t.hasStaticShape())
     return n.error("SpaceToDepth needs a 4-D input of static shape");
   int64_t bs = n.getInt("blocksize", 0);
@@ -348,7 +348,7 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
   out.push_back(x);
   if (n.node.output_size() > 1 && !n.node.output(1).empty()) {
     // The mask of an inference-mode dropout keeps everything.
-    auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+    auto t = NodeImporter::rankedType(x);
     if (!t || !t.hasStaticShape())
       return n.error("Dropout's mask output needs an input of static shape");
     out.push_back(n.constant(DenseElementsAttr::get(t.clone(n.b.getI1Type()), true)));
@@ -359,7 +359,7 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
 /// Keeps the upper (or lower) triangle of the last two dims, shifted by k.
 LogicalResult trilu(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || t.getRank() < 2 || t.isDynamicDim(t.getRank() - 1) || t.isDynamicDim(t.getRank() - 2))
     return n.error("Trilu needs an input whose last two dims are static");
   int64_t k = 0;
@@ -385,7 +385,7 @@ LogicalResult trilu(NodeImporter &n, Outs &out) {
 /// (moved last): exact for integers, and L is small in practice.
 LogicalResult cumsum(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   auto axisVals = n.constInts(1);
   if (!t || !axisVals || axisVals->size() != 1)
     return n.error("CumSum axis must be a constant (and the input of known rank)");
@@ -422,7 +422,7 @@ LogicalResult cumsum(NodeImporter &n, Outs &out) {
 /// A constant: ones on diagonal k of a 2-D tensor shaped like the input.
 LogicalResult eyeLike(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
-  auto t = x ? NodeImporter::rankedType(x) : RankedTensorType();
+  auto t = NodeImporter::rankedType(x);
   if (!t || t.getRank() != 2 || !t.hasStaticShape())
     return n.error("EyeLike needs a 2-D input of static shape");
   Type elt = t.getElementType();
@@ -451,7 +451,7 @@ LogicalResult oneHot(NodeImporter &n, Outs &out) {
   auto depthFloats = n.constFloats(1);
   if (!depthVals && depthFloats)
     depthVals = SmallVector<int64_t>{(int64_t)(*depthFloats)[0]};
-  auto it = indices ? NodeImporter::rankedType(indices) : RankedTensorType();
+  auto it = NodeImporter::rankedType(indices);
   if (!depthVals || depthVals->size() != 1 || !it)
     return n.error("OneHot depth must be a constant (and indices of known rank)");
   int64_t depth = (*depthVals)[0], rank = it.getRank() + 1;

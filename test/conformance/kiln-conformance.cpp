@@ -258,11 +258,13 @@ int main(int argc, char **argv) {
     for (const auto &l : failureLines)
       std::printf("%s\n", l.c_str());
   }
-  for (const auto &[name, why] : xfail)
+  for (const auto &entry : xfail) {
+    const std::string &name = entry.first;
     if (std::none_of(tests.begin(), tests.end(),
                      [&](const fs::path &p) { return p.filename().string() == name; }) &&
         opts.filter.empty())
       std::printf("note: xfail entry %s names no test\n", name.c_str());
+  }
   if (!opts.xfailFile.empty())
     std::printf("regressions: %d, unexpected passes: %d\n", regressions, unexpectedPasses);
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
