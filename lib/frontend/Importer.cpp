@@ -236,6 +236,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addLossRules(all);
     addResizeRules(all);
     addRecurrentRules(all);
+    addEinsumRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);

@@ -106,6 +106,7 @@ void addReductionRules(std::vector<ImportRule> &rules);
 void addLossRules(std::vector<ImportRule> &rules);
 void addResizeRules(std::vector<ImportRule> &rules);
 void addRecurrentRules(std::vector<ImportRule> &rules);
+void addEinsumRules(std::vector<ImportRule> &rules);
 
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,

@@ -1,0 +1,187 @@
+// Einsum with one or two operands, decomposed into kiln ops:
+//   - a label repeated within an operand (a diagonal) multiplies by an
+//     identity mask and sums one of the two axes away;
+//   - labels that appear in no other operand and not in the output are
+//     summed;
+//   - two operands contract as one batched matmul: A is permuted to
+//     [batch, left, contracted] and B to [batch, contracted, right], both
+//     reshaped to 3-D, multiplied, reshaped back and permuted to the output.
+#include "NodeImporter.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using Outs = SmallVectorImpl<Value>;
+
+struct Term {
+  Value value;
+  std::string labels; // one char per axis
+};
+
+/// Expands "..." into capital letters (which ONNX equations never use for
+/// ordinary labels) so that every axis has a single-character label.
+std::string expandEllipsis(std::string spec, int64_t rank, int64_t &ellipsisRank) {
+  size_t at = spec.find("...");
+  if (at == std::string::npos)
+    return spec;
+  int64_t named = (int64_t)spec.size() - 3;
+  ellipsisRank = rank - named;
+  std::string batch;
+  for (int64_t i = 0; i < ellipsisRank; ++i)
+    batch += char('A' + i);
+  return spec.substr(0, at) + batch + spec.substr(at + 3);
+}
+
+Value permute(NodeImporter &n, Term &t, const std::string &order) {
+  SmallVector<int64_t> perm;
+  for (char c : order)
+    perm.push_back(t.labels.find(c));
+  bool identity = llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()));
+  t.value = identity ? t.value : n.make<TransposeOp>(t.value, n.b.getDenseI64ArrayAttr(perm));
+  t.labels = order;
+  return t.value;
+}
+
+/// Takes diagonals of repeated labels and sums labels used nowhere else.
+LogicalResult simplify(NodeImporter &n, Term &t, const std::string &keep) {
+  for (size_t i = 0; i < t.labels.size(); ++i) {
+    size_t j = t.labels.find(t.labels[i], i + 1);
+    if (j == std::string::npos)
+      continue;
+    auto type = NodeImporter::rankedType(t.value);
+    if (!type || type.isDynamicDim(i) || type.getDimSize(i) != type.getDimSize(j))
+      return n.error("Einsum diagonal over axes of different or unknown sizes");
+    int64_t d = type.getDimSize(i);
+    SmallVector<int64_t> maskShape(type.getRank(), 1);
+    maskShape[i] = maskShape[j] = d;
+    SmallVector<bool> eye;
+    for (int64_t a = 0; a < d; ++a)
+      for (int64_t b = 0; b < d; ++b)
+        eye.push_back(a == b);
+    Value mask = n.constant(
+        DenseElementsAttr::get(RankedTensorType::get(maskShape, n.b.getI1Type()), eye));
+    Value masked = n.make<SelectOp>(mask, t.value, n.scalarLike(t.value, 0));
+    t.value = n.make<ReduceSumOp>(masked, n.b.getDenseI64ArrayAttr({(int64_t)j}),
+                                  n.b.getBoolAttr(false));
+    t.labels.erase(j, 1);
+    --i;
+  }
+  SmallVector<int64_t> summed;
+  std::string rest;
+  for (size_t i = 0; i < t.labels.size(); ++i) {
+    if (keep.find(t.labels[i]) == std::string::npos)
+      summed.push_back(i);
+    else
+      rest += t.labels[i];
+  }
+  if (!summed.empty())
+    t.value = n.make<ReduceSumOp>(t.value, n.b.getDenseI64ArrayAttr(summed), n.b.getBoolAttr(false));
+  t.labels = rest;
+  return success();
+}
+
+int64_t product(RankedTensorType t, const std::string &labels, const std::string &which) {
+  int64_t p = 1;
+  for (char c : which)
+    p *= t.getDimSize(labels.find(c));
+  return p;
+}
+
+LogicalResult einsum(NodeImporter &n, Outs &out) {
+  std::string eq;
+  for (char c : n.getString("equation", ""))
+    if (c != ' ')
+      eq += c;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::string output;
+  if (arrow != std::string::npos) {
+    output = eq.substr(arrow + 2);
+  } else {
+    // Implicit output: the labels that appear once, in alphabetical order.
+    if (lhs.find("...") != std::string::npos)
+      return n.error("implicit-output Einsum with '...' is not supported");
+    for (char c = 'a'; c <= 'z'; ++c)
+      if (std::count(lhs.begin(), lhs.end(), c) == 1)
+        output += c;
+    for (char c = 'A'; c <= 'Z'; ++c)
+      if (std::count(lhs.begin(), lhs.end(), c) == 1)
+        output += c;
+  }
+  SmallVector<std::string> specs;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    specs.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  if (specs.size() != n.numInputs() || specs.size() > 2)
+    return n.error("Einsum with " + Twine(specs.size()) +
+                   " operands is not supported (one or two are)");
+  SmallVector<Term> terms;
+  int64_t ellipsisRank = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Value v = n.required(i);
+    auto t = NodeImporter::rankedType(v);
+    if (!t || !t.hasStaticShape())
+      return n.error("Einsum needs operands of static shape");
+    std::string labels = expandEllipsis(specs[i], t.getRank(), ellipsisRank);
+    if ((int64_t)labels.size() != t.getRank())
+      return n.error("Einsum operand " + Twine(i) + " has rank " + Twine(t.getRank()) +
+                     " but '" + specs[i] + "' names " + Twine(labels.size()) + " axes");
+    terms.push_back({v, labels});
+  }
+  output = expandEllipsis(output, (int64_t)output.size() - 3 + ellipsisRank, ellipsisRank);
+
+  // Labels each term must keep: those in the output or in the other term.
+  for (size_t i = 0; i < terms.size(); ++i) {
+    std::string keep = output + (terms.size() == 2 ? terms[1 - i].labels : "");
+    if (failed(simplify(n, terms[i], keep)))
+      return failure();
+  }
+  Term result = terms[0];
+  if (terms.size() == 2) {
+    Term &a = terms[0], &b = terms[1];
+    std::string batch, left, right, contracted;
+    for (char c : a.labels) {
+      bool inB = b.labels.find(c) != std::string::npos;
+      bool inOut = output.find(c) != std::string::npos;
+      (inB ? (inOut ? batch : contracted) : left) += c;
+    }
+    for (char c : b.labels)
+      if (a.labels.find(c) == std::string::npos)
+        right += c;
+    permute(n, a, batch + left + contracted);
+    permute(n, b, batch + contracted + right);
+    auto at = NodeImporter::rankedType(a.value), bt = NodeImporter::rankedType(b.value);
+    if (!at || !bt)
+      return failure();
+    int64_t B = product(at, a.labels, batch), M = product(at, a.labels, left),
+            K = product(at, a.labels, contracted), N = product(bt, b.labels, right);
+    auto noZero = n.b.getBoolAttr(false);
+    Value a3 = n.make<ReshapeOp>(a.value, n.i64Tensor({B, M, K}), noZero);
+    Value b3 = n.make<ReshapeOp>(b.value, n.i64Tensor({B, K, N}), noZero);
+    SmallVector<int64_t> shape;
+    for (char c : batch + left)
+      shape.push_back(at.getDimSize(a.labels.find(c)));
+    for (char c : right)
+      shape.push_back(bt.getDimSize(b.labels.find(c)));
+    result.value = n.make<ReshapeOp>(n.make<MatMulOp>(a3, b3), n.i64Tensor(shape), noZero);
+    result.labels = batch + left + right;
+  }
+  if (result.labels.size() != output.size())
+    return n.error("Einsum output '" + output + "' does not match its operands");
+  out.push_back(permute(n, result, output));
+  return success();
+}
+
+} // namespace
+
+void addEinsumRules(std::vector<ImportRule> &r) {
+  r.push_back({"Einsum", 12, kMaxSupportedOpset, einsum});
+}
+
+} // namespace kiln
