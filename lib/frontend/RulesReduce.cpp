@@ -102,6 +102,53 @@ LogicalResult argExtreme(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// TopK as k rounds of arg-max (arg-min for the smallest): each round
+/// gathers the winner and masks it out. Ties resolve to the lower index, as
+/// ONNX requires, because arg-max keeps the first maximum. O(k * n), meant
+/// for the small k of detection and decoding heads.
+LogicalResult topK(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = NodeImporter::rankedType(x);
+  std::optional<SmallVector<int64_t>> kv =
+      n.opset < 10 ? std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{n.getInt("k", 0)})
+                   : n.constInts(1);
+  if (!t || !t.hasStaticShape() || !kv || kv->size() != 1)
+    return n.error("TopK's k must be a constant (and the input of static shape)");
+  int64_t axis = n.getInt("axis", -1);
+  if (axis < 0)
+    axis += t.getRank();
+  int64_t k = (*kv)[0], dim = t.getDimSize(axis);
+  if (k <= 0 || k > dim)
+    return n.error("TopK k = " + Twine(k) + " is outside [1, " + Twine(dim) + "]");
+  if (!n.getInt("sorted", 1))
+    return n.error("TopK with sorted=0 is not supported");
+  bool largest = n.getInt("largest", 1) != 0;
+  Type elt = t.getElementType();
+  if (!isa<FloatType>(elt))
+    return n.error("TopK supports floating-point inputs");
+  double worst = largest ? -std::numeric_limits<double>::infinity()
+                         : std::numeric_limits<double>::infinity();
+  SmallVector<int64_t> iotaShape(t.getRank(), 1), iota;
+  iotaShape[axis] = dim;
+  for (int64_t i = 0; i < dim; ++i)
+    iota.push_back(i);
+  Value positions = n.constant(DenseIntElementsAttr::get(
+      RankedTensorType::get(iotaShape, n.b.getI64Type()), ArrayRef<int64_t>(iota)));
+  Value remaining = x;
+  SmallVector<Value> values, indices;
+  for (int64_t j = 0; j < k; ++j) {
+    Value idx = n.make<ArgMaxOp>(remaining, n.b.getI64IntegerAttr(axis), n.b.getBoolAttr(true),
+                                 n.b.getBoolAttr(false), n.b.getBoolAttr(!largest));
+    values.push_back(n.make<GatherElementsOp>(x, idx, n.b.getI64IntegerAttr(axis)));
+    indices.push_back(idx);
+    remaining = n.make<SelectOp>(n.make<EqualOp>(positions, idx), n.scalarLike(x, worst),
+                                 remaining);
+  }
+  out.push_back(n.make<ConcatOp>(values, n.b.getI64IntegerAttr(axis)));
+  out.push_back(n.make<ConcatOp>(indices, n.b.getI64IntegerAttr(axis)));
+  return success();
+}
+
 } // namespace
 
 void addReductionRules(std::vector<ImportRule> &r) {
@@ -121,6 +168,7 @@ void addReductionRules(std::vector<ImportRule> &r) {
       {"ReduceLogSumExp", 1, M, reduce<ReduceSumOp, Pre::Exp, Post::Log>},
       {"ArgMax", 1, M, argExtreme<false>},
       {"ArgMin", 1, M, argExtreme<true>},
+      {"TopK", 1, M, topK},
   });
 }
 
