@@ -4,6 +4,7 @@
 #include "LoweringUtils.h"
 #include "kiln/Passes/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln {
@@ -97,6 +98,11 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
       return signalPassFailure();
     eraseSignedness(func);
+    // Model inputs belong to the caller: bufferization must never write into
+    // them in place (a scatter would otherwise update the input buffer).
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                      BoolAttr::get(&getContext(), false));
   }
 };
 

@@ -4,7 +4,9 @@
 // missing leading dim is dropped.
 // CHECK-DAG: #[[BCAST_A:.*]] = affine_map<(d0, d1) -> (d0, 0)>
 // CHECK-DAG: #[[BCAST_B:.*]] = affine_map<(d0, d1) -> (d1)>
+// Model inputs are read-only for bufferization.
 // CHECK-LABEL: func.func @broadcast_add
+// CHECK-SAME: bufferization.writable = false
 // CHECK: linalg.generic {indexing_maps = [#[[BCAST_A]], #[[BCAST_B]], #{{.*}}], iterator_types = ["parallel", "parallel"]}
 // CHECK: arith.addf
 func.func @broadcast_add(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
@@ -84,7 +86,7 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
 
 // Unsigned integers pick unsigned arith ops; afterwards every type is
 // signless, as arith and bufferization expect.
-// CHECK-LABEL: func.func @unsigned(%{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>)
+// CHECK-LABEL: func.func @unsigned(%{{.*}}: tensor<4xi8> {bufferization.writable = false}, %{{.*}}: tensor<4xi8> {bufferization.writable = false}) -> (tensor<4xi8>, tensor<4xi1>)
 // CHECK: arith.divui
 // CHECK: arith.cmpi ult
 // CHECK-NOT: ui8

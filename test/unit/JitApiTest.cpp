@@ -1,6 +1,7 @@
 // The C++ JIT API end to end: compile, signature, run, threads, caching.
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
+#include "onnx/onnx_pb.h"
 
 #include <gtest/gtest.h>
 
@@ -123,6 +124,68 @@ TEST(JitApi, ConcurrentRunsOnOneModel) {
     EXPECT_EQ(failures[t], 0) << "thread " << t;
   // All threads shared one compiled executable.
   EXPECT_EQ(model->stats().compilations, 1);
+}
+
+/// y = ScatterElements(x, [[1, 3]], [[10, 20]], axis = 1), x a graph input.
+std::string scatterModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto *g = m.mutable_graph();
+  g->set_name("scatter");
+  auto *node = g->add_node();
+  node->set_op_type("ScatterElements");
+  for (const char *in : {"x", "i", "u"})
+    node->add_input(in);
+  node->add_output("y");
+  auto *axis = node->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  auto *i = g->add_initializer();
+  i->set_name("i");
+  i->set_data_type(onnx::TensorProto::INT64);
+  i->add_dims(1);
+  i->add_dims(2);
+  i->add_int64_data(1);
+  i->add_int64_data(3);
+  auto *u = g->add_initializer();
+  u->set_name("u");
+  u->set_data_type(onnx::TensorProto::FLOAT);
+  u->add_dims(1);
+  u->add_dims(2);
+  u->add_float_data(10);
+  u->add_float_data(20);
+  for (const char *name : {"x", "y"}) {
+    auto *vi = std::string(name) == "x" ? g->add_input() : g->add_output();
+    vi->set_name(name);
+    auto *tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(1);
+    tt->mutable_shape()->add_dim()->set_dim_value(5);
+  }
+  return m.SerializeAsString();
+}
+
+/// Inputs belong to the caller: an op that updates its input in place
+/// (a scatter) must work on a copy.
+TEST(JitApi, InputsAreNeverWritten) {
+  std::string bytes = scatterModel();
+  std::string err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  ASSERT_TRUE(model) << err;
+  kiln::Tensor x(KILN_FLOAT32, {1, 5});
+  for (int k = 0; k < 5; ++k)
+    x.data<float>()[k] = k + 1;
+  std::vector<kiln::Tensor> out;
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE(model->run({x.get()}, out).ok());
+    const float expected[5] = {1, 10, 3, 20, 5};
+    for (int k = 0; k < 5; ++k) {
+      EXPECT_EQ(out[0].data<float>()[k], expected[k]) << "run " << run << " element " << k;
+      EXPECT_EQ(x.data<float>()[k], k + 1) << "the input changed";
+    }
+  }
 }
 
 /// encoder4 has a dynamic sequence axis: one Model serves both lengths by

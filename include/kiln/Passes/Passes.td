@@ -25,9 +25,11 @@ def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     indexing maps, so that upstream elementwise fusion applies; contractions,
     convolutions and pooling become `linalg.generic`/named ops with explicit
     padding. Each failure names the kiln op (and through its location the
-    ONNX node) that could not be lowered.
+    ONNX node) that could not be lowered. Function arguments (the model's
+    inputs, owned by the caller) are marked `bufferization.writable = false`.
   }];
   let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect"
