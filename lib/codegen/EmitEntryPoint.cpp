@@ -33,6 +33,10 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
       }
     // Inlined into the entry point by LLVM; not part of the object's ABI.
     model.setLinkage(LLVM::Linkage::Internal);
+    // The ABI requires distinct, non-overlapping buffers (the runtime
+    // allocates every output itself), so LLVM may assume no aliasing.
+    for (unsigned i = 0; i < model.getNumArguments(); ++i)
+      model.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(&getContext()));
 
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Location loc = model.getLoc();

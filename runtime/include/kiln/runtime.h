@@ -67,7 +67,9 @@ typedef struct kiln_tensor_desc {
 
 /* The entry point of a compiled model: buffers holds the input data
  * pointers, then the output data pointers, in signature order. Buffers are
- * dense, row-major, and at least 64-byte aligned for outputs. */
+ * dense, row-major, and at least 64-byte aligned for outputs. Inputs are
+ * only read. Output buffers must not overlap each other or any input: the
+ * compiled code assumes they do not (kiln_model_execute allocates them). */
 typedef void (*kiln_entry_fn)(void **buffers);
 
 typedef struct kiln_model_desc {
