@@ -1,5 +1,6 @@
 // kilnc: the command-line compiler. Parses flags and calls kiln::emit.
 #include "kiln/Kiln.h"
+#include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -55,6 +56,8 @@ static void printVersion(llvm::raw_ostream &os) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Pass names must be known before parsing: --mlir-print-ir-after=PASS.
+  kiln::registerKilnPassesAndPipelines();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
