@@ -1,5 +1,6 @@
 #include "kiln/TensorIO.h"
 
+#include "kiln/Frontend/ModelLoader.h"
 #include "onnx/onnx_pb.h"
 
 #include <cmath>
@@ -30,43 +31,10 @@ Status readTensorFile(const std::string &path, Tensor &tensor, std::string *name
   Tensor t(dtype, dims);
   if (!t.valid())
     return ioError("'" + path + "': invalid shape");
-  size_t n = (size_t)t.numElements();
-  auto *dst = static_cast<char *>(t.data());
-  auto mismatch = [&](size_t have) {
-    return ioError("'" + path + "': holds " + std::to_string(have) + " values, shape needs " +
-                   std::to_string(n));
-  };
-  if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != n * elt)
-      return mismatch(proto.raw_data().size() / elt);
-    std::memcpy(dst, proto.raw_data().data(), n * elt);
-  } else if (dtype == KILN_FLOAT32) {
-    if ((size_t)proto.float_data_size() != n)
-      return mismatch(proto.float_data_size());
-    std::memcpy(dst, proto.float_data().data(), n * 4);
-  } else if (dtype == KILN_FLOAT64) {
-    if ((size_t)proto.double_data_size() != n)
-      return mismatch(proto.double_data_size());
-    std::memcpy(dst, proto.double_data().data(), n * 8);
-  } else if (dtype == KILN_INT64) {
-    if ((size_t)proto.int64_data_size() != n)
-      return mismatch(proto.int64_data_size());
-    std::memcpy(dst, proto.int64_data().data(), n * 8);
-  } else if (dtype == KILN_UINT32 || dtype == KILN_UINT64) {
-    if ((size_t)proto.uint64_data_size() != n)
-      return mismatch(proto.uint64_data_size());
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t v = proto.uint64_data(i);
-      std::memcpy(dst + i * elt, &v, elt); // little-endian truncation for uint32
-    }
-  } else {
-    if ((size_t)proto.int32_data_size() != n)
-      return mismatch(proto.int32_data_size());
-    for (size_t i = 0; i < n; ++i) {
-      int32_t v = proto.int32_data(i);
-      std::memcpy(dst + i * elt, &v, elt);
-    }
-  }
+  std::string bytes, error;
+  if (!decodeTensorPayload(proto, elt, t.numElements(), bytes, error))
+    return ioError("'" + path + "': " + error);
+  std::memcpy(t.data(), bytes.data(), bytes.size());
   tensor = std::move(t);
   return {};
 }

@@ -153,73 +153,20 @@ FailureOr<ElementsAttr> tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &
   }
   auto type = RankedTensorType::get(dims, elt);
   bool isBool = elt.isInteger(1);
-  size_t bytes = isBool ? 1 : elt.getIntOrFloatBitWidth() / 8;
-  auto sizeError = [&](size_t have) {
-    error = "tensor '" + t.name() + "' holds " + std::to_string(have) +
-            " values but its shape needs " + std::to_string(n);
+  std::string bytes;
+  if (!decodeTensorPayload(t, isBool ? 1 : elt.getIntOrFloatBitWidth() / 8, n, bytes, error)) {
+    error = "tensor '" + t.name() + "' " + error;
     return failure();
-  };
-  if (t.has_raw_data()) {
-    const std::string &raw = t.raw_data();
-    if (raw.size() != (size_t)n * bytes)
-      return sizeError(raw.size() / std::max<size_t>(bytes, 1));
-    if (isBool) {
-      SmallVector<bool> v;
-      for (char c : raw)
-        v.push_back(c != 0);
-      return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
-    }
-    return cast<ElementsAttr>(
-        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw.data(), raw.size())));
   }
-  // Typed fields: floats, doubles, int64s, or int32_data for the narrow types.
-  switch (t.data_type()) {
-  case onnx::TensorProto::FLOAT:
-    if (t.float_data_size() != n)
-      return sizeError(t.float_data_size());
-    return cast<ElementsAttr>(DenseElementsAttr::get(
-        type, ArrayRef<float>(t.float_data().data(), t.float_data_size())));
-  case onnx::TensorProto::DOUBLE:
-    if (t.double_data_size() != n)
-      return sizeError(t.double_data_size());
-    return cast<ElementsAttr>(DenseElementsAttr::get(
-        type, ArrayRef<double>(t.double_data().data(), t.double_data_size())));
-  case onnx::TensorProto::INT64:
-    if (t.int64_data_size() != n)
-      return sizeError(t.int64_data_size());
-    return cast<ElementsAttr>(DenseElementsAttr::get(
-        type, ArrayRef<int64_t>(t.int64_data().data(), t.int64_data_size())));
-  case onnx::TensorProto::UINT32:
-  case onnx::TensorProto::UINT64: {
-    if (t.uint64_data_size() != n)
-      return sizeError(t.uint64_data_size());
-    SmallVector<APInt> v;
-    for (uint64_t x : t.uint64_data())
-      v.push_back(APInt(elt.getIntOrFloatBitWidth(), x));
-    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
-  }
-  default:
-    break;
-  }
-  if (t.int32_data_size() != n)
-    return sizeError(t.int32_data_size());
   if (isBool) {
+    // i1 attributes are bit-packed; ONNX booleans are one byte each.
     SmallVector<bool> v;
-    for (int32_t x : t.int32_data())
-      v.push_back(x != 0);
+    for (char c : bytes)
+      v.push_back(c != 0);
     return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
   }
-  if (isa<FloatType>(elt)) {
-    // FLOAT16/BFLOAT16 store their bit patterns in int32_data.
-    SmallVector<APFloat> v;
-    for (int32_t x : t.int32_data())
-      v.push_back(APFloat(cast<FloatType>(elt).getFloatSemantics(), APInt(16, (uint16_t)x)));
-    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
-  }
-  SmallVector<APInt> v;
-  for (int32_t x : t.int32_data())
-    v.push_back(APInt(elt.getIntOrFloatBitWidth(), (int64_t)x, /*isSigned=*/true));
-  return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  return cast<ElementsAttr>(
+      DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size())));
 }
 
 //===----------------------------------------------------------------------===//

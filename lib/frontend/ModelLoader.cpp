@@ -6,6 +6,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,42 @@ static bool parseModel(const void *data, size_t size, onnx::ModelProto &model,
     return false;
   }
   return true;
+}
+
+bool decodeTensorPayload(const onnx::TensorProto &t, size_t elementBytes, int64_t count,
+                         std::string &bytes, std::string &error) {
+  size_t n = (size_t)count;
+  auto mismatch = [&](size_t have) {
+    error = "holds " + std::to_string(have) + " values but its shape needs " + std::to_string(n);
+    return false;
+  };
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != n * elementBytes)
+      return mismatch(t.raw_data().size() / std::max<size_t>(elementBytes, 1));
+    bytes = t.raw_data();
+    return true;
+  }
+  bytes.assign(n * elementBytes, '\0');
+  // Copies each value's low `elementBytes` bytes (little-endian), which is
+  // how narrow integers, booleans and 16-bit float bit patterns are stored
+  // in the wider typed fields.
+  auto copy = [&](const auto &field) {
+    if ((size_t)field.size() != n)
+      return mismatch(field.size());
+    for (size_t i = 0; i < n; ++i) {
+      auto v = field.Get(i);
+      std::memcpy(&bytes[i * elementBytes], &v, std::min(sizeof(v), elementBytes));
+    }
+    return true;
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: return copy(t.float_data());
+  case onnx::TensorProto::DOUBLE: return copy(t.double_data());
+  case onnx::TensorProto::INT64: return copy(t.int64_data());
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64: return copy(t.uint64_data());
+  default: return copy(t.int32_data());
+  }
 }
 
 static bool isInside(const fs::path &child, const fs::path &parent) {

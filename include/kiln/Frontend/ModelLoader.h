@@ -38,6 +38,14 @@ bool loadModelFromBuffer(const void *data, size_t size, const std::string &baseD
 bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
                          std::string &error);
 
+/// The data of `tensor` as dense little-endian bytes: `count` elements of
+/// `elementBytes` each (booleans as one byte). Reads raw_data or the typed
+/// field the data type uses (float_data, int64_data, int32_data holding
+/// narrow integers and 16-bit float bit patterns, ...). On a size mismatch
+/// returns false with `error` saying so.
+bool decodeTensorPayload(const onnx::TensorProto &tensor, size_t elementBytes, int64_t count,
+                         std::string &bytes, std::string &error);
+
 } // namespace kiln
 
 #endif
