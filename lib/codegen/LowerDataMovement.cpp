@@ -73,10 +73,8 @@ LogicalResult lowerConstant(ConstantOp op, PatternRewriter &rw) {
 /// value is still the constant its static result type implies.
 LogicalResult lowerShape(ShapeOp op, PatternRewriter &rw) {
   auto it = tensorType(op.getInput());
-  int64_t r = it.getRank();
-  auto norm = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
-  SmallVector<int64_t> dims(it.getShape().slice(norm(op.getStart()),
-                                                std::max<int64_t>(norm(op.getEnd()) - norm(op.getStart()), 0)));
+  auto [first, last] = shapeDimRange(it.getRank(), op.getStart(), op.getEnd());
+  SmallVector<int64_t> dims(it.getShape().slice(first, last - first));
   rw.replaceOpWithNewOp<arith::ConstantOp>(
       op, DenseIntElementsAttr::get(cast<RankedTensorType>(op.getType()), dims));
   return success();

@@ -559,10 +559,9 @@ OpFoldResult ShapeOp::fold(FoldAdaptor) {
   auto rt = staticType(getType());
   if (!it || !rt)
     return {};
-  int64_t r = it.getRank();
-  auto norm = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  auto [first, last] = shapeDimRange(it.getRank(), getStart(), getEnd());
   SmallVector<int64_t> dims;
-  for (int64_t i = norm(getStart()); i < norm(getEnd()); ++i) {
+  for (int64_t i = first; i < last; ++i) {
     if (it.isDynamicDim(i))
       return {};
     dims.push_back(it.getDimSize(i));

@@ -579,6 +579,12 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+std::pair<int64_t, int64_t> kiln::shapeDimRange(int64_t rank, int64_t start, int64_t end) {
+  auto norm = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  int64_t first = norm(start);
+  return {first, std::max(first, norm(end))};
+}
+
 namespace kiln {
 std::optional<SliceBounds> computeSliceBounds(int64_t dim, int64_t start, int64_t end,
                                               int64_t step) {
@@ -783,10 +789,8 @@ LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location
     types.push_back(tensorOf({kDyn}, i64));
     return success();
   }
-  int64_t r = it.getRank();
-  auto norm = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
-  int64_t n = std::max<int64_t>(norm(a.getEnd()) - norm(a.getStart()), 0);
-  types.push_back(tensorOf({n}, i64));
+  auto [first, last] = shapeDimRange(it.getRank(), a.getStart(), a.getEnd());
+  types.push_back(tensorOf({last - first}, i64));
   return success();
 }
 

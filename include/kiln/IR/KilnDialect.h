@@ -37,6 +37,9 @@ llvm::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> a,
 /// writes them back when they are more precise. Emits an error at the op's
 /// location and fails when the operands are inconsistent.
 llvm::LogicalResult refineResultTypes(mlir::Operation *op);
+/// The dims [first, last) that kiln.shape selects from a tensor of `rank`:
+/// ONNX Shape's start/end, negative from the back, clamped, last >= first.
+std::pair<int64_t, int64_t> shapeDimRange(int64_t rank, int64_t start, int64_t end);
 /// ONNX Slice bounds of one axis after clamping: first index, element
 /// count and step. std::nullopt for a zero step.
 struct SliceBounds {
