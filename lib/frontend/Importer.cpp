@@ -83,6 +83,14 @@ Value NodeImporter::i64Tensor(ArrayRef<int64_t> values) {
   return constant(DenseIntElementsAttr::get(type, values));
 }
 
+Value NodeImporter::positionsAlong(int64_t rank, int64_t axis, int64_t size) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = size;
+  auto iota = llvm::to_vector(llvm::seq<int64_t>(0, size));
+  return constant(DenseIntElementsAttr::get(RankedTensorType::get(shape, b.getI64Type()),
+                                            ArrayRef<int64_t>(iota)));
+}
+
 Value NodeImporter::scalarLike(Value like, double value) {
   if (!like)
     return {};

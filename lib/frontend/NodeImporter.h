@@ -75,6 +75,10 @@ public:
   }
   mlir::Value constant(mlir::ElementsAttr value);
   mlir::Value i64Tensor(llvm::ArrayRef<int64_t> values);
+  /// i64 constant 0, 1, ..., size-1 laid along `axis` of a rank-`rank`
+  /// shape that is 1 elsewhere: compared with an index tensor it selects
+  /// the position the index names (one-hot, arg-max masks).
+  mlir::Value positionsAlong(int64_t rank, int64_t axis, int64_t size);
   /// A rank-0 constant of the element type of `like`.
   mlir::Value scalarLike(mlir::Value like, double value);
 

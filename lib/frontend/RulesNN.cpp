@@ -339,13 +339,7 @@ LogicalResult hardmax(NodeImporter &n, Outs &out) {
     return failure();
   Value arg = n.make<ArgMaxOp>(v, n.b.getI64IntegerAttr(axis), n.b.getBoolAttr(true),
                                n.b.getBoolAttr(false), n.b.getBoolAttr(false));
-  SmallVector<int64_t> iotaShape(vt.getRank(), 1);
-  iotaShape[axis] = vt.getDimSize(axis);
-  SmallVector<int64_t> iota;
-  for (int64_t i = 0; i < iotaShape[axis]; ++i)
-    iota.push_back(i);
-  Value positions = n.constant(DenseIntElementsAttr::get(
-      RankedTensorType::get(iotaShape, n.b.getI64Type()), ArrayRef<int64_t>(iota)));
+  Value positions = n.positionsAlong(vt.getRank(), axis, vt.getDimSize(axis));
   Value y = n.make<CastOp>(n.make<EqualOp>(positions, arg), TypeAttr::get(t.getElementType()));
   if (n.opset < 13)
     y = n.make<ReshapeOp>(y, n.i64Tensor(t.getShape()), n.b.getBoolAttr(false));

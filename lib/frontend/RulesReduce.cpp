@@ -128,12 +128,7 @@ LogicalResult topK(NodeImporter &n, Outs &out) {
     return n.error("TopK supports floating-point inputs");
   double worst = largest ? -std::numeric_limits<double>::infinity()
                          : std::numeric_limits<double>::infinity();
-  SmallVector<int64_t> iotaShape(t.getRank(), 1), iota;
-  iotaShape[axis] = dim;
-  for (int64_t i = 0; i < dim; ++i)
-    iota.push_back(i);
-  Value positions = n.constant(DenseIntElementsAttr::get(
-      RankedTensorType::get(iotaShape, n.b.getI64Type()), ArrayRef<int64_t>(iota)));
+  Value positions = n.positionsAlong(t.getRank(), axis, dim);
   Value remaining = x;
   SmallVector<Value> values, indices;
   for (int64_t j = 0; j < k; ++j) {

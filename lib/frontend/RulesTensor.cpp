@@ -464,12 +464,7 @@ LogicalResult oneHot(NodeImporter &n, Outs &out) {
   Value neg = n.make<LessOp>(idx, n.scalarLike(idx, 0));
   idx = n.make<SelectOp>(neg, n.make<AddOp>(idx, n.scalarLike(idx, depth)), idx);
   idx = n.make<UnsqueezeOp>(idx, n.b.getDenseI64ArrayAttr({axis}));
-  SmallVector<int64_t> iotaShape(rank, 1), iota;
-  iotaShape[axis] = depth;
-  for (int64_t i = 0; i < depth; ++i)
-    iota.push_back(i);
-  Value positions = n.constant(DenseIntElementsAttr::get(
-      RankedTensorType::get(iotaShape, n.b.getI64Type()), ArrayRef<int64_t>(iota)));
+  Value positions = n.positionsAlong(rank, axis, depth);
   auto pick = [&](int64_t i) {
     return n.make<GatherOp>(values, n.constant(DenseIntElementsAttr::get(
                                         RankedTensorType::get({}, n.b.getI64Type()), i)),
