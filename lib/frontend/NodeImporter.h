@@ -112,6 +112,10 @@ void addResizeRules(std::vector<ImportRule> &rules);
 void addRecurrentRules(std::vector<ImportRule> &rules);
 void addEinsumRules(std::vector<ImportRule> &rules);
 
+/// softmax(x) or, with `log`, log_softmax(x) over `axes`, shifted by the
+/// maximum for stability (lib/frontend/RulesNN.cpp).
+mlir::Value buildSoftmax(NodeImporter &n, mlir::Value x, llvm::ArrayRef<int64_t> axes, bool log);
+
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,
                                                  const onnx::TensorProto &tensor,

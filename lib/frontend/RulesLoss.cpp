@@ -73,11 +73,7 @@ LogicalResult softmaxCrossEntropy(NodeImporter &n, Outs &out) {
   Value scores = n.required(0);
   if (n.failed())
     return failure();
-  auto axes = n.b.getDenseI64ArrayAttr({1});
-  auto keep = n.b.getBoolAttr(true);
-  Value shifted = n.make<SubOp>(scores, n.make<ReduceMaxOp>(scores, axes, keep));
-  Value logProb =
-      n.make<SubOp>(shifted, n.make<LogOp>(n.make<ReduceSumOp>(n.make<ExpOp>(shifted), axes, keep)));
+  Value logProb = buildSoftmax(n, scores, {1}, /*log=*/true);
   out.push_back(nllLoss(n, logProb, n.required(1), n.input(2)));
   out.push_back(logProb);
   return success();

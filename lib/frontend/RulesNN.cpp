@@ -310,12 +310,7 @@ LogicalResult softmax(NodeImporter &n, Outs &out) {
   auto rank = n.rankOf(x);
   if (!rank)
     return failure();
-  auto axes = n.b.getDenseI64ArrayAttr(softmaxAxes(n, *rank, n.opset >= 13 ? -1 : 1));
-  auto keep = n.b.getBoolAttr(true);
-  Value shifted = n.make<SubOp>(x, n.make<ReduceMaxOp>(x, axes, keep));
-  Value e = n.make<ExpOp>(shifted);
-  Value sum = n.make<ReduceSumOp>(e, axes, keep);
-  out.push_back(isLog ? n.make<SubOp>(shifted, n.make<LogOp>(sum)) : n.make<DivOp>(e, sum));
+  out.push_back(buildSoftmax(n, x, softmaxAxes(n, *rank, n.opset >= 13 ? -1 : 1), isLog));
   return success();
 }
 
@@ -472,6 +467,15 @@ LogicalResult layerNorm(NodeImporter &n, Outs &out) {
 }
 
 } // namespace
+
+Value buildSoftmax(NodeImporter &n, Value x, ArrayRef<int64_t> axesList, bool log) {
+  auto axes = n.b.getDenseI64ArrayAttr(axesList);
+  auto keep = n.b.getBoolAttr(true);
+  Value shifted = n.make<SubOp>(x, n.make<ReduceMaxOp>(x, axes, keep));
+  Value e = n.make<ExpOp>(shifted);
+  Value sum = n.make<ReduceSumOp>(e, axes, keep);
+  return log ? n.make<SubOp>(shifted, n.make<LogOp>(sum)) : n.make<DivOp>(e, sum);
+}
 
 void addNNRules(std::vector<ImportRule> &r) {
   constexpr int64_t M = kMaxSupportedOpset;
