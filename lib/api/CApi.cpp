@@ -1,6 +1,8 @@
 #include "kiln/Kiln.h"
 #include "kiln/kiln_c.h"
 
+#include "TensorDescs.h"
+
 struct kiln_compiled_model {
   std::unique_ptr<kiln::Model> model;
   std::vector<kiln_tensor_desc> inputs, outputs;
@@ -25,12 +27,8 @@ static kiln_status *wrap(std::unique_ptr<kiln::Model> model, const std::string &
     return kiln_status_create(KILN_COMPILE_ERROR, error.c_str());
   auto *m = new kiln_compiled_model;
   m->model = std::move(model);
-  auto fill = [](const std::vector<kiln::TensorInfo> &infos, std::vector<kiln_tensor_desc> &d) {
-    for (const auto &i : infos)
-      d.push_back({i.name.c_str(), (int32_t)i.dtype, (int32_t)i.dims.size(), i.dims.data()});
-  };
-  fill(m->model->inputs(), m->inputs);
-  fill(m->model->outputs(), m->outputs);
+  m->inputs = kiln::describeTensors(m->model->inputs());
+  m->outputs = kiln::describeTensors(m->model->outputs());
   *out = m;
   return nullptr;
 }

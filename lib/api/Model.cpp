@@ -1,5 +1,6 @@
 // kiln::Model: the in-process JIT with a per-shape executable cache.
 #include "Driver.h"
+#include "TensorDescs.h"
 
 #include "kiln/Codegen/TargetEmitter.h"
 #include "onnx/onnx_pb.h"
@@ -46,13 +47,8 @@ struct Executable {
   kiln_model_desc desc{};
 
   void finalize(kiln_entry_fn entry) {
-    auto fill = [](std::vector<TensorInfo> &infos, std::vector<kiln_tensor_desc> &descs) {
-      descs.clear();
-      for (TensorInfo &i : infos)
-        descs.push_back({i.name.c_str(), (int32_t)i.dtype, (int32_t)i.dims.size(), i.dims.data()});
-    };
-    fill(inputs, inputDescs);
-    fill(outputs, outputDescs);
+    inputDescs = describeTensors(inputs);
+    outputDescs = describeTensors(outputs);
     desc.abi_version = KILN_ABI_VERSION;
     desc.name = "model";
     desc.num_inputs = (int32_t)inputs.size();
