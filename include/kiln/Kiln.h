@@ -14,6 +14,7 @@
 #include "kiln/runtime.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,6 +128,9 @@ struct EmitOptions {
   /// Concrete input shapes; required for llvm/asm/obj when the model has
   /// dynamic dims. Empty entries keep the declared shape.
   std::vector<std::vector<int64_t>> inputShapes;
+  /// The same by input name (kilnc --shape NAME=DIMS); a name that is no
+  /// model input is an error.
+  std::map<std::string, std::vector<int64_t>> inputShapesByName;
   std::string entryName = "kiln_entry";
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).

@@ -3,6 +3,8 @@
 #include "kiln/Codegen/TargetEmitter.h"
 #include "kiln/Passes/Passes.h"
 
+#include "onnx/onnx_pb.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -162,9 +164,23 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
   if (!loadModelFromFile(path, model, error))
     return Status::error(KILN_IO_ERROR, error);
   clock.done("load and check the ONNX model");
+  std::vector<std::vector<int64_t>> shapes = options.inputShapes;
+  if (!options.inputShapesByName.empty()) {
+    std::vector<const onnx::ValueInfoProto *> inputs = modelInputs(*model.proto);
+    shapes.resize(inputs.size());
+    for (const auto &entry : options.inputShapesByName) {
+      const std::string &name = entry.first;
+      auto it = std::find_if(inputs.begin(), inputs.end(),
+                             [&](const onnx::ValueInfoProto *in) { return in->name() == name; });
+      if (it == inputs.end())
+        return Status::error(KILN_INVALID_ARGUMENT, "a shape is given for '" + name +
+                                                        "', which is not a model input");
+      shapes[it - inputs.begin()] = entry.second;
+    }
+  }
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  if (Status s = importAndOptimize(*ctx, model, options.inputShapes, {}, module); !s.ok())
+  if (Status s = importAndOptimize(*ctx, model, shapes, {}, module); !s.ok())
     return s;
   clock.done("import, shape inference, folding");
   auto print = [&](Operation *op) {

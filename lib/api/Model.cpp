@@ -60,19 +60,11 @@ struct Executable {
   }
 };
 
-std::vector<TensorInfo> declaredSignature(
-    const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &values,
-    const std::set<std::string> &skip) {
-  std::vector<TensorInfo> out;
-  for (const auto &v : values) {
-    if (skip.count(v.name()))
-      continue;
-    TensorInfo info{v.name(), (kiln_dtype)v.type().tensor_type().elem_type(), {}};
-    for (const auto &d : v.type().tensor_type().shape().dim())
-      info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-    out.push_back(std::move(info));
-  }
-  return out;
+TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
+  TensorInfo info{v.name(), (kiln_dtype)v.type().tensor_type().elem_type(), {}};
+  for (const auto &d : v.type().tensor_type().shape().dim())
+    info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return info;
 }
 
 } // namespace
@@ -221,12 +213,10 @@ static std::unique_ptr<Model::Impl> makeImpl(LoadedModel loaded, const CompileOp
   auto impl = std::make_unique<Model::Impl>();
   impl->model = std::move(loaded);
   impl->options = options;
-  const auto &graph = impl->model.proto->graph();
-  std::set<std::string> initializers;
-  for (const auto &init : graph.initializer())
-    initializers.insert(init.name());
-  impl->inputs = declaredSignature(graph.input(), initializers);
-  impl->outputs = declaredSignature(graph.output(), {});
+  for (const onnx::ValueInfoProto *in : modelInputs(*impl->model.proto))
+    impl->inputs.push_back(declaredInfo(*in));
+  for (const auto &out : impl->model.proto->graph().output())
+    impl->outputs.push_back(declaredInfo(out));
   return impl;
 }
 

@@ -9,7 +9,6 @@
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -349,20 +348,13 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);
   b.setInsertionPointToEnd(module->getBody());
 
-  llvm::StringSet<> initializerNames;
-  for (const auto &init : graph.initializer())
-    initializerNames.insert(init.name());
-
   SmallVector<Type> argTypes;
-  SmallVector<const onnx::ValueInfoProto *> realInputs;
-  for (const auto &in : graph.input()) {
-    if (initializerNames.contains(in.name()))
-      continue;
-    auto t = inputType(in, realInputs.size());
+  std::vector<const onnx::ValueInfoProto *> realInputs = modelInputs(*model.proto);
+  for (auto [i, in] : llvm::enumerate(realInputs)) {
+    auto t = inputType(*in, i);
     if (failed(t))
       return {};
     argTypes.push_back(*t);
-    realInputs.push_back(&in);
   }
   if (!opts.inputShapes.empty() && opts.inputShapes.size() != realInputs.size()) {
     emitError(moduleLoc) << "the model has " << realInputs.size() << " inputs, but "

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -39,6 +40,17 @@ static bool parseModel(const void *data, size_t size, onnx::ModelProto &model,
     return false;
   }
   return true;
+}
+
+std::vector<const onnx::ValueInfoProto *> modelInputs(const onnx::ModelProto &model) {
+  std::set<std::string> initializers;
+  for (const auto &init : model.graph().initializer())
+    initializers.insert(init.name());
+  std::vector<const onnx::ValueInfoProto *> inputs;
+  for (const auto &in : model.graph().input())
+    if (!initializers.count(in.name()))
+      inputs.push_back(&in);
+  return inputs;
 }
 
 bool decodeTensorPayload(const onnx::TensorProto &t, size_t elementBytes, int64_t count,

@@ -84,48 +84,30 @@ int main(int argc, char **argv) {
   opts.optLevel = optLevel;
   opts.entryName = entryName;
 
-  // Map --shape NAME=DIMS onto graph-input order.
-  if (!shapes.empty()) {
-    std::string err;
-    auto model = kiln::Model::load(inputPath, {}, &err);
-    if (!model) {
-      llvm::errs() << "kilnc: error: " << err << "\n";
-      return 1;
+  // --shape NAME=DxDx...; kiln::emit matches the names to the model's inputs.
+  for (const std::string &s : shapes) {
+    size_t eq = s.rfind('=');
+    if (eq == std::string::npos || eq == 0) {
+      llvm::errs() << "kilnc: error: --shape '" << s << "' is not NAME=DIMS\n";
+      return 2;
     }
-    opts.inputShapes.assign(model->inputs().size(), {});
-    for (const std::string &s : shapes) {
-      size_t eq = s.rfind('=');
-      std::string name = eq == std::string::npos ? "" : s.substr(0, eq);
-      size_t idx = 0;
-      while (idx < model->inputs().size() && model->inputs()[idx].name != name)
-        ++idx;
-      if (eq == std::string::npos || idx == model->inputs().size()) {
-        llvm::errs() << "kilnc: error: --shape '" << s << "' does not name a model input\n";
+    std::vector<int64_t> dims;
+    std::string rest = s.substr(eq + 1);
+    for (size_t pos = 0; !rest.empty() && pos <= rest.size();) {
+      size_t x = rest.find('x', pos);
+      std::string part = rest.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+      char *end = nullptr;
+      long long v = std::strtoll(part.c_str(), &end, 10);
+      if (part.empty() || *end || v < 0) {
+        llvm::errs() << "kilnc: error: bad dimension '" << part << "' in --shape '" << s << "'\n";
         return 2;
       }
-      std::vector<int64_t> dims;
-      std::string rest = s.substr(eq + 1);
-      for (size_t pos = 0; !rest.empty() && pos <= rest.size();) {
-        size_t x = rest.find('x', pos);
-        std::string part = rest.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-        char *end = nullptr;
-        long long v = std::strtoll(part.c_str(), &end, 10);
-        if (part.empty() || *end || v < 0) {
-          llvm::errs() << "kilnc: error: bad dimension '" << part << "' in --shape '" << s << "'\n";
-          return 2;
-        }
-        dims.push_back(v);
-        if (x == std::string::npos)
-          break;
-        pos = x + 1;
-      }
-      opts.inputShapes[idx] = dims;
+      dims.push_back(v);
+      if (x == std::string::npos)
+        break;
+      pos = x + 1;
     }
-    // Inputs without --shape keep their declared (static) shape.
-    for (size_t i = 0; i < opts.inputShapes.size(); ++i)
-      if (opts.inputShapes[i].empty())
-        for (int64_t d : model->inputs()[i].dims)
-          opts.inputShapes[i].push_back(d);
+    opts.inputShapesByName[s.substr(0, eq)] = dims;
   }
 
   auto start = std::chrono::steady_clock::now();

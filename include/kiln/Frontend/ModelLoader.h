@@ -6,9 +6,12 @@
 #include <memory>
 #include <string>
 
+#include <vector>
+
 namespace onnx {
 class ModelProto;
 class TensorProto;
+class ValueInfoProto;
 } // namespace onnx
 
 namespace kiln {
@@ -37,6 +40,10 @@ bool loadModelFromBuffer(const void *data, size_t size, const std::string &baseD
 /// leading out) and that offset/length lie within the file.
 bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
                          std::string &error);
+
+/// The model's real inputs, in order: graph inputs that are not also
+/// initializers (older models list their weights as inputs too).
+std::vector<const onnx::ValueInfoProto *> modelInputs(const onnx::ModelProto &model);
 
 /// The data of `tensor` as dense little-endian bytes: `count` elements of
 /// `elementBytes` each (booleans as one byte). Reads raw_data or the typed
