@@ -109,7 +109,9 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName) {
   PassManager pm(&ctx);
   configure(pm);
   if (stage == LowerTo::Linalg) {
-    pm.addNestedPass<func::FuncOp>(createKilnLowerToLinalg());
+    pm.addNestedPass<func::FuncOp>(createKilnConvertLayout());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnLowerToLinalg());
     pm.addPass(createCanonicalizerPass());
   } else {
     LoweringOptions opts;

@@ -201,6 +201,8 @@ Value poolWindow(OpBuilder &b, Location loc, Value padded, RankedTensorType outT
 }
 
 LogicalResult lowerMaxPool(MaxPoolOp op, PatternRewriter &rw) {
+  if (op.getChannelsLast())
+    return rw.notifyMatchFailure(op, "channels_last pooling is a kernel call");
   Location loc = op.getLoc();
   auto originalT = cast<RankedTensorType>(op.getType());
   auto outT = signlessType(originalT);
@@ -214,6 +216,8 @@ LogicalResult lowerMaxPool(MaxPoolOp op, PatternRewriter &rw) {
 }
 
 LogicalResult lowerAvgPool(AvgPoolOp op, PatternRewriter &rw) {
+  if (op.getChannelsLast())
+    return rw.notifyMatchFailure(op, "channels_last pooling is a kernel call");
   Location loc = op.getLoc();
   auto outT = cast<RankedTensorType>(op.getType());
   auto inT = tensorType(op.getInput());

@@ -1,6 +1,7 @@
 // The kiln-lower-to-linalg pass: checks that every value has a static shape
 // and a supported element type (with an error naming the op, and so the ONNX
 // node), then applies the lowering patterns as a partial conversion.
+#include "KernelCalls.h"
 #include "LoweringUtils.h"
 #include "kiln/Passes/Passes.h"
 
@@ -72,7 +73,19 @@ void eraseSignedness(func::FuncOp func) {
 
 struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
+    ModuleOp module = getOperation();
+    codegen::declareKernelFunctions(module);
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (!func.isDeclaration() && failed(lowerFunction(func)))
+        return signalPassFailure();
+    // Keep only the kernel declarations that a call uses.
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (func.isDeclaration() && func.isPrivate() &&
+          SymbolTable::symbolKnownUseEmpty(func, module))
+        func.erase();
+  }
+
+  LogicalResult lowerFunction(func::FuncOp func) {
     bool ok = true;
     func.walk([&](Operation *op) {
       if (!isa<KilnDialect>(op->getDialect()))
@@ -85,24 +98,27 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     for (BlockArgument arg : func.getArguments())
       ok &= succeeded(checkCodegenType(func, arg.getType(), "a model input"));
     if (!ok)
-      return signalPassFailure();
+      return failure();
 
     RewritePatternSet patterns(&getContext());
+    codegen::populateKernelLoweringPatterns(patterns);
     codegen::populateElementwiseLoweringPatterns(patterns);
     codegen::populateStructuredLoweringPatterns(patterns);
     codegen::populateDataMovementLoweringPatterns(patterns);
     codegen::populateScatterLoweringPatterns(patterns);
     ConversionTarget target(getContext());
     target.addIllegalDialect<KilnDialect>();
+    target.addLegalOp<CallKernelOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(func, target, std::move(patterns))))
-      return signalPassFailure();
+      return failure();
     eraseSignedness(func);
     // Model inputs belong to the caller: bufferization must never write into
     // them in place (a scatter would otherwise update the input buffer).
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       BoolAttr::get(&getContext(), false));
+    return success();
   }
 };
 

@@ -1,4 +1,5 @@
 #include "kiln/Codegen/TargetEmitter.h"
+#include "KernelCalls.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -92,6 +93,8 @@ std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
   }
   llvmModule->setDataLayout(tm.createDataLayout());
   llvmModule->setTargetTriple(tm.getTargetTriple());
+  if (!linkKernelLibrary(*llvmModule, tm, error))
+    return nullptr;
   if (optLevel <= 0)
     return llvmModule;
 

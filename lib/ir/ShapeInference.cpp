@@ -272,6 +272,19 @@ static LogicalResult checkSpatial(std::optional<Location> loc, size_t spatial,
   return success();
 }
 
+/// `channels` input channels split into `group` groups of the weight's
+/// `weightChannels`.
+static LogicalResult checkGroups(std::optional<Location> loc, int64_t group, int64_t channels,
+                                 int64_t weightChannels) {
+  if (group <= 0)
+    return fail(loc, "group must be positive");
+  if (isConstantDim(channels) && isConstantDim(weightChannels) &&
+      channels != weightChannels * group)
+    return fail(loc, "conv input has " + Twine(channels) + " channels but weight expects " +
+                         Twine(weightChannels) + " x group " + Twine(group));
+  return success();
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getInput());
@@ -285,13 +298,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   size_t spatial = it.getRank() - 2;
   if (failed(checkSpatial(loc, spatial, a.getStrides(), a.getPads(), a.getDilations())))
     return failure();
-  int64_t group = a.getGroup();
-  int64_t c = it.getDimSize(1), wc = wt.getDimSize(1);
-  if (group <= 0)
-    return fail(loc, "group must be positive");
-  if (isConstantDim(c) && isConstantDim(wc) && c != wc * group)
-    return fail(loc, "conv input has " + Twine(c) + " channels but weight expects " +
-                         Twine(wc) + " x group " + Twine(group));
+  if (failed(checkGroups(loc, a.getGroup(), it.getDimSize(1), wt.getDimSize(1))))
+    return failure();
   SmallVector<int64_t> shape{it.getDimSize(0), wt.getDimSize(0)};
   for (size_t i = 0; i < spatial; ++i)
     shape.push_back(windowOutput(it.getDimSize(2 + i),
@@ -299,6 +307,42 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
                                  wt.getDimSize(2 + i), a.getStrides()[i],
                                  a.getDilations()[i]));
   types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult Conv2DNhwcOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor a, SmallVectorImpl<Type> &types) {
+  Type elt = elementTypeOf(a.getInput());
+  auto it = ranked(a.getInput()), wt = ranked(a.getWeight());
+  if (!it || !wt) {
+    types.push_back(UnrankedTensorType::get(elt));
+    return success();
+  }
+  if (it.getRank() != 4 || wt.getRank() != 4)
+    return fail(loc, "conv2d_nhwc needs a 4-D input and weight");
+  if (failed(checkSpatial(loc, 2, a.getStrides(), a.getPads(), a.getDilations())))
+    return failure();
+  if (failed(checkGroups(loc, a.getGroup(), it.getDimSize(3), wt.getDimSize(1))))
+    return failure();
+  SmallVector<int64_t> shape{it.getDimSize(0)};
+  for (size_t i = 0; i < 2; ++i)
+    shape.push_back(windowOutput(it.getDimSize(1 + i), a.getPads()[i] + a.getPads()[2 + i],
+                                 wt.getDimSize(2 + i), a.getStrides()[i],
+                                 a.getDilations()[i]));
+  shape.push_back(wt.getDimSize(0));
+  types.push_back(tensorOf(shape, elt));
+  return success();
+}
+
+LogicalResult Conv2DNhwcOp::verify() {
+  if (Value b = getBias())
+    if (auto bt = ranked(b); bt && bt.getRank() != 1)
+      return emitOpError("bias must be 1-D");
+  if (Value r = getResidual())
+    if (!detail::areCompatibleReturnTypes(TypeRange{r.getType()}, TypeRange{getType()}))
+      return emitOpError("residual must have the result's type");
+  if (getClampMin().convertToFloat() > getClampMax().convertToFloat())
+    return emitOpError("clamp_min exceeds clamp_max");
   return success();
 }
 
@@ -314,7 +358,7 @@ LogicalResult ConvOp::verify() {
 static LogicalResult inferPool(std::optional<Location> loc, Value input,
                                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
-                               ArrayRef<int64_t> ceilPads,
+                               ArrayRef<int64_t> ceilPads, bool channelsLast,
                                SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(input);
   auto it = ranked(input);
@@ -329,12 +373,18 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
     return fail(loc, "kernel_shape does not match the input's spatial rank");
   if (failed(checkSpatial(loc, spatial, strides, pads, dilations)))
     return failure();
-  SmallVector<int64_t> shape{it.getDimSize(0), it.getDimSize(1)};
+  int64_t firstSpatial = channelsLast ? 1 : 2;
+  int64_t channels = it.getDimSize(channelsLast ? it.getRank() - 1 : 1);
+  SmallVector<int64_t> shape{it.getDimSize(0)};
+  if (!channelsLast)
+    shape.push_back(channels);
   for (size_t i = 0; i < spatial; ++i) {
     int64_t padSum = pads[i] + pads[spatial + i] + (ceilPads.empty() ? 0 : ceilPads[i]);
-    shape.push_back(windowOutput(it.getDimSize(2 + i), padSum, kernel[i], strides[i],
-                                 dilations[i]));
+    shape.push_back(windowOutput(it.getDimSize(firstSpatial + i), padSum, kernel[i],
+                                 strides[i], dilations[i]));
   }
+  if (channelsLast)
+    shape.push_back(channels);
   types.push_back(tensorOf(shape, elt));
   return success();
 }
@@ -342,14 +392,14 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor a, SmallVectorImpl<Type> &types) {
   return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(), a.getPads(),
-                   a.getDilations(), {}, types);
+                   a.getDilations(), {}, a.getChannelsLast(), types);
 }
 
 LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           Adaptor a, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> ones(a.getKernelShape().size(), 1);
   return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(), a.getPads(),
-                   ones, a.getCeilPads(), types);
+                   ones, a.getCeilPads(), a.getChannelsLast(), types);
 }
 
 LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,

@@ -1,5 +1,6 @@
 // Pass pipelines and registration.
 #include "kiln/Passes/Passes.h"
+#include "../codegen/KernelCalls.h"
 
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -24,7 +25,11 @@ void buildKilnOptimizationPipeline(OpPassManager &pm) {
 }
 
 void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
-  pm.addNestedPass<func::FuncOp>(createKilnLowerToLinalg());
+  if (opts.convertLayout) {
+    pm.addNestedPass<func::FuncOp>(createKilnConvertLayout());
+    pm.addPass(createCanonicalizerPass());
+  }
+  pm.addPass(createKilnLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
   if (opts.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
@@ -61,6 +66,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
 
 void registerKilnDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect>();
+  codegen::registerKernelCallBufferization(registry);
   registerAllDialects(registry);
   registerAllExtensions(registry);
 }

@@ -16,18 +16,60 @@ func.func @broadcast_add(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf
 
 // -----
 
-// Matmul: zero-filled accumulator, reduction dim before the innermost
-// output dim so the inner loop walks the output contiguously.
-// CHECK-LABEL: func.func @matmul
-// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[ACC:.*]] = linalg.fill ins(%[[ZERO]] : f32)
+// Integer matmul (no kernel): zero-filled accumulator, reduction dim before
+// the innermost output dim so the inner loop walks the output contiguously.
+// CHECK-LABEL: func.func @matmul_i32
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: %[[ACC:.*]] = linalg.fill ins(%[[ZERO]] : i32)
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
-// CHECK-SAME: outs(%[[ACC]] : tensor<4x5xf32>)
-// CHECK: arith.mulf
-// CHECK: arith.addf
-func.func @matmul(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) -> tensor<4x5xf32> {
-  %0 = kiln.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
-  return %0 : tensor<4x5xf32>
+// CHECK-SAME: outs(%[[ACC]] : tensor<4x5xi32>)
+// CHECK: arith.muli
+// CHECK: arith.addi
+func.func @matmul_i32(%a: tensor<4x3xi32>, %b: tensor<3x5xi32>) -> tensor<4x5xi32> {
+  %0 = kiln.matmul %a, %b : (tensor<4x3xi32>, tensor<3x5xi32>) -> tensor<4x5xi32>
+  return %0 : tensor<4x5xi32>
+}
+
+// -----
+
+// f32 matmul with a run-time right operand: the matmul kernel, with its
+// parameter block [batch, M, N, K, batch strides A/B/C, lda, ldb, ldc, transB]
+// (a rank-2 right operand is broadcast: stride 0).
+// CHECK-LABEL: func.func @matmul_f32
+// CHECK: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 12, 0, 20, 3, 5, 5, 0]> : tensor<11xi64>
+// CHECK: %[[INIT:.*]] = tensor.empty() : tensor<2x4x5xf32>
+// CHECK: kiln.call_kernel @kiln_matmul_f32(%[[P]], %arg0, %arg1) into %[[INIT]] {result_position = 3 : i64}
+func.func @matmul_f32(%a: tensor<2x4x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x4x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<2x4x3xf32>, tensor<3x5xf32>) -> tensor<2x4x5xf32>
+  return %0 : tensor<2x4x5xf32>
+}
+
+// -----
+
+// A constant right operand is a 1x1 convolution over the 8 rows: its
+// weights are packed at compile time into a zero-padded 32-wide panel
+// (B[k][n] lands at k * 32 + n).
+// CHECK-LABEL: func.func @matmul_constant_rhs
+// CHECK: arith.constant dense<[1, 1, 8, 2, 1, 8, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
+// CHECK: arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 0.000000e+00
+// CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
+// CHECK-SAME: {result_position = 5 : i64}
+func.func @matmul_constant_rhs(%a: tensor<8x2xf32>) -> tensor<8x3xf32> {
+  %b = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %0 = kiln.matmul %a, %b : (tensor<8x2xf32>, tensor<2x3xf32>) -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+// Channels-last pooling is a kernel call: [n, h, w, c, oh, ow, kh, kw, sh,
+// sw, pad top, pad left, dh, dw, pad bottom, pad right, flags].
+// CHECK-LABEL: func.func @max_pool_nhwc
+// CHECK: arith.constant dense<[1, 8, 8, 3, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0]> : tensor<17xi64>
+// CHECK: kiln.call_kernel @kiln_pool2d_nhwc_f32
+func.func @max_pool_nhwc(%x: tensor<1x8x8x3xf32>) -> tensor<1x4x4x3xf32> {
+  %0 = kiln.max_pool %x {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x8x8x3xf32>) -> tensor<1x4x4x3xf32>
+  return %0 : tensor<1x4x4x3xf32>
 }
 
 // -----

@@ -97,6 +97,36 @@ class Kiln_ReduceOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
 }
 
 //===----------------------------------------------------------------------===//
+// Code generation
+//===----------------------------------------------------------------------===//
+
+// Not a Kiln_Op: it has no inferred type and is not pure (it stands for a
+// call that writes memory once bufferized).
+def Kiln_CallKernelOp : Op<Kiln_Dialect, "call_kernel"> {
+  let summary = "a call to one of Kiln's microkernels, in destination-passing style";
+  let description = [{
+    Made by `kiln-lower-to-linalg`. Tensor arguments are read by the kernel
+    and scalar ones passed as they are; `init` is the destination the kernel
+    writes (its contents are not read) and the result is that tensor. Its
+    bufferization model (lib/codegen/KernelCallBufferization.cpp) turns it
+    into a `func.call` of `kernel` with each buffer's address as an i64, the
+    destination's at `result_position`, copying any buffer that is not
+    dense row-major.
+
+    ```mlir
+    %y = kiln.call_kernel @kiln_matmul_f32(%params, %a, %b) into %init {result_position = 3 : i64}
+         : (tensor<11xi64>, tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyType>:$args,
+                       AnyRankedTensor:$init, I64Attr:$result_position);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $kernel `(` $args `)` `into` $init attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
 
@@ -226,11 +256,42 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let hasVerifier = 1;
 }
 
+def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
+  let summary = "2-D grouped convolution in NHWC layout with a fused epilogue";
+  let description = [{
+    Computes `clamp(conv(input, weight) + bias + residual, clamp_min,
+    clamp_max)` on NHWC tensors. `weight` keeps ONNX's [O, I/group, KH, KW]
+    layout (the code generator packs it); `residual`, when present, has the
+    result's shape. `kiln-convert-layout` creates it from `kiln.conv`, and
+    `kiln-fuse-epilogues` folds bias, BatchNorm scales, residual adds and
+    Relu/Clip into it.
+
+    ```mlir
+    %y = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 6.0 : f32, clamp_min = 0.0 : f32,
+           dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>,
+           strides = array<i64: 1, 1>}
+         : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x8x8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, AnyTensor:$weight,
+                       Optional<AnyTensor>:$bias, Optional<AnyTensor>:$residual,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group,
+                       F32Attr:$clamp_min, F32Attr:$clamp_max);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_MaxPoolOp : Kiln_Op<"max_pool"> {
   let summary = "N-d max pooling in NC[D]HW layout";
   let description = [{
     Padding never wins the maximum. Ceil-mode pooling is expressed by the
-    importer as extra end padding.
+    importer as extra end padding. With `channels_last` the layout is
+    N[D]HWC (set by `kiln-convert-layout`).
 
     ```mlir
     %y = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
@@ -240,7 +301,7 @@ def Kiln_MaxPoolOp : Kiln_Op<"max_pool"> {
   }];
   let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations);
+                       DenseI64ArrayAttr:$dilations, UnitAttr:$channels_last);
   let results = (outs AnyTensor:$output);
 }
 
@@ -248,7 +309,8 @@ def Kiln_AvgPoolOp : Kiln_Op<"avg_pool"> {
   let summary = "N-d average pooling in NC[D]HW layout";
   let description = [{
     `pads` are the ONNX pads; `ceil_pads` is extra end padding that ceil mode
-    adds, which never counts in the divisor.
+    adds, which never counts in the divisor. With `channels_last` the layout
+    is N[D]HWC (set by `kiln-convert-layout`).
 
     ```mlir
     %y = kiln.avg_pool %x {ceil_pads = array<i64: 0, 0>, count_include_pad = false,
@@ -258,7 +320,8 @@ def Kiln_AvgPoolOp : Kiln_Op<"avg_pool"> {
   }];
   let arguments = (ins AnyTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$ceil_pads, BoolAttr:$count_include_pad);
+                       DenseI64ArrayAttr:$ceil_pads, BoolAttr:$count_include_pad,
+                       UnitAttr:$channels_last);
   let results = (outs AnyTensor:$output);
 }
 

@@ -31,6 +31,8 @@ struct LoweringOptions {
   std::string entryName = "kiln_entry";
   /// Fuse producer/consumer elementwise linalg ops before bufferization.
   bool fuseElementwise = true;
+  /// Run kiln-convert-layout (NHWC convolutions, fused epilogues) first.
+  bool convertLayout = true;
 };
 
 /// kiln (static shapes) -> linalg on tensors -> bufferization -> loops ->

@@ -17,7 +17,44 @@ def KilnInferShapes : Pass<"kiln-infer-shapes", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
-def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
+def KilnConvertLayout : Pass<"kiln-convert-layout", "mlir::func::FuncOp"> {
+  let summary = "Move 2-D convolution chains to NHWC and fuse their epilogues";
+  let description = [{
+    Each NCHW `kiln.conv` with constant weights (static, f32, 2-D) becomes
+    `kiln.conv2d_nhwc` between two transposes. The transposes then sink
+    through elementwise ops (broadcast operands are re-laid out when they
+    are constants or smaller than the result), keepdims reductions,
+    concatenations and pooling (which switches to `channels_last`), and a
+    transpose pair cancels, so data stays NHWC between convolutions and
+    transposes remain only at the edges. A transpose that only moves size-1
+    dims becomes a reshape. Runs the `kiln-fuse-epilogues` patterns too.
+
+    ```mlir
+    %0 = kiln.conv %x, %w, %b {...} : (tensor<1x3x8x8xf32>, ...) -> tensor<1x4x8x8xf32>
+    %1 = kiln.relu %0 : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+    // becomes
+    %t = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} ...
+    %c = kiln.conv2d_nhwc %t, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0.0 : f32, ...}
+    %1 = kiln.transpose %c {perm = array<i64: 0, 3, 1, 2>} ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnFuseEpilogues : Pass<"kiln-fuse-epilogues", "mlir::func::FuncOp"> {
+  let summary = "Fold per-channel scale/shift, bias, residual add and Relu/Clip into conv2d_nhwc";
+  let description = [{
+    The kernel computes `clamp(conv + bias + residual, lo, hi)` while the
+    output tile is in registers. A single-use `kiln.conv2d_nhwc` absorbs, in
+    that order: `kiln.mul`/`kiln.add` by per-channel constants (folded into
+    the weights and bias: BatchNormalization), `kiln.add` of a tensor of the
+    result's type (residual), and `kiln.relu` or `kiln.max`/`kiln.min` with
+    a scalar constant (Relu, Clip, ReLU6).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower kiln ops to linalg, tensor, arith and math on tensors";
   let description = [{
     Requires static shapes (run kiln-infer-shapes first, with input shapes
@@ -27,12 +64,16 @@ def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     padding. Each failure names the kiln op (and through its location the
     ONNX node) that could not be lowered. Function arguments (the model's
     inputs, owned by the caller) are marked `bufferization.writable = false`.
+    Convolutions in NHWC, f32 matrix products and channels_last pooling
+    become calls to Kiln's microkernels (declared as private functions in
+    the module; their bitcode is linked in after translation to LLVM IR).
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
   ];
 }
 

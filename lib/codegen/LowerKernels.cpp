@@ -1,0 +1,274 @@
+// Convolutions, matrix products and NHWC pooling -> calls to Kiln's
+// microkernels (lib/kernels/Kernels.cpp, linked in as bitcode).
+//
+// Each call is a kiln.call_kernel on tensors, in destination-passing style,
+// so one-shot bufferization decides buffers and in-place writes as for any
+// other op; its bufferization model takes the addresses (as i64: one
+// declaration serves every shape) right at the call. Weights
+// are packed here, at compile time, into the kernels' panel layout, and
+// each call's shape parameters live in a small constant i64 block that LLVM
+// can propagate into the kernel.
+#include "KernelCalls.h"
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln::codegen {
+
+// Must match KILN_PANEL in lib/kernels/Kernels.cpp.
+constexpr int64_t kPanel = 32;
+
+namespace {
+
+constexpr const char *kConv = "kiln_conv2d_nhwc_f32";
+constexpr const char *kDwConv = "kiln_dwconv2d_nhwc_f32";
+constexpr const char *kMatMul = "kiln_matmul_f32";
+constexpr const char *kPool = "kiln_pool2d_nhwc_f32";
+
+Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
+}
+
+Value f32Block(OpBuilder &b, Location loc, ArrayRef<float> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getF32Type());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
+}
+
+Value f32(OpBuilder &b, Location loc, float v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+/// kiln.call_kernel of `kernel` with `args`; the result's address goes at
+/// `outIndex` once bufferized.
+Value callWithResult(OpBuilder &b, Location loc, StringRef kernel, RankedTensorType resultType,
+                     ValueRange args, unsigned outIndex) {
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType());
+  return CallKernelOp::create(b, loc, resultType, FlatSymbolRefAttr::get(b.getContext(), kernel), args, init,
+                              b.getI64IntegerAttr(outIndex));
+}
+
+std::optional<SmallVector<float>> constantFloats(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isF32())
+    return std::nullopt;
+  return SmallVector<float>(attr.getValues<float>());
+}
+
+struct ConvShape {
+  int64_t n, h, w, c, oh, ow, oc, kh, kw, groups;
+};
+
+/// Weights [O][I/g][KH][KW] -> [g][panel][KH][KW][I/g][kPanel] and bias ->
+/// [g][panel][kPanel], zero padded: the layout of kiln_conv2d_nhwc_f32.
+void packConv(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
+              std::vector<float> &packedW, std::vector<float> &packedB) {
+  int64_t cg = s.c / s.groups, fg = s.oc / s.groups, panels = (fg + kPanel - 1) / kPanel;
+  packedW.assign(s.groups * panels * s.kh * s.kw * cg * kPanel, 0.0f);
+  packedB.assign(s.groups * panels * kPanel, 0.0f);
+  for (int64_t g = 0; g < s.groups; ++g)
+    for (int64_t f = 0; f < fg; ++f) {
+      int64_t o = g * fg + f, p = f / kPanel, lane = f % kPanel;
+      if (!bias.empty())
+        packedB[(g * panels + p) * kPanel + lane] = bias[o];
+      for (int64_t y = 0; y < s.kh; ++y)
+        for (int64_t x = 0; x < s.kw; ++x)
+          for (int64_t i = 0; i < cg; ++i)
+            packedW[((((g * panels + p) * s.kh + y) * s.kw + x) * cg + i) * kPanel + lane] =
+                w[((o * cg + i) * s.kh + y) * s.kw + x];
+    }
+}
+
+/// Depthwise weights [C][1][KH][KW] -> [KH][KW][C rounded up to kPanel].
+void packDepthwise(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
+                   std::vector<float> &packedW, std::vector<float> &packedB) {
+  int64_t cpad = (s.c + kPanel - 1) / kPanel * kPanel;
+  packedW.assign(s.kh * s.kw * cpad, 0.0f);
+  packedB.assign(cpad, 0.0f);
+  for (int64_t c = 0; c < s.c; ++c) {
+    if (!bias.empty())
+      packedB[c] = bias[c];
+    for (int64_t y = 0; y < s.kh; ++y)
+      for (int64_t x = 0; x < s.kw; ++x)
+        packedW[(y * s.kw + x) * cpad + c] = w[(c * s.kh + y) * s.kw + x];
+  }
+}
+
+/// Emits a convolution kernel call; shared by conv2d_nhwc and by matrix
+/// products with a constant right operand (1x1 convolutions over rows).
+Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t> strides,
+               ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, ArrayRef<float> weight,
+               ArrayRef<float> bias, Value input, Value residual, float lo, float hi,
+               RankedTensorType resultType) {
+  bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
+  std::vector<float> packedW, packedB;
+  if (depthwise)
+    packDepthwise(s, weight, bias, packedW, packedB);
+  else
+    packConv(s, weight, bias, packedW, packedB);
+  SmallVector<int64_t> params{s.n,        s.h,        s.w,        s.c,          s.oh,
+                              s.ow,       s.oc,       s.kh,       s.kw,         strides[0],
+                              strides[1], pads[0],    pads[1],    dilations[0], dilations[1],
+                              s.groups,   residual ? 1 : 0};
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  SmallVector<Value> args{i64Block(b, loc, params), input, f32Block(b, loc, packedW),
+                          f32Block(b, loc, packedB), residual ? residual : zero,
+                          f32(b, loc, lo), f32(b, loc, hi)};
+  return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5);
+}
+
+LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
+  auto inT = tensorType(op.getInput()), wT = tensorType(op.getWeight());
+  auto outT = cast<RankedTensorType>(op.getType());
+  auto weight = constantFloats(op.getWeight());
+  std::optional<SmallVector<float>> bias;
+  if (op.getBias() && !(bias = constantFloats(op.getBias())))
+    return op.emitOpError("needs a constant bias");
+  if (!weight)
+    return op.emitOpError("needs constant weights");
+  ConvShape s{inT.getDimSize(0),  inT.getDimSize(1), inT.getDimSize(2), inT.getDimSize(3),
+              outT.getDimSize(1), outT.getDimSize(2), outT.getDimSize(3), wT.getDimSize(2),
+              wT.getDimSize(3),  op.getGroup()};
+  rw.replaceOp(op, emitConv(rw, op.getLoc(), s, op.getStrides(), op.getPads(),
+                            op.getDilations(), *weight, bias ? ArrayRef<float>(*bias)
+                                                             : ArrayRef<float>(),
+                            op.getInput(), op.getResidual(), op.getClampMin().convertToFloat(),
+                            op.getClampMax().convertToFloat(), outT));
+  return success();
+}
+
+/// f32 matrix products. A constant right operand [K, N] is a 1x1
+/// convolution over the rows of the left operand (weights packed now); a
+/// run-time one goes to kiln_matmul_f32, which packs it on the fly. Batch
+/// dims must match or be absent on one side; other broadcasts, vectors and
+/// other element types keep the generic lowering.
+struct LowerMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto lt = tensorType(op.getLhs()), rt = tensorType(op.getRhs());
+    auto outT = cast<RankedTensorType>(op.getType());
+    if (!outT.getElementType().isF32() || lt.getRank() < 2 || rt.getRank() < 2 ||
+        outT.getNumElements() == 0)
+      return failure();
+    int64_t M = lt.getDimSize(lt.getRank() - 2), K = lt.getDimSize(lt.getRank() - 1),
+            N = rt.getDimSize(rt.getRank() - 1);
+    if (K == 0)
+      return failure();
+    Location loc = op.getLoc();
+    int64_t lhsBatch = lt.getNumElements() / (M * K), rhsBatch = rt.getNumElements() / (K * N);
+    if (rt.getRank() == 2) {
+      if (auto w = constantFloats(op.getRhs())) {
+        // W[o][i] = B[i][o]: the conv weight layout.
+        SmallVector<float> wt(N * K);
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n)
+            wt[n * K + k] = (*w)[k * N + n];
+        int64_t rows = lhsBatch * M;
+        ConvShape s{1, 1, rows, K, 1, rows, N, 1, 1, 1};
+        float inf = std::numeric_limits<float>::infinity();
+        rw.replaceOp(op, emitConv(rw, loc, s, {1, 1}, {0, 0}, {1, 1}, wt, {}, op.getLhs(),
+                                  Value(), -inf, inf, outT));
+        return success();
+      }
+    }
+    ArrayRef<int64_t> lb = lt.getShape().drop_back(2), rb = rt.getShape().drop_back(2),
+                      ob = outT.getShape().drop_back(2);
+    int64_t batch = outT.getNumElements() / (M * N);
+    bool lhsFull = lhsBatch == batch && lb == ob.take_back(lb.size());
+    bool rhsFull = rhsBatch == batch && rb == ob.take_back(rb.size());
+    if (!(lhsFull || lhsBatch == 1) || !(rhsFull || rhsBatch == 1))
+      return failure();
+    SmallVector<int64_t> params{batch,
+                                M,
+                                N,
+                                K,
+                                lhsBatch == 1 ? 0 : M * K,
+                                rhsBatch == 1 ? 0 : K * N,
+                                M * N,
+                                K,
+                                N,
+                                N,
+                                0};
+    SmallVector<Value> args{i64Block(rw, loc, params), op.getLhs(), op.getRhs()};
+    rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3));
+    return success();
+  }
+};
+
+/// Max/average pooling with channels_last (2-D, f32).
+template <typename PoolOp, bool isAvg>
+struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
+  using OpRewritePattern<PoolOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
+    if (!op.getChannelsLast())
+      return failure();
+    auto inT = tensorType(op.getInput());
+    auto outT = cast<RankedTensorType>(op.getType());
+    if (inT.getRank() != 4 || !inT.getElementType().isF32())
+      return op.emitOpError("channels_last pooling needs a 2-D f32 input");
+    ArrayRef<int64_t> k = op.getKernelShape(), s = op.getStrides(), p = op.getPads();
+    int64_t dh = 1, dw = 1, flags = 0;
+    if constexpr (isAvg) {
+      flags = 1 | (op.getCountIncludePad() ? 2 : 0);
+    } else {
+      dh = op.getDilations()[0];
+      dw = op.getDilations()[1];
+    }
+    SmallVector<int64_t> params{inT.getDimSize(0), inT.getDimSize(1),  inT.getDimSize(2),
+                                inT.getDimSize(3), outT.getDimSize(1), outT.getDimSize(2),
+                                k[0],              k[1],               s[0],
+                                s[1],              p[0],               p[1],
+                                dh,                dw,                 p[2],
+                                p[3],              flags};
+    Location loc = op.getLoc();
+    SmallVector<Value> args{i64Block(rw, loc, params), op.getInput()};
+    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2));
+    return success();
+  }
+};
+
+} // namespace
+
+Value bufferAddress(OpBuilder &b, Location loc, Value memref) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value offset = meta.getOffset();
+  Value bytes = arith::MulIOp::create(
+      b, loc, offset,
+      arith::ConstantIndexOp::create(
+          b, loc, cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8));
+  Value addr = arith::AddIOp::create(b, loc, base, bytes);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
+}
+
+void declareKernelFunctions(ModuleOp module) {
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  Type i64 = b.getI64Type(), f32t = b.getF32Type();
+  auto declare = [&](StringRef name, SmallVector<Type> args) {
+    if (module.lookupSymbol(name))
+      return;
+    auto f = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType(args, {}));
+    f.setPrivate();
+  };
+  declare(kConv, {i64, i64, i64, i64, i64, i64, f32t, f32t});
+  declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t});
+  declare(kMatMul, {i64, i64, i64, i64});
+  declare(kPool, {i64, i64, i64});
+}
+
+void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
+  // Above the generic matmul/pool lowerings: the kernels win where they apply.
+  patterns.add(lowerConv2DNhwc);
+  patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
+      patterns.getContext(), /*benefit=*/2);
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,368 @@
+// Kiln's CPU microkernels: convolution (direct, "indirect GEMM" style),
+// depthwise convolution, matrix product with a run-time right operand, and
+// NHWC pooling.
+//
+// Why hand-written kernels and not MLIR vector codegen: the register tile
+// must keep MR x NV vector accumulators live across the whole reduction,
+// with the A operand broadcast from memory straight into the FMA. Written
+// here with clang's generic vector types, LLVM produces exactly that loop
+// (24 zmm accumulators on AVX-512, 12 ymm on AVX2), and the same source
+// serves x86-64 and AArch64. This file is compiled at build time to LLVM
+// bitcode once per target variant (see CMakeLists.txt), embedded in
+// libkiln, and linked into every generated module, where LLVM optimises it
+// for the module's CPU (target attributes are stripped at link time) and can
+// specialise it on the constant parameter blocks. It is freestanding: no
+// headers, no libc, no allocation: scratch lives on the stack.
+//
+// The unit tests compile this same file natively and compare every entry
+// point with plain reference loops.
+//
+// Pointers arrive as integers (`kiln_addr`): the generated MLIR passes
+// `memref.extract_aligned_pointer_as_index` values, which become i64.
+
+#ifndef KILN_VEC
+#define KILN_VEC 16 // floats per vector register
+#endif
+#ifndef KILN_MR
+#define KILN_MR 12 // output rows (pixels) per register tile
+#endif
+
+typedef long kiln_i64;
+typedef __INTPTR_TYPE__ kiln_addr;
+typedef float vf __attribute__((ext_vector_type(KILN_VEC), aligned(4)));
+
+// Weights are packed in panels of this many output channels; the value is
+// part of the compiler/kernel contract (lib/codegen/LowerKernels.cpp).
+#define KILN_PANEL 32
+#define NV (KILN_PANEL / KILN_VEC)
+#define MR KILN_MR
+
+#define INLINE static inline __attribute__((always_inline))
+
+namespace {
+
+// Zeros that padded window positions read from, so that the inner loops
+// never test bounds. Channel counts above this go through the chunked path.
+constexpr kiln_i64 kZeroFloats = 4096;
+alignas(64) const float kZeros[kZeroFloats] = {};
+
+INLINE vf loadv(const float *p) {
+  vf v;
+  __builtin_memcpy(&v, p, sizeof(vf));
+  return v;
+}
+INLINE void storev(float *p, vf v) { __builtin_memcpy(p, &v, sizeof(vf)); }
+INLINE vf splat(float x) { return (vf)x; }
+INLINE float clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/// acc[i][v] += sum over the `count` rows a[i][0..k) times the packed panel b.
+/// One call covers one window position of a convolution (k input channels).
+INLINE void accumulate(vf (&acc)[MR][NV], const float *const (&a)[MR], const float *b,
+                       kiln_i64 k) {
+  for (kiln_i64 c = 0; c < k; ++c) {
+    vf bv[NV];
+    for (int v = 0; v < NV; ++v)
+      bv[v] = loadv(b + c * KILN_PANEL + v * KILN_VEC);
+    for (int i = 0; i < MR; ++i) {
+      vf x = splat(a[i][c]);
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] += x * bv[v];
+    }
+  }
+}
+
+/// Epilogue of one register tile: bias (already in acc), residual, clamp,
+/// and a store of the `rows` x `cols` valid part.
+INLINE void storeTile(vf (&acc)[MR][NV], float *const (&out)[MR], const float *const (&res)[MR],
+                      int rows, kiln_i64 cols, bool hasResidual, float lo, float hi) {
+  vf vlo = splat(lo), vhi = splat(hi);
+  for (int i = 0; i < rows; ++i) {
+    for (int v = 0; v < NV; ++v) {
+      kiln_i64 c0 = v * KILN_VEC;
+      if (c0 + KILN_VEC <= cols) {
+        vf r = acc[i][v];
+        if (hasResidual)
+          r += loadv(res[i] + c0);
+        r = __builtin_elementwise_min(__builtin_elementwise_max(r, vlo), vhi);
+        storev(out[i] + c0, r);
+      } else {
+        for (kiln_i64 c = c0; c < cols; ++c) {
+          float r = acc[i][v][c - c0];
+          if (hasResidual)
+            r += res[i][c];
+          out[i][c] = clampf(r, lo, hi);
+        }
+      }
+    }
+  }
+}
+
+struct ConvParams {
+  kiln_i64 n, h, w, c, oh, ow, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, flags;
+};
+enum : kiln_i64 { kHasResidual = 1 };
+
+struct PoolParams {
+  kiln_i64 n, h, w, c, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, padEndH, padEndW, flags;
+};
+enum : kiln_i64 { kAverage = 1, kCountPad = 2 };
+
+/// Output pixels [m0, m0 + rows) of image `n`, group `g`, output-channel
+/// panel `p`. The K loop walks window positions; for each, every row of the
+/// tile points at its input pixel's channels, or at zeros when the window
+/// position falls in the padding.
+INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
+                     const float *res, float *out, float lo, float hi, kiln_i64 n, kiln_i64 g,
+                     kiln_i64 p, kiln_i64 m0) {
+  kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 m = q.oh * q.ow;
+  int rows = m - m0 < MR ? (int)(m - m0) : MR;
+  kiln_i64 ih0[MR], iw0[MR];
+  for (int i = 0; i < MR; ++i) {
+    kiln_i64 pix = m0 + (i < rows ? i : 0);
+    ih0[i] = (pix / q.ow) * q.sh - q.ph;
+    iw0[i] = (pix % q.ow) * q.sw - q.pw;
+  }
+  const float *image = in + n * q.h * q.w * q.c + g * cg;
+  const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
+  const float *bp = bias + (g * panels + p) * KILN_PANEL;
+
+  vf acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = loadv(bp + v * KILN_VEC);
+
+  for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
+    for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
+      const float *kpanel = panel + (ky * q.kw + kx) * cg * KILN_PANEL;
+      // Channel chunks keep the zero rows within kZeros.
+      for (kiln_i64 c0 = 0; c0 < cg; c0 += kZeroFloats) {
+        kiln_i64 k = cg - c0 < kZeroFloats ? cg - c0 : kZeroFloats;
+        const float *a[MR];
+        for (int i = 0; i < MR; ++i) {
+          kiln_i64 y = ih0[i] + ky * q.dh, x = iw0[i] + kx * q.dw;
+          bool inside = y >= 0 && y < q.h && x >= 0 && x < q.w;
+          a[i] = inside ? image + (y * q.w + x) * q.c + c0 : kZeros;
+        }
+        accumulate(acc, a, kpanel + c0 * KILN_PANEL, k);
+      }
+    }
+  }
+
+  kiln_i64 col0 = g * fg + p * KILN_PANEL;
+  kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
+  float *o[MR];
+  const float *r[MR];
+  for (int i = 0; i < MR; ++i) {
+    kiln_i64 off = ((n * m) + m0 + (i < rows ? i : 0)) * q.oc + col0;
+    o[i] = out + off;
+    r[i] = res ? res + off : nullptr;
+  }
+  storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
+}
+
+} // namespace
+
+extern "C" {
+
+/// Grouped 2-D convolution, NHWC input and output, weights packed by the
+/// compiler as [groups][panels][kh][kw][cin/groups][KILN_PANEL] and bias as
+/// [groups][panels][KILN_PANEL] (zero padded). out = clamp(conv + bias
+/// (+ residual), lo, hi). Work is split into (image, group, panel, row tile)
+/// items: the unit a thread pool will hand out.
+void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr bias,
+                          kiln_addr residual, kiln_addr out, float lo, float hi) {
+  const ConvParams &q = *(const ConvParams *)params;
+  kiln_i64 fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 m = q.oh * q.ow;
+  for (kiln_i64 n = 0; n < q.n; ++n)
+    for (kiln_i64 g = 0; g < q.groups; ++g)
+      for (kiln_i64 p = 0; p < panels; ++p)
+        for (kiln_i64 m0 = 0; m0 < m; m0 += MR)
+          convTile(q, (const float *)in, (const float *)w, (const float *)bias,
+                   (const float *)residual, (float *)out, lo, hi, n, g, p, m0);
+}
+
+/// Depthwise 2-D convolution (one input and one output channel per group),
+/// NHWC, weights packed as [kh][kw][C rounded up to KILN_PANEL] and bias as
+/// [C rounded up]. Vectorised over channels; a few output pixels of a row
+/// share each weight vector load.
+void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
+                            kiln_addr biasAddr, kiln_addr resAddr, kiln_addr outAddr, float lo,
+                            float hi) {
+  const ConvParams &q = *(const ConvParams *)params;
+  const float *in = (const float *)inAddr, *w = (const float *)wAddr,
+              *bias = (const float *)biasAddr, *res = (const float *)resAddr;
+  float *out = (float *)outAddr;
+  bool hasRes = (q.flags & kHasResidual) != 0;
+  kiln_i64 C = q.c, cpad = (C + KILN_PANEL - 1) / KILN_PANEL * KILN_PANEL;
+  constexpr int PX = 4; // output pixels per tile
+  vf vlo = splat(lo), vhi = splat(hi);
+  for (kiln_i64 n = 0; n < q.n; ++n) {
+    const float *image = in + n * q.h * q.w * C;
+    for (kiln_i64 oy = 0; oy < q.oh; ++oy) {
+      for (kiln_i64 ox0 = 0; ox0 < q.ow; ox0 += PX) {
+        int px = q.ow - ox0 < PX ? (int)(q.ow - ox0) : PX;
+        for (kiln_i64 c0 = 0; c0 < C; c0 += KILN_VEC) {
+          bool full = c0 + KILN_VEC <= C;
+          vf acc[PX];
+          for (int j = 0; j < PX; ++j)
+            acc[j] = loadv(bias + c0);
+          for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
+            kiln_i64 y = oy * q.sh - q.ph + ky * q.dh;
+            if (y < 0 || y >= q.h)
+              continue;
+            const float *row = image + y * q.w * C;
+            for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
+              vf wv = loadv(w + (ky * q.kw + kx) * cpad + c0);
+              for (int j = 0; j < PX; ++j) {
+                kiln_i64 x = (ox0 + (j < px ? j : 0)) * q.sw - q.pw + kx * q.dw;
+                if (x < 0 || x >= q.w)
+                  continue;
+                const float *src = row + x * C + c0;
+                vf xv;
+                if (full) {
+                  xv = loadv(src);
+                } else {
+                  xv = splat(0);
+                  for (kiln_i64 c = 0; c < C - c0; ++c)
+                    xv[c] = src[c];
+                }
+                acc[j] += xv * wv;
+              }
+            }
+          }
+          for (int j = 0; j < px; ++j) {
+            kiln_i64 off = ((n * q.oh + oy) * q.ow + ox0 + j) * C + c0;
+            if (full) {
+              vf r = acc[j];
+              if (hasRes)
+                r += loadv(res + off);
+              storev(out + off, __builtin_elementwise_min(__builtin_elementwise_max(r, vlo), vhi));
+            } else {
+              for (kiln_i64 c = 0; c < C - c0; ++c) {
+                float r = acc[j][c];
+                if (hasRes)
+                  r += res[off + c];
+                out[off + c] = clampf(r, lo, hi);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Batched C[b] = A[b] x B[b] with a run-time B (attention, activations x
+/// activations). params: batch, M, N, K, strideA, strideB, strideC (batch
+/// strides in floats; 0 broadcasts), lda, ldb, ldc, transB. B is packed on
+/// the fly, one KC x KILN_PANEL block at a time, into a stack buffer that
+/// stays in L1 while every row tile of A streams past it.
+void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_addr cAddr) {
+  const kiln_i64 *q = (const kiln_i64 *)params;
+  kiln_i64 batch = q[0], M = q[1], N = q[2], K = q[3], sa = q[4], sb = q[5], sc = q[6],
+           lda = q[7], ldb = q[8], ldc = q[9], transB = q[10];
+  constexpr kiln_i64 KC = 256;
+  alignas(64) float packed[KC * KILN_PANEL];
+  for (kiln_i64 bi = 0; bi < batch; ++bi) {
+    const float *A = (const float *)aAddr + bi * sa;
+    const float *B = (const float *)bAddr + bi * sb;
+    float *C = (float *)cAddr + bi * sc;
+    for (kiln_i64 n0 = 0; n0 < N; n0 += KILN_PANEL) {
+      kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
+      for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
+        kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
+        for (kiln_i64 k = 0; k < kc; ++k)
+          for (kiln_i64 j = 0; j < KILN_PANEL; ++j)
+            packed[k * KILN_PANEL + j] =
+                j < cols ? (transB ? B[(n0 + j) * ldb + k0 + k] : B[(k0 + k) * ldb + n0 + j])
+                         : 0.0f;
+        for (kiln_i64 m0 = 0; m0 < M; m0 += MR) {
+          int rows = M - m0 < MR ? (int)(M - m0) : MR;
+          const float *a[MR];
+          float *o[MR];
+          const float *r[MR];
+          for (int i = 0; i < MR; ++i) {
+            kiln_i64 row = m0 + (i < rows ? i : 0);
+            a[i] = A + row * lda + k0;
+            o[i] = C + row * ldc + n0;
+            r[i] = o[i];
+          }
+          vf acc[MR][NV];
+          for (int i = 0; i < MR; ++i)
+            for (int v = 0; v < NV; ++v)
+              acc[i][v] = splat(0);
+          accumulate(acc, a, packed, kc);
+          // Later K blocks add to what the earlier ones stored.
+          storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+        }
+      }
+    }
+  }
+}
+
+/// Max or average pooling over NHWC, vectorised over channels. Ceil-mode
+/// windows are clipped at the input's end like padding; `padEnd*` (the ONNX
+/// end pads, without the ceil-mode extra) bound the window for
+/// count_include_pad.
+void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr) {
+  const PoolParams &q = *(const PoolParams *)params;
+  const float *in = (const float *)inAddr;
+  float *out = (float *)outAddr;
+  bool avg = (q.flags & kAverage) != 0, countPad = (q.flags & kCountPad) != 0;
+  kiln_i64 C = q.c, padEndH = q.padEndH, padEndW = q.padEndW;
+  for (kiln_i64 n = 0; n < q.n; ++n) {
+    for (kiln_i64 oy = 0; oy < q.oh; ++oy) {
+      for (kiln_i64 ox = 0; ox < q.ow; ++ox) {
+        kiln_i64 y0 = oy * q.sh - q.ph, x0 = ox * q.sw - q.pw;
+        kiln_i64 count = 0;
+        if (countPad) {
+          kiln_i64 ylo = y0 < -q.ph ? -q.ph : y0, xlo = x0 < -q.pw ? -q.pw : x0;
+          kiln_i64 yhi = y0 + q.kh, xhi = x0 + q.kw;
+          if (yhi > q.h + padEndH) yhi = q.h + padEndH;
+          if (xhi > q.w + padEndW) xhi = q.w + padEndW;
+          count = (yhi - ylo) * (xhi - xlo);
+        }
+        float *o = out + ((n * q.oh + oy) * q.ow + ox) * C;
+        for (kiln_i64 c0 = 0; c0 < C; c0 += KILN_VEC) {
+          kiln_i64 len = C - c0 < KILN_VEC ? C - c0 : KILN_VEC;
+          vf acc = splat(avg ? 0.0f : -__builtin_inff());
+          kiln_i64 valid = 0;
+          for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
+            kiln_i64 y = y0 + ky * q.dh;
+            if (y < 0 || y >= q.h)
+              continue;
+            for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
+              kiln_i64 x = x0 + kx * q.dw;
+              if (x < 0 || x >= q.w)
+                continue;
+              ++valid;
+              const float *src = in + ((n * q.h + y) * q.w + x) * C + c0;
+              vf v;
+              if (len == KILN_VEC) {
+                v = loadv(src);
+              } else {
+                v = splat(0);
+                for (kiln_i64 c = 0; c < len; ++c)
+                  v[c] = src[c];
+              }
+              acc = avg ? acc + v : __builtin_elementwise_maximum(acc, v);
+            }
+          }
+          if (avg)
+            acc = acc / splat((float)(countPad ? count : (valid ? valid : 1)));
+          if (len == KILN_VEC)
+            storev(o + c0, acc);
+          else
+            for (kiln_i64 c = 0; c < len; ++c)
+              o[c0 + c] = acc[c];
+        }
+      }
+    }
+  }
+}
+
+} // extern "C"

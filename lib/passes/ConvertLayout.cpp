@@ -1,0 +1,292 @@
+// kiln-convert-layout: 2-D convolutions (and the pooling, elementwise,
+// reduction and concatenation ops between them) move to NHWC.
+//
+// Each NCHW convolution with constant weights becomes
+//   transpose(NCHW -> NHWC) ; kiln.conv2d_nhwc ; transpose(NHWC -> NCHW)
+// and the transposes then sink through layout-agnostic ops until they meet
+// the next convolution's input transpose and cancel. What is left are
+// transposes at the edges of conv chains (the model's input and wherever a
+// layout-sensitive op such as Reshape of a feature map needs NCHW). This is
+// the ONNX Runtime "NHWC transformer" approach, done with rewrite patterns.
+//
+// NHWC rather than NCHWc: the microkernels vectorise over output channels
+// with weights packed at compile time, so NHWC gives them unit-stride
+// channel rows without a blocked layout leaking into every other op.
+#include "LayoutPatterns.h"
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNCONVERTLAYOUT
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kToNhwc[] = {0, 2, 3, 1};
+constexpr int64_t kToNchw[] = {0, 3, 1, 2};
+
+RankedTensorType staticF32Rank4(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() != 4 || !t.hasStaticShape() || !t.getElementType().isF32())
+    return {};
+  return t;
+}
+
+/// The transpose producing `v`, if it applies `perm`.
+TransposeOp transposeWithPerm(Value v, ArrayRef<int64_t> perm) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!t || !llvm::equal(t.getPerm(), perm))
+    return {};
+  return t;
+}
+
+SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[perm[i]] = i;
+  return inv;
+}
+
+Value transpose(PatternRewriter &rw, Location loc, Value v, ArrayRef<int64_t> perm) {
+  return TransposeOp::create(rw, loc, v, rw.getDenseI64ArrayAttr(perm));
+}
+
+struct ConvToNhwc : OpRewritePattern<ConvOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rw) const override {
+    if (!staticF32Rank4(op.getInput()) || !staticF32Rank4(op.getResult()) ||
+        !matchPattern(op.getWeight(), m_Constant()))
+      return rw.notifyMatchFailure(op, "needs a static 2-D f32 conv with constant weights");
+    if (Value b = op.getBias(); b && !matchPattern(b, m_Constant()))
+      return rw.notifyMatchFailure(op, "needs a constant bias");
+    Location loc = op.getLoc();
+    float inf = std::numeric_limits<float>::infinity();
+    Value x = transpose(rw, loc, op.getInput(), kToNhwc);
+    Value y = Conv2DNhwcOp::create(rw, loc, x, op.getWeight(), op.getBias(), Value(),
+                                   op.getStridesAttr(), op.getPadsAttr(), op.getDilationsAttr(),
+                                   op.getGroupAttr(), rw.getF32FloatAttr(-inf),
+                                   rw.getF32FloatAttr(inf));
+    rw.replaceOp(op, transpose(rw, loc, y, kToNchw));
+    return success();
+  }
+};
+
+/// pool(transpose(x, to NCHW)) -> transpose(pool channels_last(x)).
+template <typename PoolOp>
+struct PoolToNhwc : OpRewritePattern<PoolOp> {
+  using OpRewritePattern<PoolOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
+    TransposeOp t = transposeWithPerm(op.getInput(), kToNchw);
+    if (op.getChannelsLast() || !t || !staticF32Rank4(op.getInput()))
+      return failure();
+    auto pool = cast<PoolOp>(rw.clone(*op));
+    pool->setOperand(0, t.getInput());
+    pool.setChannelsLast(true);
+    SmallVector<Type> types;
+    if (failed(PoolOp::inferReturnTypes(rw.getContext(), pool.getLoc(),
+                                        typename PoolOp::Adaptor(pool), types)))
+      return failure();
+    pool->getResult(0).setType(types[0]);
+    rw.replaceOp(op, transpose(rw, op.getLoc(), pool->getResult(0), kToNchw));
+    return success();
+  }
+};
+
+/// transpose(transpose(x, p1), p2) -> transpose(x, p1 o p2).
+struct ComposeTransposes : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rw) const override {
+    auto inner = op.getInput().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return failure();
+    SmallVector<int64_t> perm;
+    for (int64_t p : op.getPerm())
+      perm.push_back(inner.getPerm()[p]);
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())) &&
+        inner.getInput().getType() == op.getType()) {
+      rw.replaceOp(op, inner.getInput());
+      return success();
+    }
+    rw.replaceOpWithNewOp<TransposeOp>(op, inner.getInput(), rw.getDenseI64ArrayAttr(perm));
+    return success();
+  }
+};
+
+/// A transpose that only moves size-1 dims is a reshape (no data moves):
+/// the [N,1,1,C] -> [N,C,1,1] left behind by global pooling.
+struct UnitTransposeToReshape : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rw) const override {
+    auto inT = dyn_cast<RankedTensorType>(op.getInput().getType());
+    auto outT = dyn_cast<RankedTensorType>(op.getType());
+    if (!inT || !outT || !outT.hasStaticShape())
+      return failure();
+    SmallVector<int64_t> moved;
+    for (int64_t p : op.getPerm())
+      if (inT.getDimSize(p) != 1)
+        moved.push_back(p);
+    if (!llvm::is_sorted(moved))
+      return failure();
+    rw.replaceOp(op, reshapeTo(rw, op.getLoc(), op.getInput(), outT.getShape()));
+    return success();
+  }
+};
+
+/// unary(transpose(x)) -> transpose(unary(x)) for elementwise unary ops.
+struct SinkThroughUnary : RewritePattern {
+  explicit SinkThroughUnary(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rw) const override {
+    if (!isLayoutAgnosticUnary(op))
+      return failure();
+    auto t = op->getOperand(0).getDefiningOp<TransposeOp>();
+    if (!t || op->getResult(0).getType() != t.getType())
+      return failure();
+    Operation *moved = rw.clone(*op);
+    moved->setOperand(0, t.getInput());
+    moved->getResult(0).setType(cast<RankedTensorType>(t.getInput().getType())
+                                    .clone(getElementTypeOrSelf(op->getResult(0).getType())));
+    rw.replaceOp(op, transpose(rw, op->getLoc(), moved->getResult(0), t.getPerm()));
+    return success();
+  }
+};
+
+/// binary(transpose(x, p), y) -> transpose(binary(x, y'), p), where y is a
+/// transpose with the same permutation, a scalar, or a smaller broadcast
+/// operand (a per-channel constant, a squeeze-excitation scale) that is
+/// cheap to re-lay-out.
+struct SinkThroughBinary : RewritePattern {
+  explicit SinkThroughBinary(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rw) const override {
+    if (!isLayoutAgnosticBinary(op))
+      return failure();
+    auto outT = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!outT || !outT.hasStaticShape())
+      return failure();
+    ArrayRef<int64_t> perm;
+    for (Value v : op->getOperands())
+      if (auto t = v.getDefiningOp<TransposeOp>(); t && t.getType() == outT.clone(
+                                                         getElementTypeOrSelf(t.getType())))
+        perm = t.getPerm();
+    if (perm.empty())
+      return failure();
+    SmallVector<int64_t> inv = inversePerm(perm);
+    int64_t rank = perm.size();
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      auto vt = dyn_cast<RankedTensorType>(v.getType());
+      if (!vt || !vt.hasStaticShape())
+        return failure();
+      if (auto t = transposeWithPerm(v, perm); t && vt.getShape() == outT.getShape()) {
+        operands.push_back(t.getInput());
+        continue;
+      }
+      if (vt.getRank() == 0) {
+        operands.push_back(v);
+        continue;
+      }
+      if (vt.getNumElements() * 4 > outT.getNumElements() && !matchPattern(v, m_Constant()))
+        return failure(); // re-laying out a full-size operand costs as much as it saves
+      Value padded = v;
+      if (vt.getRank() < rank) {
+        auto axes = llvm::to_vector(llvm::seq<int64_t>(0, rank - vt.getRank()));
+        padded = UnsqueezeOp::create(rw, op->getLoc(), v, rw.getDenseI64ArrayAttr(axes));
+      }
+      operands.push_back(transpose(rw, op->getLoc(), padded, inv));
+    }
+    Operation *moved = rw.clone(*op);
+    moved->setOperands(operands);
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < rank; ++i)
+      shape.push_back(outT.getDimSize(inv[i]));
+    moved->getResult(0).setType(outT.clone(shape));
+    rw.replaceOp(op, transpose(rw, op->getLoc(), moved->getResult(0), perm));
+    return success();
+  }
+};
+
+/// reduce(transpose(x, p), axes, keepdims) -> transpose(reduce(x, p[axes])).
+template <typename ReduceOp>
+struct SinkThroughReduce : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern<ReduceOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &rw) const override {
+    auto t = op.getInput().template getDefiningOp<TransposeOp>();
+    if (!t || !op.getKeepdims())
+      return failure();
+    SmallVector<int64_t> axes;
+    for (int64_t a : op.getAxes())
+      axes.push_back(t.getPerm()[a]);
+    llvm::sort(axes);
+    auto r = ReduceOp::create(rw, op.getLoc(), t.getInput(), rw.getDenseI64ArrayAttr(axes),
+                              rw.getBoolAttr(true));
+    rw.replaceOp(op, transpose(rw, op.getLoc(), r, t.getPerm()));
+    return success();
+  }
+};
+
+/// concat(transpose(a, p), transpose(b, p), axis) -> transpose(concat(a, b, p[axis])).
+struct SinkThroughConcat : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rw) const override {
+    auto first = op.getInputs().empty() ? TransposeOp()
+                                        : op.getInputs()[0].getDefiningOp<TransposeOp>();
+    if (!first)
+      return failure();
+    ArrayRef<int64_t> perm = first.getPerm();
+    SmallVector<Value> inputs;
+    for (Value v : op.getInputs()) {
+      TransposeOp t = transposeWithPerm(v, perm);
+      if (!t)
+        return failure();
+      inputs.push_back(t.getInput());
+    }
+    int64_t rank = perm.size(), axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    auto c = ConcatOp::create(rw, op.getLoc(), inputs, rw.getI64IntegerAttr(perm[axis]));
+    rw.replaceOp(op, transpose(rw, op.getLoc(), c, perm));
+    return success();
+  }
+};
+
+struct ConvertLayoutPass : impl::KilnConvertLayoutBase<ConvertLayoutPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateConvertLayoutPatterns(patterns);
+    populateFuseEpiloguePatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+
+bool isLayoutAgnosticUnary(Operation *op) {
+  return isa<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, ReluOp, SigmoidOp, TanhOp, ErfOp, FloorOp,
+             CeilOp, RoundOp, ReciprocalOp, SignOp, NotOp, SinOp, CosOp, CastOp>(op);
+}
+
+bool isLayoutAgnosticBinary(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp>(op);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  auto st = RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type());
+  Value s = ConstantOp::create(b, loc, DenseElementsAttr::get(st, shape));
+  return ReshapeOp::create(b, loc, v, s, b.getBoolAttr(false));
+}
+
+void populateConvertLayoutPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ConvToNhwc, PoolToNhwc<MaxPoolOp>, PoolToNhwc<AvgPoolOp>, ComposeTransposes,
+               UnitTransposeToReshape, SinkThroughUnary, SinkThroughBinary,
+               SinkThroughReduce<ReduceMeanOp>, SinkThroughReduce<ReduceSumOp>,
+               SinkThroughReduce<ReduceMaxOp>, SinkThroughConcat>(ctx);
+}
+
+} // namespace kiln

@@ -1,0 +1,217 @@
+// kiln-fuse-epilogues: what follows a convolution and touches each output
+// element once is done by the convolution's kernel while the tile is still
+// in registers, instead of by another pass over memory:
+//   mul/add by a per-channel constant (BatchNormalization)  -> weights, bias
+//   add of a same-shaped tensor (residual connection)       -> residual
+//   relu, max/min with a scalar constant (Relu, Clip, ReLU6) -> clamp
+// The kernel computes clamp(conv + bias + residual), so each rewrite checks
+// that it keeps that order (no residual after a clamp, no scale after a
+// residual).
+#include "LayoutPatterns.h"
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEEPILOGUES
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+bool hasClamp(Conv2DNhwcOp c) {
+  return c.getClampMin().convertToFloat() != -kInf || c.getClampMax().convertToFloat() != kInf;
+}
+
+/// A conv2d_nhwc result that nothing else reads, with its epilogue still
+/// open for `stage` (0: scale/shift, 1: residual, 2: clamp).
+Conv2DNhwcOp fusableConv(Value v, int stage) {
+  auto c = v.getDefiningOp<Conv2DNhwcOp>();
+  if (!c || !c->hasOneUse())
+    return {};
+  if (stage < 2 && hasClamp(c))
+    return {};
+  if (stage < 1 && c.getResidual())
+    return {};
+  return c;
+}
+
+/// The per-output-channel values of constant `v` broadcast against an NHWC
+/// result with `channels` channels (a scalar or a [..., 1, C] tensor).
+std::optional<SmallVector<float>> perChannel(Value v, int64_t channels) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isF32())
+    return std::nullopt;
+  auto t = cast<ShapedType>(attr.getType());
+  for (int64_t i = 0; i + 1 < t.getRank(); ++i)
+    if (t.getDimSize(i) != 1)
+      return std::nullopt;
+  int64_t n = t.getRank() ? t.getDimSize(t.getRank() - 1) : 1;
+  if (t.getRank() > 4 || (n != 1 && n != channels))
+    return std::nullopt;
+  SmallVector<float> values(attr.getValues<float>());
+  if (values.size() == 1)
+    values.assign(channels, values[0]);
+  return values;
+}
+
+std::optional<float> scalarConstant(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isF32() || !attr.isSplat())
+    return std::nullopt;
+  return attr.getSplatValue<float>();
+}
+
+SmallVector<float> constantValues(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)))
+    return {};
+  return SmallVector<float>(attr.getValues<float>());
+}
+
+Value f32Constant(PatternRewriter &rw, Location loc, ArrayRef<int64_t> shape,
+                  ArrayRef<float> values) {
+  auto t = RankedTensorType::get(shape, rw.getF32Type());
+  return ConstantOp::create(rw, loc, DenseElementsAttr::get(t, values));
+}
+
+/// A copy of `c` created at `at` with some parts replaced.
+Value rebuild(PatternRewriter &rw, Conv2DNhwcOp c, Operation *at, Value weight, Value bias,
+              Value residual, float lo, float hi) {
+  rw.setInsertionPoint(at);
+  return Conv2DNhwcOp::create(rw, at->getLoc(), c.getInput(), weight, bias, residual,
+                              c.getStridesAttr(), c.getPadsAttr(), c.getDilationsAttr(),
+                              c.getGroupAttr(), rw.getF32FloatAttr(lo), rw.getF32FloatAttr(hi));
+}
+
+float lo(Conv2DNhwcOp c) { return c.getClampMin().convertToFloat(); }
+float hi(Conv2DNhwcOp c) { return c.getClampMax().convertToFloat(); }
+
+/// conv * s  (s per channel): weights and bias scaled.
+struct FoldScale : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rw) const override {
+    for (int i = 0; i < 2; ++i) {
+      Conv2DNhwcOp c = fusableConv(op->getOperand(i), 0);
+      if (!c || c.getType() != op.getType())
+        continue;
+      auto wt = cast<RankedTensorType>(c.getWeight().getType());
+      int64_t oc = wt.getDimSize(0);
+      auto scale = perChannel(op->getOperand(1 - i), oc);
+      SmallVector<float> w = constantValues(c.getWeight());
+      if (!scale || w.empty())
+        continue;
+      int64_t perOut = w.size() / oc;
+      for (int64_t o = 0; o < oc; ++o)
+        for (int64_t k = 0; k < perOut; ++k)
+          w[o * perOut + k] *= (*scale)[o];
+      Value bias;
+      if (SmallVector<float> b = constantValues(c.getBias()); !b.empty()) {
+        for (int64_t o = 0; o < oc; ++o)
+          b[o] *= (*scale)[o];
+        bias = f32Constant(rw, c.getLoc(), {oc}, b);
+      }
+      Value weight = f32Constant(rw, c.getLoc(), wt.getShape(), w);
+      rw.replaceOp(op, rebuild(rw, c, op, weight, bias, Value(), lo(c), hi(c)));
+      rw.eraseOp(c);
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// conv + t: a per-channel constant t goes into the bias, a same-shaped
+/// tensor becomes the residual.
+struct FoldAdd : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rw) const override {
+    for (int i = 0; i < 2; ++i) {
+      Value other = op->getOperand(1 - i);
+      Conv2DNhwcOp c = fusableConv(op->getOperand(i), 0);
+      if (c && c.getType() == op.getType()) {
+        int64_t oc = cast<RankedTensorType>(c.getType()).getDimSize(3);
+        if (auto shift = perChannel(other, oc)) {
+          SmallVector<float> b = constantValues(c.getBias());
+          if (b.empty() && c.getBias())
+            continue;
+          b.resize(oc, 0.0f);
+          for (int64_t o = 0; o < oc; ++o)
+            b[o] += (*shift)[o];
+          Value bias = f32Constant(rw, c.getLoc(), {oc}, b);
+          rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), bias, Value(), lo(c), hi(c)));
+          rw.eraseOp(c);
+          return success();
+        }
+      }
+      c = fusableConv(op->getOperand(i), 1);
+      if (c && !c.getResidual() && other.getType() == c.getType() &&
+          op.getType() == c.getType() && other != c.getResult()) {
+        rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), c.getBias(), other, lo(c), hi(c)));
+        rw.eraseOp(c);
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
+struct FoldRelu : OpRewritePattern<ReluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReluOp op, PatternRewriter &rw) const override {
+    Conv2DNhwcOp c = fusableConv(op.getInput(), 2);
+    if (!c || c.getType() != op.getType())
+      return failure();
+    rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), c.getBias(), c.getResidual(),
+                             std::max(lo(c), 0.0f), std::max(hi(c), 0.0f)));
+    rw.eraseOp(c);
+    return success();
+  }
+};
+
+/// max(conv, a) and min(conv, b) with scalar constants: Clip as the
+/// importer writes it.
+template <typename OpTy, bool isMax>
+struct FoldClamp : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rw) const override {
+    for (int i = 0; i < 2; ++i) {
+      Conv2DNhwcOp c = fusableConv(op->getOperand(i), 2);
+      std::optional<float> k = scalarConstant(op->getOperand(1 - i));
+      if (!c || !k || c.getType() != op.getType() || std::isnan(*k))
+        continue;
+      // clamp(x, l, h) then max with k is clamp(x, max(l, k), max(h, k)).
+      float l = isMax ? std::max(lo(c), *k) : std::min(lo(c), *k);
+      float h = isMax ? std::max(hi(c), *k) : std::min(hi(c), *k);
+      rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), c.getBias(), c.getResidual(), l, h));
+      rw.eraseOp(c);
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct FuseEpiloguesPass : impl::KilnFuseEpiloguesBase<FuseEpiloguesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseEpiloguePatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+
+void populateFuseEpiloguePatterns(RewritePatternSet &patterns) {
+  patterns.add<FoldScale, FoldAdd, FoldRelu, FoldClamp<MaxOp, true>, FoldClamp<MinOp, false>>(
+      patterns.getContext());
+}
+
+} // namespace kiln

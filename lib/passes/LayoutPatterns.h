@@ -1,0 +1,31 @@
+// Patterns of the layout and epilogue-fusion passes, shared by their
+// drivers. Internal to lib/passes.
+#ifndef KILN_PASSES_LAYOUTPATTERNS_H
+#define KILN_PASSES_LAYOUTPATTERNS_H
+
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln {
+
+/// NCHW 2-D convolutions with constant weights -> kiln.conv2d_nhwc, pooling
+/// after them -> channels_last, and transposes sunk through elementwise,
+/// reduction and concatenation ops so that they cancel.
+void populateConvertLayoutPatterns(mlir::RewritePatternSet &patterns);
+
+/// Folds BatchNorm-style per-channel scale/shift, bias, residual adds and
+/// Relu/Clip into kiln.conv2d_nhwc.
+void populateFuseEpiloguePatterns(mlir::RewritePatternSet &patterns);
+
+/// Elementwise ops that commute with any permutation of their operand(s).
+bool isLayoutAgnosticUnary(mlir::Operation *op);
+bool isLayoutAgnosticBinary(mlir::Operation *op);
+
+/// kiln.reshape of `v` to the static `shape`.
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                      llvm::ArrayRef<int64_t> shape);
+
+} // namespace kiln
+
+#endif

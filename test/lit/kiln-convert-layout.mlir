@@ -1,0 +1,74 @@
+// RUN: kiln-opt %s --kiln-convert-layout --canonicalize --split-input-file | FileCheck %s
+
+// A conv -> relu -> conv chain: one transpose in, one out; the pair between
+// the convolutions cancels and the relu becomes the first conv's clamp.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[C1:.*]] = kiln.conv2d_nhwc %[[IN]], %{{.*}} bias %{{.*}} {clamp_max = 0x7F800000 : f32, clamp_min = 0.000000e+00 : f32
+// CHECK-SAME: -> tensor<1x8x8x4xf32>
+// CHECK: %[[C2:.*]] = kiln.conv2d_nhwc %[[C1]], %{{.*}} {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32
+// CHECK: %[[OUT:.*]] = kiln.transpose %[[C2]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[OUT]]
+func.func @chain(%x: tensor<1x3x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %b1 = kiln.constant {value = dense<0.25> : tensor<4xf32>} : () -> tensor<4xf32>
+  %w2 = kiln.constant {value = dense<1.5> : tensor<2x4x1x1xf32>} : () -> tensor<2x4x1x1xf32>
+  %0 = kiln.conv %x, %w1, %b1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  %1 = kiln.relu %0 : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %2 = kiln.conv %1, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<2x4x1x1xf32>) -> tensor<1x2x8x8xf32>
+  return %2 : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Max pooling between convolutions switches to channels_last; a residual
+// add of two NHWC values becomes the second conv's residual operand.
+// CHECK-LABEL: func.func @pool_and_residual
+// CHECK: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[P:.*]] = kiln.max_pool %[[IN]] {channels_last
+// CHECK-SAME: -> tensor<1x4x4x4xf32>
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %[[P]], %{{.*}} residual %[[P]] {clamp_max = 0x7F800000 : f32, clamp_min = 0.000000e+00 : f32
+// CHECK: kiln.transpose %[[C]] {perm = array<i64: 0, 3, 1, 2>}
+func.func @pool_and_residual(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  %w = kiln.constant {value = dense<0.5> : tensor<4x4x3x3xf32>} : () -> tensor<4x4x3x3xf32>
+  %t = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x8x8x4xf32>
+  %u = kiln.transpose %t {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x8x8x4xf32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.max_pool %u {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  %c = kiln.conv %p, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x4x4xf32>
+  %a = kiln.add %c, %p : (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %r = kiln.relu %a : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %r : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Global average pooling (a keepdims reduce_mean) runs over NHWC axes 1, 2;
+// the transpose left behind only moves size-1 dims, so it is a reshape.
+// Concatenation along channels becomes concatenation along the last axis.
+// CHECK-LABEL: func.func @concat_and_global_pool
+// CHECK: %[[C:.*]] = kiln.concat %{{.*}}, %{{.*}} {axis = 3 : i64}
+// CHECK: %[[M:.*]] = kiln.reduce_mean %[[C]] {axes = array<i64: 1, 2>, keepdims = true}
+// CHECK-SAME: -> tensor<1x1x1x6xf32>
+// CHECK: kiln.reshape %[[M]]
+// CHECK-NOT: kiln.transpose
+func.func @concat_and_global_pool(%x: tensor<1x2x5x5xf32>) -> tensor<1x6x1x1xf32> {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<2x2x1x1xf32>} : () -> tensor<2x2x1x1xf32>
+  %w2 = kiln.constant {value = dense<0.5> : tensor<4x2x3x3xf32>} : () -> tensor<4x2x3x3xf32>
+  %a = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x5x5xf32>
+  %b = kiln.conv %x, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x5x5xf32>
+  %c = kiln.concat %a, %b {axis = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<1x4x5x5xf32>) -> tensor<1x6x5x5xf32>
+  %m = kiln.reduce_mean %c {axes = array<i64: 2, 3>, keepdims = true} : (tensor<1x6x5x5xf32>) -> tensor<1x6x1x1xf32>
+  return %m : tensor<1x6x1x1xf32>
+}
+
+// -----
+
+// Non-constant weights keep the NCHW convolution.
+// CHECK-LABEL: func.func @runtime_weights
+// CHECK: kiln.conv %arg0, %arg1
+// CHECK-NOT: kiln.conv2d_nhwc
+func.func @runtime_weights(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}

@@ -1,0 +1,47 @@
+// RUN: kiln-opt %s --kiln-fuse-epilogues --canonicalize --split-input-file | FileCheck %s
+
+// BatchNormalization as the importer writes it (x * f + shift with
+// per-channel constants) folds into the weights and the bias, then Clip
+// (max/min with scalars) becomes the clamp: ReLU6.
+// w = 1 for both outputs, f = [2, 3], shift = [0.5, -1], bias = [1, 1]:
+// weights [2, 3], bias [1 * 2 + 0.5, 1 * 3 - 1] = [2.5, 2].
+// CHECK-LABEL: func.func @batchnorm_relu6
+// CHECK-DAG: %[[W:.*]] = kiln.constant {value = dense<{{\[\[\[\[}}2.000000e+00]]], {{\[\[\[}}3.000000e+00]]]]> : tensor<2x1x1x1xf32>}
+// CHECK-DAG: %[[B:.*]] = kiln.constant {value = dense<[2.500000e+00, 2.000000e+00]> : tensor<2xf32>}
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %arg0, %[[W]] bias %[[B]] {clamp_max = 6.000000e+00 : f32, clamp_min = 0.000000e+00 : f32
+// CHECK-NEXT: return %[[C]]
+func.func @batchnorm_relu6(%x: tensor<1x4x4x1xf32>) -> tensor<1x4x4x2xf32> {
+  %w = kiln.constant {value = dense<1.0> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+  %b = kiln.constant {value = dense<1.0> : tensor<2xf32>} : () -> tensor<2xf32>
+  %f = kiln.constant {value = dense<[[[[2.0, 3.0]]]]> : tensor<1x1x1x2xf32>} : () -> tensor<1x1x1x2xf32>
+  %s = kiln.constant {value = dense<[0.5, -1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %lo = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = kiln.constant {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x1xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %1 = kiln.mul %0, %f : (tensor<1x4x4x2xf32>, tensor<1x1x1x2xf32>) -> tensor<1x4x4x2xf32>
+  %2 = kiln.add %1, %s : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %3 = kiln.max %2, %lo : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+  %4 = kiln.min %3, %hi : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x4x4x2xf32>
+  return %4 : tensor<1x4x4x2xf32>
+}
+
+// -----
+
+// No fold: a scale after a residual add would scale the residual too, and
+// a conv result with a second user must stay as it is.
+// CHECK-LABEL: func.func @no_fold
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %arg0, %{{.*}} residual %arg1
+// CHECK: kiln.mul %[[C]]
+// CHECK: %[[D:.*]] = kiln.conv2d_nhwc %arg0, %{{.*}} {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32
+// CHECK: kiln.relu %[[D]]
+// CHECK: kiln.add %[[D]]
+func.func @no_fold(%x: tensor<1x4x4x1xf32>, %r: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) {
+  %w = kiln.constant {value = dense<1.0> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+  %f = kiln.constant {value = dense<[2.0, 3.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %0 = kiln.conv2d_nhwc %x, %w residual %r {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x1xf32>, tensor<2x1x1x1xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %1 = kiln.mul %0, %f : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %2 = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x1xf32>, tensor<2x1x1x1xf32>) -> tensor<1x4x4x2xf32>
+  %3 = kiln.relu %2 : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %4 = kiln.add %2, %r : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  return %1, %3, %4 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
+}

@@ -1,0 +1,218 @@
+// The microkernels (lib/kernels/Kernels.cpp), compiled natively for each
+// register-tile variant, against plain reference loops on awkward sizes:
+// sizes of 1, primes, tails of the row tile and of the channel panel,
+// padding larger than the window, strides, dilations, groups, large K.
+// The weight packing here is written from the layout contract in
+// Kernels.cpp, independently of the compiler's packer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+extern "C" {
+void kiln_conv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float,
+                          float);
+void kiln_dwconv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float,
+                            float);
+void kiln_matmul_f32(intptr_t, intptr_t, intptr_t, intptr_t);
+void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t);
+}
+
+namespace {
+
+constexpr int64_t kPanel = 32;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+intptr_t addr(const void *p) { return reinterpret_cast<intptr_t>(p); }
+
+std::vector<float> randoms(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(gen);
+  return v;
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<double> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << "at flat index " << i;
+}
+
+struct Conv {
+  int64_t n, h, w, c, oc, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups;
+  bool bias, residual;
+  float lo = -kInf, hi = kInf;
+  int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
+};
+
+/// Runs the kernel the compiler would pick for `s` and compares with a
+/// double-precision reference.
+void checkConv(const Conv &s) {
+  int64_t cg = s.c / s.groups, fg = s.oc / s.groups, oh = s.oh(), ow = s.ow();
+  auto in = randoms(s.n * s.h * s.w * s.c, 1);
+  auto w = randoms(s.oc * cg * s.kh * s.kw, 2); // ONNX [O][I/g][KH][KW]
+  auto b = randoms(s.oc, 3);
+  auto res = randoms(s.n * oh * ow * s.oc, 4);
+  if (!s.bias)
+    std::fill(b.begin(), b.end(), 0.0f);
+
+  std::vector<double> want(s.n * oh * ow * s.oc);
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t o = 0; o < s.oc; ++o) {
+          int64_t g = o / fg;
+          double acc = b[o];
+          for (int64_t ky = 0; ky < s.kh; ++ky)
+            for (int64_t kx = 0; kx < s.kw; ++kx) {
+              int64_t iy = y * s.sh - s.pt + ky * s.dh, ix = x * s.sw - s.pl + kx * s.dw;
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)
+                continue;
+              for (int64_t i = 0; i < cg; ++i)
+                acc += (double)in[((n * s.h + iy) * s.w + ix) * s.c + g * cg + i] *
+                       w[((o * cg + i) * s.kh + ky) * s.kw + kx];
+            }
+          int64_t at = ((n * oh + y) * ow + x) * s.oc + o;
+          if (s.residual)
+            acc += res[at];
+          want[at] = std::min<double>(std::max<double>(acc, s.lo), s.hi);
+        }
+
+  bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
+  std::vector<float> pw, pb;
+  if (depthwise) {
+    int64_t cpad = (s.c + kPanel - 1) / kPanel * kPanel;
+    pw.assign(s.kh * s.kw * cpad, 0.0f);
+    pb.assign(cpad, 0.0f);
+    for (int64_t c = 0; c < s.c; ++c) {
+      pb[c] = b[c];
+      for (int64_t k = 0; k < s.kh * s.kw; ++k)
+        pw[k * cpad + c] = w[c * s.kh * s.kw + k];
+    }
+  } else {
+    int64_t panels = (fg + kPanel - 1) / kPanel;
+    pw.assign(s.groups * panels * s.kh * s.kw * cg * kPanel, 0.0f);
+    pb.assign(s.groups * panels * kPanel, 0.0f);
+    for (int64_t o = 0; o < s.oc; ++o) {
+      int64_t g = o / fg, f = o % fg, p = f / kPanel, lane = f % kPanel;
+      pb[(g * panels + p) * kPanel + lane] = b[o];
+      for (int64_t ky = 0; ky < s.kh; ++ky)
+        for (int64_t kx = 0; kx < s.kw; ++kx)
+          for (int64_t i = 0; i < cg; ++i)
+            pw[((((g * panels + p) * s.kh + ky) * s.kw + kx) * cg + i) * kPanel + lane] =
+                w[((o * cg + i) * s.kh + ky) * s.kw + kx];
+    }
+  }
+  int64_t params[] = {s.n,  s.h,  s.w,  s.c,  oh,   ow,   s.oc, s.kh,     s.kw,
+                      s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, s.groups, s.residual ? 1 : 0};
+  std::vector<float> out(want.size(), std::nanf(""));
+  (depthwise ? kiln_dwconv2d_nhwc_f32 : kiln_conv2d_nhwc_f32)(
+      addr(params), addr(in.data()), addr(pw.data()), addr(pb.data()),
+      s.residual ? addr(res.data()) : 0, addr(out.data()), s.lo, s.hi);
+  expectClose(out, want);
+}
+
+TEST(Kernels, ConvPlain3x3) { checkConv({1, 9, 11, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false}); }
+TEST(Kernels, ConvSizeOne) { checkConv({1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false, false}); }
+TEST(Kernels, ConvPanelAndRowTails) {
+  // 37 output channels: one full panel and a 5-wide tail; 13x13 pixels.
+  checkConv({2, 13, 13, 17, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, true});
+}
+TEST(Kernels, ConvStride2AsymmetricPads) {
+  checkConv({1, 15, 12, 8, 64, 3, 3, 2, 2, 0, 1, 2, 0, 1, 1, 1, true, false});
+}
+TEST(Kernels, Conv7x7Stride2Stem) {
+  checkConv({1, 23, 23, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, true, false, 0.0f, kInf});
+}
+TEST(Kernels, ConvDilated) { checkConv({1, 11, 11, 6, 33, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, false, false}); }
+TEST(Kernels, ConvPaddingWiderThanWindow) {
+  checkConv({1, 2, 3, 4, 5, 3, 3, 1, 1, 4, 4, 4, 4, 1, 1, 1, true, false});
+}
+TEST(Kernels, ConvGrouped) { checkConv({1, 7, 9, 12, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, true, true}); }
+TEST(Kernels, ConvDepthwiseMultiplier) {
+  // groups == channels but 2 outputs each: the general kernel, per group.
+  checkConv({1, 8, 8, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, true, false});
+}
+TEST(Kernels, ConvLargeK1x1WithClamp) {
+  checkConv({1, 5, 7, 4099, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
+}
+TEST(Kernels, Depthwise3x3Relu6) {
+  checkConv({1, 10, 9, 53, 53, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 53, true, true, 0.0f, 6.0f});
+}
+TEST(Kernels, Depthwise7x7Stride2) {
+  checkConv({2, 17, 14, 96, 96, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 96, true, false});
+}
+TEST(Kernels, DepthwiseDilatedOddChannels) {
+  checkConv({1, 9, 9, 3, 3, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 3, false, false});
+}
+
+void checkMatMul(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcastB, bool transB) {
+  auto a = randoms(batch * M * K, 5);
+  auto b = randoms((broadcastB ? 1 : batch) * K * N, 6);
+  std::vector<double> want(batch * M * N);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        const float *B = b.data() + (broadcastB ? 0 : bi * K * N);
+        for (int64_t k = 0; k < K; ++k)
+          acc += (double)a[(bi * M + m) * K + k] * (transB ? B[n * K + k] : B[k * N + n]);
+        want[(bi * M + m) * N + n] = acc;
+      }
+  int64_t params[] = {batch, M, N, K, M * K, broadcastB ? 0 : K * N, M * N,
+                      K,     transB ? K : N, N, transB ? 1 : 0};
+  std::vector<float> out(want.size(), std::nanf(""));
+  kiln_matmul_f32(addr(params), addr(a.data()), addr(b.data()), addr(out.data()));
+  expectClose(out, want);
+}
+
+TEST(Kernels, MatMulTiny) { checkMatMul(1, 1, 1, 1, false, false); }
+TEST(Kernels, MatMulPrimes) { checkMatMul(1, 13, 37, 7, false, false); }
+TEST(Kernels, MatMulBatchedTails) { checkMatMul(3, 29, 65, 31, false, false); }
+TEST(Kernels, MatMulBroadcastRhs) { checkMatMul(4, 5, 33, 3, true, false); }
+TEST(Kernels, MatMulLargeKCrossesBlocks) { checkMatMul(1, 14, 40, 600, false, false); }
+TEST(Kernels, MatMulTransposedRhs) { checkMatMul(2, 17, 19, 300, false, true); }
+
+void checkPool(bool avg, bool countPad, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
+               int64_t s, int64_t pad, int64_t extraEnd) {
+  int64_t oh = (h + 2 * pad + extraEnd - k) / s + 1, ow = (w + 2 * pad + extraEnd - k) / s + 1;
+  auto in = randoms(n * h * w * c, 7);
+  std::vector<double> want(n * oh * ow * c);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          double acc = avg ? 0 : -INFINITY;
+          int64_t valid = 0, padded = 0;
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              int64_t iy = y * s - pad + ky, ix = x * s - pad + kx;
+              if (iy < h + pad && ix < w + pad)
+                ++padded; // inside the ONNX pads (ceil-mode extra excluded)
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                continue;
+              ++valid;
+              double v = in[((b * h + iy) * w + ix) * c + ch];
+              acc = avg ? acc + v : std::max(acc, v);
+            }
+          want[((b * oh + y) * ow + x) * c + ch] = avg ? acc / (countPad ? padded : valid) : acc;
+        }
+  int64_t params[] = {n, h, w, c, oh, ow, k, k, s, s, pad, pad, 1, 1, pad, pad,
+                      (avg ? 1 : 0) | (countPad ? 2 : 0)};
+  std::vector<float> out(want.size(), std::nanf(""));
+  kiln_pool2d_nhwc_f32(addr(params), addr(in.data()), addr(out.data()));
+  expectClose(out, want);
+}
+
+TEST(Kernels, MaxPool3x3Stride2Padded) { checkPool(false, false, 1, 11, 11, 19, 3, 2, 1, 0); }
+TEST(Kernels, MaxPoolCeilMode) { checkPool(false, false, 2, 13, 13, 64, 3, 2, 0, 1); }
+TEST(Kernels, AvgPoolExcludePad) { checkPool(true, false, 1, 7, 9, 33, 3, 1, 1, 0); }
+TEST(Kernels, AvgPoolCountPad) { checkPool(true, true, 1, 7, 9, 5, 3, 2, 1, 1); }
+
+} // namespace
