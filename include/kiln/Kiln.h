@@ -70,6 +70,9 @@ struct TensorInfo {
 struct CompileOptions {
   std::string cpu = "host"; ///< LLVM CPU name for the JIT, e.g. "skylake"
   int optLevel = 3;         ///< 0..3
+  /// Debugging: no static memory plan; every intermediate gets fresh memory
+  /// filled with NaN, so reads of unwritten memory show up in the outputs.
+  bool debugMemory = false;
 };
 
 /// A loaded ONNX model. Executables are compiled per input-shape signature

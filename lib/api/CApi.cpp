@@ -14,6 +14,7 @@ static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
     if (o->cpu)
       opts.cpu = o->cpu;
     opts.optLevel = o->opt_level;
+    opts.debugMemory = o->debug_memory != 0;
   }
   return opts;
 }

@@ -103,7 +103,7 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
   return {};
 }
 
-Status lower(ModuleOp module, LowerTo stage, const std::string &entryName) {
+Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -116,6 +116,7 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName) {
   } else {
     LoweringOptions opts;
     opts.entryName = entryName;
+    opts.debugMemory = debugMemory;
     buildLowerToLLVMPipeline(pm, opts);
   }
   if (failed(pm.run(module)))

@@ -37,7 +37,8 @@ Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          mlir::OwningOpRef<mlir::ModuleOp> &module);
 
 enum class LowerTo { Linalg, LLVMDialect };
-Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName);
+Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
+             bool debugMemory = false);
 
 /// Signature types of a func's arguments and results.
 kiln_dtype dtypeOf(mlir::Type elementType);

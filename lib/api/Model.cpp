@@ -55,7 +55,6 @@ struct Executable {
     desc.num_outputs = (int32_t)outputs.size();
     desc.inputs = inputDescs.data();
     desc.outputs = outputDescs.data();
-    desc.workspace_size = 0;
     desc.entry = entry;
   }
 };
@@ -175,8 +174,10 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
     stats.compilations++;
     return {};
   }
-  if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry"); !s.ok())
+  if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory); !s.ok())
     return s;
+  if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
+    exe->desc.workspace_size = ws.getInt();
   std::string error;
   TargetOptions to{"", options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);

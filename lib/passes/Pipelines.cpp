@@ -45,12 +45,16 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  KilnPlanMemoryOptions plan;
+  plan.debugMemory = opts.debugMemory;
+  pm.addPass(createKilnPlanMemory(plan));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());
+  pm.addPass(createKilnOutlineLoopNests());
 
   std::string tail =
       "func.func(convert-linalg-to-loops),"

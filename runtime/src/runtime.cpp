@@ -175,10 +175,49 @@ kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor
   return nullptr;
 }
 
+namespace {
+/// One workspace per thread, reused across runs and models; freed when the
+/// thread ends.
+struct ThreadWorkspace {
+  void *data = nullptr;
+  size_t size = 0;
+  ~ThreadWorkspace() { std::free(data); }
+  void *get(size_t bytes) {
+    if (bytes <= size)
+      return data;
+    std::free(data);
+    size = (bytes + 63) / 64 * 64;
+    data = std::aligned_alloc(64, size);
+    if (!data)
+      size = 0;
+    return data;
+  }
+};
+thread_local ThreadWorkspace threadWorkspace;
+} // namespace
+
 kiln_status *kiln_model_execute(const kiln_model_desc *m, const kiln_tensor *const *inputs,
                                 size_t numInputs, kiln_tensor **outputs, size_t numOutputs) {
+  void *workspace = nullptr;
+  if (m && m->workspace_size) {
+    workspace = threadWorkspace.get(m->workspace_size);
+    if (!workspace)
+      return kiln_status_create(KILN_OUT_OF_MEMORY, "cannot allocate the model's workspace");
+  }
+  return kiln_model_execute_with_workspace(m, inputs, numInputs, outputs, numOutputs, workspace);
+}
+
+kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *m,
+                                               const kiln_tensor *const *inputs, size_t numInputs,
+                                               kiln_tensor **outputs, size_t numOutputs,
+                                               void *workspace) {
   if (kiln_status *s = kiln_model_check_inputs(m, inputs, numInputs))
     return s;
+  if (m->workspace_size && (!workspace || reinterpret_cast<uintptr_t>(workspace) % 64))
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("the model needs a 64-byte aligned workspace of " +
+                               std::to_string(m->workspace_size) + " bytes")
+                                  .c_str());
   if (numOutputs != (size_t)m->num_outputs || (numOutputs && !outputs))
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               ("the model has " + std::to_string(m->num_outputs) +
@@ -189,8 +228,8 @@ kiln_status *kiln_model_execute(const kiln_model_desc *m, const kiln_tensor *con
       if (m->outputs[k].dims[d] < 0)
         return kiln_status_create(KILN_INTERNAL,
                                   "output shapes must be static in a compiled executable");
-  size_t total = numInputs + numOutputs;
-  void **buffers = static_cast<void **>(std::malloc((total ? total : 1) * sizeof(void *)));
+  size_t total = numInputs + numOutputs + 1;
+  void **buffers = static_cast<void **>(std::malloc(total * sizeof(void *)));
   if (!buffers)
     return kiln_status_create(KILN_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; i < numInputs; ++i)
@@ -208,6 +247,7 @@ kiln_status *kiln_model_execute(const kiln_model_desc *m, const kiln_tensor *con
     }
     buffers[numInputs + k] = outputs[k]->data;
   }
+  buffers[numInputs + numOutputs] = workspace;
   m->entry(buffers);
   std::free(buffers);
   return nullptr;

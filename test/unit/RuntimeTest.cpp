@@ -112,3 +112,61 @@ TEST(Runtime, RejectsOtherAbiVersions) {
   EXPECT_NE(std::string(kiln_status_message(s)).find("ABI"), std::string::npos);
   kiln_status_free(s);
 }
+
+namespace {
+// y = a + b through a workspace: the sum is staged in scratch memory, and
+// the workspace pointer each run saw is recorded.
+thread_local void *lastWorkspace = nullptr;
+void addViaWorkspace(void **buffers) {
+  auto *a = static_cast<float *>(buffers[0]);
+  auto *b = static_cast<float *>(buffers[1]);
+  auto *y = static_cast<float *>(buffers[2]);
+  auto *scratch = static_cast<float *>(buffers[3]);
+  lastWorkspace = scratch;
+  for (int i = 0; i < 3; ++i)
+    scratch[i] = a[i] + b[i];
+  for (int i = 0; i < 3; ++i)
+    y[i] = scratch[i];
+}
+const kiln_model_desc kWorkspaceModel = {KILN_ABI_VERSION, "ws", 2, 1, kIn, kOut, 4096,
+                                         addViaWorkspace};
+} // namespace
+
+TEST(Runtime, WorkspaceIsAlignedAndReusedAcrossRuns) {
+  TensorPtr a = floats({1, 2, 3}), b = floats({10, 20, 30});
+  const kiln_tensor *ins[] = {a.get(), b.get()};
+  void *first = nullptr;
+  for (int run = 0; run < 3; ++run) {
+    kiln_tensor *out = nullptr;
+    ASSERT_EQ(kiln_model_execute(&kWorkspaceModel, ins, 2, &out, 1), nullptr);
+    TensorPtr y(out);
+    const float *v = static_cast<const float *>(kiln_tensor_data(out));
+    EXPECT_EQ(v[0], 11);
+    EXPECT_EQ(v[2], 33);
+    ASSERT_NE(lastWorkspace, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(lastWorkspace) % 64, 0u);
+    if (run == 0)
+      first = lastWorkspace;
+    EXPECT_EQ(lastWorkspace, first) << "the workspace is allocated once per thread";
+  }
+}
+
+TEST(Runtime, CallerProvidedWorkspace) {
+  TensorPtr a = floats({1, 2, 3}), b = floats({1, 1, 1});
+  const kiln_tensor *ins[] = {a.get(), b.get()};
+  alignas(64) static float scratch[1024];
+  kiln_tensor *out = nullptr;
+  ASSERT_EQ(kiln_model_execute_with_workspace(&kWorkspaceModel, ins, 2, &out, 1, scratch),
+            nullptr);
+  TensorPtr y(out);
+  EXPECT_EQ(lastWorkspace, scratch);
+  EXPECT_EQ(static_cast<const float *>(kiln_tensor_data(out))[1], 3);
+
+  kiln_tensor *none = nullptr;
+  kiln_status *s = kiln_model_execute_with_workspace(&kWorkspaceModel, ins, 2, &none, 1, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("workspace of 4096 bytes"), std::string::npos);
+  kiln_status_free(s);
+  EXPECT_EQ(none, nullptr);
+}

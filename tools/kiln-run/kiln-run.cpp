@@ -17,6 +17,7 @@ using Clock = std::chrono::steady_clock;
 static const char *kUsage =
     "usage: kiln-run MODEL.onnx --inputs DIR [--outputs DIR] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
+    "                [--debug-memory]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of the inputs in DIR (input_0.pb, input_1.pb, ...:\n"
     "ONNX TensorProto files in graph-input order), runs it and prints a summary.\n"
@@ -31,6 +32,8 @@ static const char *kUsage =
     "                 version, so any N gives single-threaded execution\n"
     "  --mcpu CPU     LLVM CPU to compile for (default: host)\n"
     "  -O0..-O3       optimization level (default -O3)\n"
+    "  --debug-memory no static memory plan: every intermediate gets fresh memory filled\n"
+    "                 with NaN, so a read of unwritten memory shows up as NaN\n"
     "  --help, --version\n"
     "\n"
     "Exit status: 0 when everything ran (and matched, with --check); 1 on a mismatch or\n"
@@ -84,6 +87,8 @@ int main(int argc, char **argv) {
       if (!parseNumber(value(a.c_str()), num) || num < 1 || num != (long)num)
         return usageError(a + " needs a positive integer");
       (a == "--bench" ? bench : threads) = (long)num;
+    } else if (a == "--debug-memory") {
+      copts.debugMemory = true;
     } else if (a == "--mcpu") {
       copts.cpu = value("--mcpu");
     } else if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3') {

@@ -33,6 +33,8 @@ struct LoweringOptions {
   bool fuseElementwise = true;
   /// Run kiln-convert-layout (NHWC convolutions, fused epilogues) first.
   bool convertLayout = true;
+  /// No memory plan: every intermediate gets fresh, NaN-filled memory.
+  bool debugMemory = false;
 };
 
 /// kiln (static shapes) -> linalg on tensors -> bufferization -> loops ->

@@ -88,6 +88,60 @@ def KilnStridedCopiesToLoops : Pass<"kiln-strided-copies-to-loops", "mlir::func:
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Place the model function's intermediates in one workspace by liveness";
+  let description = [{
+    Runs after bufferization (and after outputs became arguments). Every
+    statically shaped `memref.alloc` in the top-level block of a public
+    function becomes a `memref.view` at a compile-time offset into a
+    workspace buffer, added as the function's last argument. Buffers whose
+    live ranges (allocation to last use of anything derived from them) are
+    disjoint share memory; placement is largest-first at the lowest offset
+    that fits. The workspace size in bytes is recorded as the module
+    attribute `kiln.workspace_size`. Allocations in nested regions stay on
+    the heap.
+
+    With `debug-memory`, nothing is planned: every allocation keeps its own
+    memory and is filled with NaN when it is made, so that reads of memory
+    nobody wrote (or a planner bug, when compared with a planned run) show
+    up as NaN in the outputs.
+
+    ```mlir
+    %a = memref.alloc() {alignment = 64 : i64} : memref<4x4xf32>
+    // becomes, with %ws the new argument memref<NNNxi8>
+    %a = memref.view %ws[%c0][] : memref<NNNxi8> to memref<4x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"debugMemory", "debug-memory", "bool", "false",
+           "no plan: fresh, NaN-filled memory for every allocation">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def KilnOutlineLoopNests : Pass<"kiln-outline-loop-nests", "mlir::ModuleOp"> {
+  let summary = "Move each top-level linalg op on memrefs into a function with noalias buffers";
+  let description = [{
+    Runs after bufferization and the memory plan. Each top-level linalg op
+    of a public function whose buffers have static shapes and identity
+    layouts becomes a call of a new private function `NAME_opN` taking its
+    operands (and any values its body uses from outside, constants cloned
+    in). A buffer argument gets `llvm.noalias` when no other argument is a
+    view of the same buffer. Planned intermediates share one workspace, so
+    this is how LLVM learns that a loop's operands are distinct; inlining
+    turns it into alias scopes limited to that op.
+
+    ```mlir
+    linalg.generic {...} ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) {...}
+    // becomes
+    call @main_op0(%a, %b) : (memref<8xf32>, memref<8xf32>) -> ()
+    func.func private @main_op0(%arg0: memref<8xf32> {llvm.noalias}, %arg1: memref<8xf32> {llvm.noalias})
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 def KilnFlattenGlobals : Pass<"kiln-flatten-globals", "mlir::ModuleOp"> {
   let summary = "Store N-d constant memref.globals as 1-D, viewed through expand_shape";
   let description = [{

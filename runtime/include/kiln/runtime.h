@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever kiln_model_desc or the entry-point ABI changes. */
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -66,10 +66,14 @@ typedef struct kiln_tensor_desc {
 } kiln_tensor_desc;
 
 /* The entry point of a compiled model: buffers holds the input data
- * pointers, then the output data pointers, in signature order. Buffers are
- * dense, row-major, and at least 64-byte aligned for outputs. Inputs are
- * only read. Output buffers must not overlap each other or any input: the
- * compiled code assumes they do not (kiln_model_execute allocates them). */
+ * pointers, then the output data pointers, in signature order, then (when
+ * workspace_size > 0) the workspace: scratch memory of workspace_size bytes,
+ * 64-byte aligned, where the compiled code keeps its intermediates at
+ * offsets planned at compile time. Buffers are dense, row-major, and at
+ * least 64-byte aligned for outputs. Inputs are only read. No two buffers
+ * may overlap: the compiled code assumes they do not (kiln_model_execute
+ * allocates outputs and workspace). A workspace needs no initialisation and
+ * may be reused from run to run, but not by two runs at the same time. */
 typedef void (*kiln_entry_fn)(void **buffers);
 
 typedef struct kiln_model_desc {
@@ -79,7 +83,7 @@ typedef struct kiln_model_desc {
   int32_t num_outputs;
   const kiln_tensor_desc *inputs;
   const kiln_tensor_desc *outputs;
-  uint64_t workspace_size; /* bytes of scratch the entry point needs; 0 today */
+  uint64_t workspace_size; /* bytes of scratch the entry point needs */
   kiln_entry_fn entry;
 } kiln_model_desc;
 
@@ -106,6 +110,16 @@ void *kiln_tensor_data(kiln_tensor *tensor);
  * Safe to call concurrently on one model. Returns NULL on success. */
 kiln_status *kiln_model_execute(const kiln_model_desc *model, const kiln_tensor *const *inputs,
                                 size_t num_inputs, kiln_tensor **outputs, size_t num_outputs);
+
+/* kiln_model_execute with caller-provided scratch: `workspace` holds at least
+ * model->workspace_size bytes, 64-byte aligned (may be NULL when that is 0).
+ * kiln_model_execute itself uses one workspace per calling thread, kept
+ * between runs and grown when a model needs more, so that no run allocates
+ * scratch on the hot path. */
+kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *model,
+                                               const kiln_tensor *const *inputs, size_t num_inputs,
+                                               kiln_tensor **outputs, size_t num_outputs,
+                                               void *workspace);
 
 /* Only the checks of kiln_model_execute, for callers that run elsewhere. */
 kiln_status *kiln_model_check_inputs(const kiln_model_desc *model,

@@ -1,0 +1,113 @@
+// kiln-outline-loop-nests: each top-level linalg op of the model function
+// (on memrefs) moves into a private function whose buffer arguments are
+// `noalias` where they are distinct buffers.
+//
+// Why: the static memory plan makes every intermediate a view into one
+// workspace, so LLVM sees one underlying object and its loop vectorizer can
+// no longer tell a loop's input from its output (it stopped vectorizing
+// every generated loop in encoder4). Within one op the operands that come
+// from different buffers are live together, so they never overlap, which is
+// exactly what `noalias` on a function argument states; LLVM's inliner then
+// turns the arguments into scoped alias metadata, valid inside that op only,
+// so buffers that share bytes at different times stay correctly ordered.
+// The outlined functions are also the unit a thread pool will run.
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNOUTLINELOOPNESTS
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The buffer `v` is a view of: through view-like ops back to an argument,
+/// an allocation, a global or the workspace view.
+Value rootBuffer(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<memref::ViewOp>(def)) {
+      // Views of the workspace are the planned buffers themselves.
+      (void)view;
+      return v;
+    }
+    auto viewLike = dyn_cast<ViewLikeOpInterface>(def);
+    if (!viewLike)
+      break;
+    v = viewLike.getViewSource();
+  }
+  return v;
+}
+
+bool outlinable(Operation *op) {
+  if (!isa<linalg::LinalgOp>(op) || op->getNumResults())
+    return false;
+  for (Value v : op->getOperands())
+    if (auto mt = dyn_cast<MemRefType>(v.getType());
+        mt && (!mt.hasStaticShape() || !mt.getLayout().isIdentity() || mt.getNumElements() == 0))
+      return false; // the bare-pointer calling convention needs these
+  return true;
+}
+
+struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isDeclaration() || !func.isPublic())
+        continue;
+      int counter = 0;
+      for (Operation &op : llvm::make_early_inc_range(func.getBody().front()))
+        if (outlinable(&op))
+          outline(module, func, &op, counter++);
+    }
+  }
+
+  void outline(ModuleOp module, func::FuncOp parent, Operation *op, int n) {
+    // Arguments: operands and values used inside the op's regions, except
+    // constants (cloned in), each once.
+    llvm::SetVector<Value> captured;
+    for (Value v : op->getOperands())
+      captured.insert(v);
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    SmallVector<Value> args, constants;
+    for (Value v : captured)
+      (matchPattern(v, m_Constant()) ? constants : args).push_back(v);
+
+    OpBuilder b(module.getContext());
+    b.setInsertionPoint(parent);
+    std::string name = (parent.getName() + "_op" + Twine(n)).str();
+    auto fn = func::FuncOp::create(b, op->getLoc(), name,
+                                   b.getFunctionType(ValueRange(args).getTypes(), {}));
+    fn.setPrivate();
+    // noalias only where each buffer appears once among the memref args.
+    DenseMap<Value, int> uses;
+    for (Value v : args)
+      if (isa<MemRefType>(v.getType()))
+        ++uses[rootBuffer(v)];
+    for (auto [i, v] : llvm::enumerate(args))
+      if (isa<MemRefType>(v.getType()) && uses[rootBuffer(v)] == 1)
+        fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+
+    Block *body = fn.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(args, body->getArguments()))
+      map.map(v, arg);
+    for (Value c : constants)
+      map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
+    b.clone(*op, map);
+    func::ReturnOp::create(b, op->getLoc());
+
+    OpBuilder call(op);
+    func::CallOp::create(call, op->getLoc(), fn, args);
+    op->erase();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,171 @@
+// kiln-plan-memory: a static memory plan for the model function's
+// intermediates, computed at compile time, as Glow and TVM do.
+//
+// Every statically shaped memref.alloc in the function's top-level block
+// becomes a memref.view into one workspace buffer, which the function gets
+// as a new last argument (the runtime allocates it once and reuses it, see
+// runtime/include/kiln/runtime.h). Offsets come from liveness: a buffer is
+// live from its allocation to the last top-level op that uses it or
+// anything derived from it (views, casts, addresses passed to kernels), and
+// buffers whose live ranges are disjoint may share bytes. Placement is the
+// greedy "largest first, lowest fitting offset" heuristic.
+//
+// With debug-memory the plan is off: allocations stay separate, and each is
+// filled with NaN when made, so that a read of memory nobody wrote shows up
+// in the outputs.
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <limits>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPLANMEMORY
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+struct Buffer {
+  memref::AllocOp alloc;
+  int64_t bytes = 0, begin = 0, end = 0, offset = -1;
+};
+
+/// The top-level op of `block` that contains `op`.
+Operation *topLevel(Operation *op, Block *block) {
+  while (op && op->getBlock() != block)
+    op = op->getParentOp();
+  return op;
+}
+
+/// Index of the last top-level op that uses `root` or a value derived from
+/// it. Derived values are followed through every result of every user: a
+/// view, a cast, an extracted pointer and the arithmetic on it. That
+/// over-approximates (a loaded scalar extends the range too), which only
+/// costs reuse, never correctness.
+int64_t lastUse(Value root, Block *block, const DenseMap<Operation *, int64_t> &index) {
+  int64_t last = 0;
+  SmallVector<Value> work{root};
+  DenseSet<Value> seen{root};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (Operation *top = topLevel(user, block))
+        last = std::max(last, index.lookup(top));
+      for (Value r : user->getResults())
+        if (seen.insert(r).second)
+          work.push_back(r);
+    }
+  }
+  return last;
+}
+
+int64_t byteSize(MemRefType t) {
+  int64_t bits = t.getElementTypeBitWidth();
+  if (bits % 8)
+    bits = 8; // i1 is stored in bytes
+  return t.getNumElements() * bits / 8;
+}
+
+struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isDeclaration() || !func.isPublic())
+        continue;
+      if (debugMemory)
+        fillWithNaN(func);
+      else if (failed(plan(func)))
+        return signalPassFailure();
+    }
+  }
+
+  void fillWithNaN(func::FuncOp func) {
+    func.walk([](memref::AllocOp alloc) {
+      auto type = alloc.getType();
+      auto ft = dyn_cast<FloatType>(type.getElementType());
+      if (!ft)
+        return;
+      OpBuilder b(alloc->getContext());
+      b.setInsertionPointAfter(alloc);
+      Value nan = arith::ConstantOp::create(
+          b, alloc.getLoc(), b.getFloatAttr(ft, APFloat::getQNaN(ft.getFloatSemantics())));
+      linalg::FillOp::create(b, alloc.getLoc(), ValueRange{nan}, ValueRange{alloc});
+    });
+  }
+
+  LogicalResult plan(func::FuncOp func) {
+    Block *block = &func.getBody().front();
+    DenseMap<Operation *, int64_t> index;
+    int64_t i = 0;
+    for (Operation &op : *block)
+      index[&op] = i++;
+
+    std::vector<Buffer> buffers;
+    for (Operation &op : *block) {
+      auto alloc = dyn_cast<memref::AllocOp>(op);
+      if (!alloc || !alloc.getType().hasStaticShape() || !alloc.getType().getLayout().isIdentity() ||
+          alloc.getType().getMemorySpace() || byteSize(alloc.getType()) == 0)
+        continue;
+      Buffer buf;
+      buf.alloc = alloc;
+      buf.bytes = (byteSize(alloc.getType()) + kAlignment - 1) / kAlignment * kAlignment;
+      buf.begin = index[alloc];
+      buf.end = std::max(buf.begin, lastUse(alloc, block, index));
+      buffers.push_back(buf);
+    }
+
+    // Largest first; each at the lowest offset that overlaps no buffer
+    // already placed whose live range meets its own.
+    std::vector<Buffer *> order;
+    for (Buffer &b : buffers)
+      order.push_back(&b);
+    std::stable_sort(order.begin(), order.end(),
+                     [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
+    std::vector<Buffer *> placed;
+    int64_t total = 0;
+    for (Buffer *b : order) {
+      std::vector<std::pair<int64_t, int64_t>> taken;
+      for (Buffer *p : placed)
+        if (p->begin <= b->end && b->begin <= p->end)
+          taken.push_back({p->offset, p->offset + p->bytes});
+      llvm::sort(taken);
+      int64_t offset = 0;
+      for (auto [lo, hi] : taken) {
+        if (offset + b->bytes <= lo)
+          break;
+        offset = std::max(offset, hi);
+      }
+      b->offset = offset;
+      total = std::max(total, offset + b->bytes);
+      placed.push_back(b);
+    }
+
+    auto wsType = MemRefType::get({std::max<int64_t>(total, 1)},
+                                  IntegerType::get(&getContext(), 8));
+    if (failed(func.insertArgument(func.getNumArguments(), wsType,
+                                   DictionaryAttr::get(&getContext()), func.getLoc())))
+      return func.emitError("cannot add the workspace argument");
+    Value workspace = func.getArgument(func.getNumArguments() - 1);
+    for (Buffer &b : buffers) {
+      OpBuilder builder(b.alloc);
+      Value offset = arith::ConstantIndexOp::create(builder, b.alloc.getLoc(), b.offset);
+      Value view = memref::ViewOp::create(builder, b.alloc.getLoc(), b.alloc.getType(), workspace,
+                                          offset, ValueRange{});
+      b.alloc.replaceAllUsesWith(view);
+      b.alloc.erase();
+    }
+    getOperation()->setAttr("kiln.workspace_size",
+                            IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace kiln
