@@ -118,11 +118,17 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
   int rows = m - m0 < MR ? (int)(m - m0) : MR;
+  // Pixel coordinates by stepping, not dividing: with few input channels
+  // (pointwise convs of narrow layers) MR divisions cost as much as the tile.
   kiln_i64 ih0[MR], iw0[MR];
+  kiln_i64 oy = m0 / q.ow, ox = m0 % q.ow;
   for (int i = 0; i < MR; ++i) {
-    kiln_i64 pix = m0 + (i < rows ? i : 0);
-    ih0[i] = (pix / q.ow) * q.sh - q.ph;
-    iw0[i] = (pix % q.ow) * q.sw - q.pw;
+    ih0[i] = oy * q.sh - q.ph;
+    iw0[i] = ox * q.sw - q.pw;
+    if (i + 1 < rows && ++ox == q.ow) {
+      ox = 0;
+      ++oy;
+    }
   }
   const float *image = in + n * q.h * q.w * q.c + g * cg;
   const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
@@ -187,69 +193,86 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
 
 /// Depthwise 2-D convolution (one input and one output channel per group),
 /// NHWC, weights packed as [kh][kw][C rounded up to KILN_PANEL] and bias as
-/// [C rounded up]. Vectorised over channels; a few output pixels of a row
-/// share each weight vector load.
+/// [C rounded up]. Vectorised over channels; DW_PX output pixels of a row
+/// share each weight vector load. Pixel blocks whose windows stay inside the
+/// row take a path without bounds tests (the interior of every layer).
+#define DW_PX 8
+INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
+                    const float *bias, const float *res, float *out, float lo, float hi,
+                    kiln_i64 n, kiln_i64 oy, kiln_i64 ox0, int px, kiln_i64 c0, bool full,
+                    bool interior) {
+  kiln_i64 C = q.c, cpad = (C + KILN_PANEL - 1) / KILN_PANEL * KILN_PANEL;
+  kiln_i64 len = C - c0 < KILN_VEC ? C - c0 : KILN_VEC;
+  vf acc[DW_PX];
+  for (int j = 0; j < DW_PX; ++j)
+    acc[j] = loadv(bias + c0);
+  for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
+    kiln_i64 y = oy * q.sh - q.ph + ky * q.dh;
+    if (y < 0 || y >= q.h)
+      continue;
+    const float *row = image + y * q.w * C + c0;
+    for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
+      vf wv = loadv(w + (ky * q.kw + kx) * cpad + c0);
+      kiln_i64 x0 = ox0 * q.sw - q.pw + kx * q.dw;
+      for (int j = 0; j < DW_PX; ++j) {
+        kiln_i64 x = x0 + (j < px ? j : 0) * q.sw;
+        if (!interior && (x < 0 || x >= q.w))
+          continue;
+        const float *src = row + x * C;
+        vf xv;
+        if (full) {
+          xv = loadv(src);
+        } else {
+          xv = splat(0);
+          for (kiln_i64 c = 0; c < len; ++c)
+            xv[c] = src[c];
+        }
+        acc[j] += xv * wv;
+      }
+    }
+  }
+  vf vlo = splat(lo), vhi = splat(hi);
+  for (int j = 0; j < px; ++j) {
+    kiln_i64 off = ((n * q.oh + oy) * q.ow + ox0 + j) * C + c0;
+    if (full) {
+      vf r = acc[j];
+      if (res)
+        r += loadv(res + off);
+      storev(out + off, __builtin_elementwise_min(__builtin_elementwise_max(r, vlo), vhi));
+    } else {
+      for (kiln_i64 c = 0; c < len; ++c) {
+        float r = acc[j][c];
+        if (res)
+          r += res[off + c];
+        out[off + c] = clampf(r, lo, hi);
+      }
+    }
+  }
+}
+
 void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
                             kiln_addr biasAddr, kiln_addr resAddr, kiln_addr outAddr, float lo,
                             float hi) {
   const ConvParams &q = *(const ConvParams *)params;
   const float *in = (const float *)inAddr, *w = (const float *)wAddr,
-              *bias = (const float *)biasAddr, *res = (const float *)resAddr;
+              *bias = (const float *)biasAddr;
+  const float *res = (q.flags & kHasResidual) ? (const float *)resAddr : nullptr;
   float *out = (float *)outAddr;
-  bool hasRes = (q.flags & kHasResidual) != 0;
-  kiln_i64 C = q.c, cpad = (C + KILN_PANEL - 1) / KILN_PANEL * KILN_PANEL;
-  constexpr int PX = 4; // output pixels per tile
-  vf vlo = splat(lo), vhi = splat(hi);
+  kiln_i64 C = q.c;
   for (kiln_i64 n = 0; n < q.n; ++n) {
     const float *image = in + n * q.h * q.w * C;
     for (kiln_i64 oy = 0; oy < q.oh; ++oy) {
-      for (kiln_i64 ox0 = 0; ox0 < q.ow; ox0 += PX) {
-        int px = q.ow - ox0 < PX ? (int)(q.ow - ox0) : PX;
+      for (kiln_i64 ox0 = 0; ox0 < q.ow; ox0 += DW_PX) {
+        int px = q.ow - ox0 < DW_PX ? (int)(q.ow - ox0) : DW_PX;
+        kiln_i64 first = ox0 * q.sw - q.pw;
+        kiln_i64 last = (ox0 + DW_PX - 1) * q.sw - q.pw + (q.kw - 1) * q.dw;
+        bool interior = px == DW_PX && first >= 0 && last < q.w;
         for (kiln_i64 c0 = 0; c0 < C; c0 += KILN_VEC) {
           bool full = c0 + KILN_VEC <= C;
-          vf acc[PX];
-          for (int j = 0; j < PX; ++j)
-            acc[j] = loadv(bias + c0);
-          for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
-            kiln_i64 y = oy * q.sh - q.ph + ky * q.dh;
-            if (y < 0 || y >= q.h)
-              continue;
-            const float *row = image + y * q.w * C;
-            for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
-              vf wv = loadv(w + (ky * q.kw + kx) * cpad + c0);
-              for (int j = 0; j < PX; ++j) {
-                kiln_i64 x = (ox0 + (j < px ? j : 0)) * q.sw - q.pw + kx * q.dw;
-                if (x < 0 || x >= q.w)
-                  continue;
-                const float *src = row + x * C + c0;
-                vf xv;
-                if (full) {
-                  xv = loadv(src);
-                } else {
-                  xv = splat(0);
-                  for (kiln_i64 c = 0; c < C - c0; ++c)
-                    xv[c] = src[c];
-                }
-                acc[j] += xv * wv;
-              }
-            }
-          }
-          for (int j = 0; j < px; ++j) {
-            kiln_i64 off = ((n * q.oh + oy) * q.ow + ox0 + j) * C + c0;
-            if (full) {
-              vf r = acc[j];
-              if (hasRes)
-                r += loadv(res + off);
-              storev(out + off, __builtin_elementwise_min(__builtin_elementwise_max(r, vlo), vhi));
-            } else {
-              for (kiln_i64 c = 0; c < C - c0; ++c) {
-                float r = acc[j][c];
-                if (hasRes)
-                  r += res[off + c];
-                out[off + c] = clampf(r, lo, hi);
-              }
-            }
-          }
+          if (interior && full)
+            dwBlock(q, image, w, bias, res, out, lo, hi, n, oy, ox0, px, c0, true, true);
+          else
+            dwBlock(q, image, w, bias, res, out, lo, hi, n, oy, ox0, px, c0, full, false);
         }
       }
     }

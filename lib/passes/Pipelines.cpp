@@ -55,6 +55,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());
   pm.addPass(createKilnOutlineLoopNests());
+  pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
 
   std::string tail =
       "func.func(convert-linalg-to-loops),"

@@ -142,6 +142,21 @@ def KilnOutlineLoopNests : Pass<"kiln-outline-loop-nests", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::func::FuncOp"> {
+  let summary = "f32 math.exp/erf/tanh as polynomial approximations instead of libm calls";
+  let description = [{
+    Applies upstream `populateMathPolynomialApproximationPatterns` to
+    `math.exp`, `math.erf` and `math.tanh` on f32 (scalars or vectors), so
+    that loops computing Softmax, GELU or Tanh have no calls and vectorize.
+
+    ```mlir
+    %y = math.erf %x : f32
+    // becomes a branch-free rational/polynomial expression in arith ops
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
 def KilnFlattenGlobals : Pass<"kiln-flatten-globals", "mlir::ModuleOp"> {
   let summary = "Store N-d constant memref.globals as 1-D, viewed through expand_shape";
   let description = [{
