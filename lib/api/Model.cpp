@@ -184,9 +184,15 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
   auto llvmCtx = std::make_unique<llvm::LLVMContext>();
-  auto llvmModule = translateAndOptimize(*module, *llvmCtx, *tm, options.optLevel, error);
+  auto llvmModule = translateToLLVMIR(*module, *llvmCtx, *tm, error);
   if (!llvmModule)
     return Status::error(KILN_COMPILE_ERROR, error);
+  // The MLIR context holds every weight (and its packed copy) as uniqued
+  // attributes until it dies: release it before LLVM's optimizer and code
+  // generator add their own copies.
+  module = nullptr;
+  ctx.reset();
+  optimizeModule(*llvmModule, *tm, options.optLevel);
   exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, error);
   if (!exe->code)
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);

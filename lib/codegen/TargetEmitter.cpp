@@ -78,10 +78,8 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetOptions &op
   return std::unique_ptr<llvm::TargetMachine>(tm);
 }
 
-std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
-                                                   llvm::LLVMContext &context,
-                                                   llvm::TargetMachine &tm, int optLevel,
-                                                   std::string &error) {
+std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                                                llvm::TargetMachine &tm, std::string &error) {
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -95,8 +93,12 @@ std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
   llvmModule->setTargetTriple(tm.getTargetTriple());
   if (!linkKernelLibrary(*llvmModule, tm, error))
     return nullptr;
+  return llvmModule;
+}
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int optLevel) {
   if (optLevel <= 0)
-    return llvmModule;
+    return;
 
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -114,7 +116,16 @@ std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
   llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
                                   : optLevel == 2 ? llvm::OptimizationLevel::O2
                                                   : llvm::OptimizationLevel::O3;
-  pb.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
+  pb.buildPerModuleDefaultPipeline(level).run(module, mam);
+}
+
+std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
+                                                   llvm::LLVMContext &context,
+                                                   llvm::TargetMachine &tm, int optLevel,
+                                                   std::string &error) {
+  auto llvmModule = translateToLLVMIR(module, context, tm, error);
+  if (llvmModule)
+    optimizeModule(*llvmModule, tm, optLevel);
   return llvmModule;
 }
 

@@ -57,15 +57,19 @@ INLINE float clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi 
 
 /// acc[i][v] += sum over the `count` rows a[i][0..k) times the packed panel b.
 /// One call covers one window position of a convolution (k input channels).
-INLINE void accumulate(vf (&acc)[MR][NV], const float *const (&a)[MR], const float *b,
+/// W vectors of the panel are used: NV, or NV / 2 for a panel whose valid
+/// columns fit in its first half (a 16- or 48-channel layer would otherwise
+/// spend half the FMAs of its last panel on zero padding).
+template <int W>
+INLINE void accumulate(vf (&acc)[MR][W], const float *const (&a)[MR], const float *b,
                        kiln_i64 k) {
   for (kiln_i64 c = 0; c < k; ++c) {
-    vf bv[NV];
-    for (int v = 0; v < NV; ++v)
+    vf bv[W];
+    for (int v = 0; v < W; ++v)
       bv[v] = loadv(b + c * KILN_PANEL + v * KILN_VEC);
     for (int i = 0; i < MR; ++i) {
       vf x = splat(a[i][c]);
-      for (int v = 0; v < NV; ++v)
+      for (int v = 0; v < W; ++v)
         acc[i][v] += x * bv[v];
     }
   }
@@ -73,11 +77,12 @@ INLINE void accumulate(vf (&acc)[MR][NV], const float *const (&a)[MR], const flo
 
 /// Epilogue of one register tile: bias (already in acc), residual, clamp,
 /// and a store of the `rows` x `cols` valid part.
-INLINE void storeTile(vf (&acc)[MR][NV], float *const (&out)[MR], const float *const (&res)[MR],
+template <int W>
+INLINE void storeTile(vf (&acc)[MR][W], float *const (&out)[MR], const float *const (&res)[MR],
                       int rows, kiln_i64 cols, bool hasResidual, float lo, float hi) {
   vf vlo = splat(lo), vhi = splat(hi);
   for (int i = 0; i < rows; ++i) {
-    for (int v = 0; v < NV; ++v) {
+    for (int v = 0; v < W; ++v) {
       kiln_i64 c0 = v * KILN_VEC;
       if (c0 + KILN_VEC <= cols) {
         vf r = acc[i][v];
@@ -111,6 +116,7 @@ enum : kiln_i64 { kAverage = 1, kCountPad = 2 };
 /// panel `p`. The K loop walks window positions; for each, every row of the
 /// tile points at its input pixel's channels, or at zeros when the window
 /// position falls in the padding.
+template <int W>
 INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
                      const float *res, float *out, float lo, float hi, kiln_i64 n, kiln_i64 g,
                      kiln_i64 p, kiln_i64 m0) {
@@ -134,9 +140,9 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
   const float *bp = bias + (g * panels + p) * KILN_PANEL;
 
-  vf acc[MR][NV];
+  vf acc[MR][W];
   for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NV; ++v)
+    for (int v = 0; v < W; ++v)
       acc[i][v] = loadv(bp + v * KILN_VEC);
 
   for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
@@ -186,9 +192,14 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
   for (kiln_i64 n = 0; n < q.n; ++n)
     for (kiln_i64 g = 0; g < q.groups; ++g)
       for (kiln_i64 p = 0; p < panels; ++p)
-        for (kiln_i64 m0 = 0; m0 < m; m0 += MR)
-          convTile(q, (const float *)in, (const float *)w, (const float *)bias,
-                   (const float *)residual, (float *)out, lo, hi, n, g, p, m0);
+        for (kiln_i64 m0 = 0; m0 < m; m0 += MR) {
+          if (fg - p * KILN_PANEL <= KILN_PANEL / 2)
+            convTile<NV / 2>(q, (const float *)in, (const float *)w, (const float *)bias,
+                             (const float *)residual, (float *)out, lo, hi, n, g, p, m0);
+          else
+            convTile<NV>(q, (const float *)in, (const float *)w, (const float *)bias,
+                         (const float *)residual, (float *)out, lo, hi, n, g, p, m0);
+        }
 }
 
 /// Depthwise 2-D convolution (one input and one output channel per group),
