@@ -52,6 +52,16 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
     }
     LLVM::CallOp::create(b, loc, model, args);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+    // Object files carry the workspace size next to the entry point, for
+    // callers that link them without the JIT's descriptor.
+    int64_t workspace = 0;
+    if (auto ws = module->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
+      workspace = ws.getInt();
+    b.setInsertionPointToEnd(module.getBody());
+    auto i64 = IntegerType::get(&getContext(), 64);
+    LLVM::GlobalOp::create(b, loc, i64, /*isConstant=*/true, LLVM::Linkage::External,
+                           entryName + "_workspace_size", b.getI64IntegerAttr(workspace));
   }
 };
 

@@ -28,8 +28,16 @@ struct TargetOptions {
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetOptions &options,
                                                          std::string &error);
 
-/// Translates `module` (LLVM dialect) and runs LLVM's optimization pipeline
-/// for `tm` at `optLevel`.
+/// Translates `module` (LLVM dialect) to LLVM IR for `tm`, with the kernel
+/// library linked in. The MLIR context may be destroyed afterwards (its
+/// constants are the compile's largest allocation).
+std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                                                llvm::TargetMachine &tm, std::string &error);
+
+/// LLVM's optimization pipeline for `tm` at `optLevel` (nothing at 0).
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int optLevel);
+
+/// translateToLLVMIR, then optimizeModule.
 std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
                                                    llvm::LLVMContext &context,
                                                    llvm::TargetMachine &tm, int optLevel,

@@ -181,8 +181,10 @@ def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
   let description = [{
     Runs on the LLVM dialect after `func` lowering with the bare-pointer
     calling convention. Adds an externally visible function that takes one
-    array of buffer pointers (inputs, then outputs, in signature order) and
-    calls the model function with them. This is the only ABI the runtime
+    array of buffer pointers (inputs, then outputs, in signature order, then
+    the workspace when `kiln-plan-memory` added one) and calls the model
+    function with them, plus a constant i64 `NAME_workspace_size` (the
+    module's `kiln.workspace_size`, or 0). This is the only ABI the runtime
     knows, so it needs no LLVM or MLIR types.
   }];
   let options = [
