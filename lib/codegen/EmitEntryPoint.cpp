@@ -33,6 +33,11 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
       }
     // Inlined into the entry point by LLVM; not part of the object's ABI.
     model.setLinkage(LLVM::Linkage::Internal);
+    // func-to-llvm carries a func.func's `llvm.no_inline` over as a plain
+    // attribute (kiln-outline-loop-nests sets it); make it the real one.
+    for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+      if (f->removeAttr("llvm.no_inline"))
+        f.setNoInline(true);
     // The ABI requires distinct, non-overlapping buffers (the runtime
     // allocates every output itself), so LLVM may assume no aliasing.
     for (unsigned i = 0; i < model.getNumArguments(); ++i)
