@@ -14,6 +14,9 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 using namespace mlir;
 
@@ -192,6 +195,11 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
   // generator add their own copies.
   module = nullptr;
   ctx.reset();
+#ifdef __GLIBC__
+  // Give the freed weights back to the system: glibc keeps large freed
+  // blocks in its heap, and the code generator is about to need as much.
+  malloc_trim(0);
+#endif
   optimizeModule(*llvmModule, *tm, options.optLevel);
   exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, error);
   if (!exe->code)
