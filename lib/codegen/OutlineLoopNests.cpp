@@ -29,6 +29,18 @@ namespace {
 
 /// The buffer `v` is a view of: through view-like ops back to an argument,
 /// an allocation, a global or the workspace view.
+Value rootBuffer(Value v);
+
+/// Whether distinct roots are known to be distinct memory: a function
+/// argument (the ABI makes them disjoint), an allocation, a planned buffer
+/// (a workspace view) or a global. Anything else (a select between
+/// buffers, a loop result) could be either of several buffers.
+bool isKnownRoot(Value root) {
+  if (isa<BlockArgument>(root))
+    return isa<func::FuncOp>(root.getParentRegion()->getParentOp());
+  return isa<memref::AllocOp, memref::ViewOp, memref::GetGlobalOp>(root.getDefiningOp());
+}
+
 Value rootBuffer(Value v) {
   while (Operation *def = v.getDefiningOp()) {
     if (auto view = dyn_cast<memref::ViewOp>(def)) {
@@ -90,13 +102,17 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     fn->setAttr("llvm.no_inline", b.getUnitAttr());
     fn->setAttr("llvm.linkage",
                 LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
-    // noalias only where each buffer appears once among the memref args.
+    // noalias only where each buffer appears once among the memref args,
+    // and only when every buffer's origin is known.
     DenseMap<Value, int> uses;
+    bool known = true;
     for (Value v : args)
-      if (isa<MemRefType>(v.getType()))
+      if (isa<MemRefType>(v.getType())) {
         ++uses[rootBuffer(v)];
+        known &= isKnownRoot(rootBuffer(v));
+      }
     for (auto [i, v] : llvm::enumerate(args))
-      if (isa<MemRefType>(v.getType()) && uses[rootBuffer(v)] == 1)
+      if (known && isa<MemRefType>(v.getType()) && uses[rootBuffer(v)] == 1)
         fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
 
     Block *body = fn.addEntryBlock();

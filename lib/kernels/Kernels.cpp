@@ -54,6 +54,11 @@ INLINE vf loadv(const float *p) {
 INLINE void storev(float *p, vf v) { __builtin_memcpy(p, &v, sizeof(vf)); }
 INLINE vf splat(float x) { return (vf)x; }
 INLINE float clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+// NaN-propagating, like clampf: maxNum/minNum (__builtin_elementwise_max)
+// would turn a NaN into the lower bound and hide it.
+INLINE vf clampv(vf x, vf lo, vf hi) {
+  return __builtin_elementwise_minimum(__builtin_elementwise_maximum(x, lo), hi);
+}
 
 /// acc[i][v] += sum over the `count` rows a[i][0..k) times the packed panel b.
 /// One call covers one window position of a convolution (k input channels).
@@ -88,7 +93,7 @@ INLINE void storeTile(vf (&acc)[MR][W], float *const (&out)[MR], const float *co
         vf r = acc[i][v];
         if (hasResidual)
           r += loadv(res[i] + c0);
-        r = __builtin_elementwise_min(__builtin_elementwise_max(r, vlo), vhi);
+        r = clampv(r, vlo, vhi);
         storev(out[i] + c0, r);
       } else {
         for (kiln_i64 c = c0; c < cols; ++c) {
@@ -249,7 +254,7 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
       vf r = acc[j];
       if (res)
         r += loadv(res + off);
-      storev(out + off, __builtin_elementwise_min(__builtin_elementwise_max(r, vlo), vhi));
+      storev(out + off, clampv(r, vlo, vhi));
     } else {
       for (kiln_i64 c = 0; c < len; ++c) {
         float r = acc[j][c];

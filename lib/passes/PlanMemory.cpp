@@ -55,11 +55,16 @@ int64_t lastUse(Value root, Block *block, const DenseMap<Operation *, int64_t> &
   while (!work.empty()) {
     Value v = work.pop_back_val();
     for (Operation *user : v.getUsers()) {
-      if (Operation *top = topLevel(user, block))
+      Operation *top = topLevel(user, block);
+      if (top)
         last = std::max(last, index.lookup(top));
-      for (Value r : user->getResults())
-        if (seen.insert(r).second)
-          work.push_back(r);
+      // A use inside a region may flow out through a terminator (scf.yield)
+      // into the enclosing op's results: follow those too.
+      for (Operation *op : {user, top})
+        if (op)
+          for (Value r : op->getResults())
+            if (seen.insert(r).second)
+              work.push_back(r);
     }
   }
   return last;
@@ -147,8 +152,10 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       placed.push_back(b);
     }
 
-    auto wsType = MemRefType::get({std::max<int64_t>(total, 1)},
-                                  IntegerType::get(&getContext(), 8));
+    // No intermediates, no workspace argument (and workspace_size 0).
+    if (total == 0)
+      return success();
+    auto wsType = MemRefType::get({total}, IntegerType::get(&getContext(), 8));
     if (failed(func.insertArgument(func.getNumArguments(), wsType,
                                    DictionaryAttr::get(&getContext()), func.getLoc())))
       return func.emitError("cannot add the workspace argument");
@@ -161,8 +168,12 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       b.alloc.replaceAllUsesWith(view);
       b.alloc.erase();
     }
+    // One workspace serves whichever public function runs: the largest.
+    int64_t size = total;
+    if (auto old = getOperation()->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
+      size = std::max(size, old.getInt());
     getOperation()->setAttr("kiln.workspace_size",
-                            IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
+                            IntegerAttr::get(IntegerType::get(&getContext(), 64), size));
     return success();
   }
 };

@@ -72,3 +72,14 @@ func.func @runtime_weights(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> 
   %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   return %0 : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// A transpose of a zero-sized tensor is not turned into a reshape (a 0 in
+// a reshape target means "keep the dim").
+// CHECK-LABEL: func.func @zero_sized_transpose
+// CHECK: kiln.transpose %arg0 {perm = array<i64: 1, 0, 2>}
+func.func @zero_sized_transpose(%x: tensor<0x1x3xf32>) -> tensor<1x0x3xf32> {
+  %0 = kiln.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<0x1x3xf32>) -> tensor<1x0x3xf32>
+  return %0 : tensor<1x0x3xf32>
+}

@@ -29,3 +29,13 @@ func.func @plan(%in: memref<64xf32>, %out: memref<64xf32>) {
   memref.copy %c, %out : memref<64xf32> to memref<64xf32>
   return
 }
+
+// -----
+
+// Nothing to plan: no workspace argument, no size attribute.
+// CHECK-LABEL: module {
+// CHECK: func.func @nothing(%arg0: memref<4xf32>, %arg1: memref<4xf32>) {
+func.func @nothing(%in: memref<4xf32>, %out: memref<4xf32>) {
+  memref.copy %in, %out : memref<4xf32> to memref<4xf32>
+  return
+}

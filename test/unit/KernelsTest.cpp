@@ -152,6 +152,33 @@ TEST(Kernels, DepthwiseDilatedOddChannels) {
   checkConv({1, 9, 9, 3, 3, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 3, false, false});
 }
 
+// A NaN in the input stays NaN in every output it reaches (the clamp of the
+// epilogue must not turn it into a bound), with and without an activation.
+TEST(Kernels, NaNPropagatesThroughConvEpilogue) {
+  for (float lo : {-kInf, 0.0f}) {
+    int64_t params[] = {1, 1, 3, 2, 1, 3, 20, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0};
+    std::vector<float> in{1, 2, std::nanf(""), 4, 5, 6};
+    std::vector<float> w(32 * 2, 0.5f), b(32, 0.0f), out(3 * 20, 0.0f);
+    kiln_conv2d_nhwc_f32(addr(params), addr(in.data()), addr(w.data()), addr(b.data()), 0,
+                         addr(out.data()), lo, kInf);
+    for (int64_t o = 0; o < 20; ++o) {
+      EXPECT_FALSE(std::isnan(out[o])) << o;
+      EXPECT_TRUE(std::isnan(out[20 + o])) << "pixel 1, channel " << o << ", lo " << lo;
+    }
+  }
+}
+
+TEST(Kernels, NaNPropagatesThroughMatMul) {
+  // K = 300 crosses the kernel's K blocks; the NaN is in the first one.
+  int64_t K = 300;
+  std::vector<float> a(K, 1.0f), b(K * 32, 1.0f), out(32, 0.0f);
+  a[3] = std::nanf("");
+  int64_t params[] = {1, 1, 32, K, 0, 0, 0, K, 32, 32, 0};
+  kiln_matmul_f32(addr(params), addr(a.data()), addr(b.data()), addr(out.data()));
+  for (float v : out)
+    EXPECT_TRUE(std::isnan(v));
+}
+
 void checkMatMul(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcastB, bool transB) {
   auto a = randoms(batch * M * K, 5);
   auto b = randoms((broadcastB ? 1 : batch) * K * N, 6);
