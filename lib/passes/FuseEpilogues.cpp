@@ -83,13 +83,19 @@ Value f32Constant(PatternRewriter &rw, Location loc, ArrayRef<int64_t> shape,
   return ConstantOp::create(rw, loc, DenseElementsAttr::get(t, values));
 }
 
-/// A copy of `c` created at `at` with some parts replaced.
-Value rebuild(PatternRewriter &rw, Conv2DNhwcOp c, Operation *at, Value weight, Value bias,
-              Value residual, float lo, float hi) {
-  rw.setInsertionPoint(at);
-  return Conv2DNhwcOp::create(rw, at->getLoc(), c.getInput(), weight, bias, residual,
-                              c.getStridesAttr(), c.getPadsAttr(), c.getDilationsAttr(),
-                              c.getGroupAttr(), rw.getF32FloatAttr(lo), rw.getF32FloatAttr(hi));
+/// Replaces `user` (the op being folded) by a copy of `c` with some parts
+/// replaced, created at `user` (so that a residual operand dominates it),
+/// and erases `c`, whose only user that was.
+LogicalResult replaceWithConv(PatternRewriter &rw, Operation *user, Conv2DNhwcOp c,
+                              Value weight, Value bias, Value residual, float lo, float hi) {
+  rw.setInsertionPoint(user);
+  Value conv = Conv2DNhwcOp::create(rw, user->getLoc(), c.getInput(), weight, bias, residual,
+                                    c.getStridesAttr(), c.getPadsAttr(), c.getDilationsAttr(),
+                                    c.getGroupAttr(), rw.getF32FloatAttr(lo),
+                                    rw.getF32FloatAttr(hi));
+  rw.replaceOp(user, conv);
+  rw.eraseOp(c);
+  return success();
 }
 
 float lo(Conv2DNhwcOp c) { return c.getClampMin().convertToFloat(); }
@@ -120,9 +126,7 @@ struct FoldScale : OpRewritePattern<MulOp> {
         bias = f32Constant(rw, c.getLoc(), {oc}, b);
       }
       Value weight = f32Constant(rw, c.getLoc(), wt.getShape(), w);
-      rw.replaceOp(op, rebuild(rw, c, op, weight, bias, Value(), lo(c), hi(c)));
-      rw.eraseOp(c);
-      return success();
+      return replaceWithConv(rw, op, c, weight, bias, Value(), lo(c), hi(c));
     }
     return failure();
   }
@@ -146,17 +150,13 @@ struct FoldAdd : OpRewritePattern<AddOp> {
           for (int64_t o = 0; o < oc; ++o)
             b[o] += (*shift)[o];
           Value bias = f32Constant(rw, c.getLoc(), {oc}, b);
-          rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), bias, Value(), lo(c), hi(c)));
-          rw.eraseOp(c);
-          return success();
+          return replaceWithConv(rw, op, c, c.getWeight(), bias, Value(), lo(c), hi(c));
         }
       }
       c = fusableConv(op->getOperand(i), 1);
       if (c && !c.getResidual() && other.getType() == c.getType() &&
           op.getType() == c.getType() && other != c.getResult()) {
-        rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), c.getBias(), other, lo(c), hi(c)));
-        rw.eraseOp(c);
-        return success();
+        return replaceWithConv(rw, op, c, c.getWeight(), c.getBias(), other, lo(c), hi(c));
       }
     }
     return failure();
@@ -169,10 +169,8 @@ struct FoldRelu : OpRewritePattern<ReluOp> {
     Conv2DNhwcOp c = fusableConv(op.getInput(), 2);
     if (!c || c.getType() != op.getType())
       return failure();
-    rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), c.getBias(), c.getResidual(),
-                             std::max(lo(c), 0.0f), std::max(hi(c), 0.0f)));
-    rw.eraseOp(c);
-    return success();
+    return replaceWithConv(rw, op, c, c.getWeight(), c.getBias(), c.getResidual(),
+                           std::max(lo(c), 0.0f), std::max(hi(c), 0.0f));
   }
 };
 
@@ -190,9 +188,7 @@ struct FoldClamp : OpRewritePattern<OpTy> {
       // clamp(x, l, h) then max with k is clamp(x, max(l, k), max(h, k)).
       float l = isMax ? std::max(lo(c), *k) : std::min(lo(c), *k);
       float h = isMax ? std::max(hi(c), *k) : std::min(hi(c), *k);
-      rw.replaceOp(op, rebuild(rw, c, op, c.getWeight(), c.getBias(), c.getResidual(), l, h));
-      rw.eraseOp(c);
-      return success();
+      return replaceWithConv(rw, op, c, c.getWeight(), c.getBias(), c.getResidual(), l, h);
     }
     return failure();
   }
