@@ -22,15 +22,27 @@ bool isInit(CallKernelOp op, OpOperand &operand) {
   return operand.get() == op.getInit() && operand.getOperandNumber() == op->getNumOperands() - 1;
 }
 
-/// A dense row-major buffer with the same contents (a copy if needed).
-Value denseBuffer(RewriterBase &rw, Location loc, Value buffer) {
+/// The i64 address of a memref's first element (aligned pointer + offset).
+Value bufferAddress(OpBuilder &b, Location loc, Value memref) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value bytes = arith::MulIOp::create(
+      b, loc, meta.getOffset(),
+      arith::ConstantIndexOp::create(
+          b, loc, cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8));
+  Value addr = arith::AddIOp::create(b, loc, base, bytes);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
+}
+
+bool isDense(Value buffer) {
+  return memref::isStaticShapeAndContiguousRowMajor(cast<MemRefType>(buffer.getType()));
+}
+
+/// A fresh dense row-major buffer of `buffer`'s shape and element type.
+Value allocDense(RewriterBase &rw, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
-  if (memref::isStaticShapeAndContiguousRowMajor(type))
-    return buffer;
-  auto dense = MemRefType::get(type.getShape(), type.getElementType());
-  Value copy = memref::AllocOp::create(rw, loc, dense, rw.getI64IntegerAttr(64));
-  memref::CopyOp::create(rw, loc, buffer, copy);
-  return copy;
+  return memref::AllocOp::create(rw, loc, MemRefType::get(type.getShape(), type.getElementType()),
+                                 rw.getI64IntegerAttr(64));
 }
 
 struct CallKernelBufferization
@@ -62,19 +74,19 @@ struct CallKernelBufferization
       FailureOr<Value> buffer = getBuffer(rw, v, options, state);
       if (failed(buffer))
         return failure();
-      args.push_back(bufferAddress(rw, loc, denseBuffer(rw, loc, *buffer)));
+      Value dense = *buffer;
+      if (!isDense(dense)) {
+        dense = allocDense(rw, loc, *buffer);
+        memref::CopyOp::create(rw, loc, *buffer, dense);
+      }
+      args.push_back(bufferAddress(rw, loc, dense));
     }
     FailureOr<Value> out = getBuffer(rw, call.getInit(), options, state);
     if (failed(out))
       return failure();
     // A strided destination (a slice of a larger buffer) gets a dense
     // scratch buffer and a copy back.
-    Value dense = *out;
-    auto outType = cast<MemRefType>(out->getType());
-    if (!memref::isStaticShapeAndContiguousRowMajor(outType))
-      dense = memref::AllocOp::create(
-          rw, loc, MemRefType::get(outType.getShape(), outType.getElementType()),
-          rw.getI64IntegerAttr(64));
+    Value dense = isDense(*out) ? *out : allocDense(rw, loc, *out);
     args.insert(args.begin() + call.getResultPosition(), bufferAddress(rw, loc, dense));
     func::CallOp::create(rw, loc, call.getKernel(), TypeRange{}, args);
     if (dense != *out)

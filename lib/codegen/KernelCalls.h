@@ -25,9 +25,6 @@ void populateKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// Attaches kiln.call_kernel's BufferizableOpInterface model.
 void registerKernelCallBufferization(mlir::DialectRegistry &registry);
 
-/// The i64 address of a memref's first element.
-mlir::Value bufferAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
-
 } // namespace kiln::codegen
 
 namespace kiln {

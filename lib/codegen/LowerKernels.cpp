@@ -11,9 +11,7 @@
 #include "KernelCalls.h"
 #include "LoweringUtils.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 
 #include <limits>
@@ -235,18 +233,6 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
 };
 
 } // namespace
-
-Value bufferAddress(OpBuilder &b, Location loc, Value memref) {
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value offset = meta.getOffset();
-  Value bytes = arith::MulIOp::create(
-      b, loc, offset,
-      arith::ConstantIndexOp::create(
-          b, loc, cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8));
-  Value addr = arith::AddIOp::create(b, loc, base, bytes);
-  return arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
-}
 
 void declareKernelFunctions(ModuleOp module) {
   OpBuilder b(module.getBodyRegion());

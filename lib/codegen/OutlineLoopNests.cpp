@@ -28,8 +28,17 @@ namespace kiln {
 namespace {
 
 /// The buffer `v` is a view of: through view-like ops back to an argument,
-/// an allocation, a global or the workspace view.
-Value rootBuffer(Value v);
+/// an allocation, a global or the workspace view (a view of the workspace
+/// is a planned buffer itself, not a view of another one).
+Value rootBuffer(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto viewLike = dyn_cast<ViewLikeOpInterface>(def);
+    if (!viewLike || isa<memref::ViewOp>(def))
+      break;
+    v = viewLike.getViewSource();
+  }
+  return v;
+}
 
 /// Whether distinct roots are known to be distinct memory: a function
 /// argument (the ABI makes them disjoint), an allocation, a planned buffer
@@ -39,21 +48,6 @@ bool isKnownRoot(Value root) {
   if (isa<BlockArgument>(root))
     return isa<func::FuncOp>(root.getParentRegion()->getParentOp());
   return isa<memref::AllocOp, memref::ViewOp, memref::GetGlobalOp>(root.getDefiningOp());
-}
-
-Value rootBuffer(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto view = dyn_cast<memref::ViewOp>(def)) {
-      // Views of the workspace are the planned buffers themselves.
-      (void)view;
-      return v;
-    }
-    auto viewLike = dyn_cast<ViewLikeOpInterface>(def);
-    if (!viewLike)
-      break;
-    v = viewLike.getViewSource();
-  }
-  return v;
 }
 
 bool outlinable(Operation *op) {
