@@ -2,6 +2,7 @@
 #include "Driver.h"
 #include "TensorDescs.h"
 
+#include "kiln/Codegen/ConstantPool.h"
 #include "kiln/Codegen/TargetEmitter.h"
 #include "onnx/onnx_pb.h"
 
@@ -44,6 +45,7 @@ namespace {
 /// One compiled specialisation: the JIT'd code and the runtime descriptor
 /// that points into it. The descriptor's strings and dims live here.
 struct Executable {
+  ConstantPool constants; ///< outlives `code`, which points into it
   std::unique_ptr<JitCode> code;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<kiln_tensor_desc> inputDescs, outputDescs;
@@ -106,6 +108,20 @@ static bool needsValues(const Status &s) {
          s.message.find("dynamic shape") != std::string::npos;
 }
 
+/// Gives freed heap pages back to the system. Weights pass through
+/// temporaries of up to one tensor (decoding, packing) between stages, and
+/// glibc keeps such blocks in its heap, where they count against the
+/// compile's peak memory once the next stage allocates above them.
+static void releaseFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+/// Constants this large live in the executable's constant pool rather than
+/// in its code; smaller ones stay where LLVM can fold their values.
+constexpr size_t kMinPooledConstantBytes = 4096;
+
 struct Model::Impl {
   LoadedModel model;
   CompileOptions options;
@@ -142,7 +158,9 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
   OwningOpRef<ModuleOp> module;
   if (Status s = importAndOptimize(*ctx, model, shapes, values, module); !s.ok())
     return s;
+  releaseFreedMemory();
 
+  releaseFreedMemory();
   auto exe = std::make_shared<Executable>();
   auto func = cast<func::FuncOp>(module->getBody()->front());
   auto describe = [&](Type t, std::string name, TensorInfo &info) -> Status {
@@ -179,8 +197,10 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
   }
   if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory); !s.ok())
     return s;
+  releaseFreedMemory();
   if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
     exe->desc.workspace_size = ws.getInt();
+  extractConstants(*module, kMinPooledConstantBytes, exe->constants);
   std::string error;
   TargetOptions to{"", options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);
@@ -191,17 +211,14 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
   if (!llvmModule)
     return Status::error(KILN_COMPILE_ERROR, error);
   // The MLIR context holds every weight (and its packed copy) as uniqued
-  // attributes until it dies: release it before LLVM's optimizer and code
-  // generator add their own copies.
+  // attributes until it dies, and the pool has what the code needs of them:
+  // release it before LLVM's optimizer and code generator run.
   module = nullptr;
   ctx.reset();
-#ifdef __GLIBC__
-  // Give the freed weights back to the system: glibc keeps large freed
-  // blocks in its heap, and the code generator is about to need as much.
-  malloc_trim(0);
-#endif
+  releaseFreedMemory();
   optimizeModule(*llvmModule, *tm, options.optLevel);
-  exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, error);
+  exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, &exe->constants,
+                              error);
   if (!exe->code)
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
   void *entry = exe->code->lookup("kiln_entry", error);

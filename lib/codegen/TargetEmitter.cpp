@@ -1,4 +1,5 @@
 #include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Codegen/ConstantPool.h"
 #include "KernelCalls.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -146,7 +147,8 @@ bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembl
 
 std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
                                          std::unique_ptr<llvm::LLVMContext> context,
-                                         const TargetOptions &options, std::string &error) {
+                                         const TargetOptions &options, const ConstantPool *pool,
+                                         std::string &error) {
   initializeTargets();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
@@ -169,6 +171,17 @@ std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
     return nullptr;
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  if (pool && !pool->symbols.empty()) {
+    llvm::orc::SymbolMap constants;
+    for (const auto &[name, offset] : pool->symbols)
+      constants[(*jit)->mangleAndIntern(name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(pool->data.get() + offset),
+          llvm::JITSymbolFlags::Exported};
+    if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(constants))) {
+      error = llvm::toString(std::move(err));
+      return nullptr;
+    }
+  }
   module->setDataLayout((*jit)->getDataLayout());
   if (auto err = (*jit)->addIRModule(
           llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {

@@ -160,6 +160,12 @@ FailureOr<ElementsAttr> tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &
   }
   auto type = RankedTensorType::get(dims, elt);
   bool isBool = elt.isInteger(1);
+  // Raw payloads go straight into the attribute: a decoded copy of every
+  // weight would double the import's peak memory.
+  if (!isBool && t.has_raw_data() &&
+      t.raw_data().size() == (size_t)n * elt.getIntOrFloatBitWidth() / 8)
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size())));
   std::string bytes;
   if (!decodeTensorPayload(t, isBool ? 1 : elt.getIntOrFloatBitWidth() / 8, n, bytes, error)) {
     error = "tensor '" + t.name() + "' " + error;

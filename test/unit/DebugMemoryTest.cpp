@@ -72,7 +72,8 @@ std::vector<float> run(const char *source, bool debugMemory) {
   auto llvmCtx = std::make_unique<llvm::LLVMContext>();
   auto llvmModule = kiln::translateAndOptimize(*module, *llvmCtx, *tm, 2, error);
   EXPECT_TRUE(llvmModule) << error;
-  auto code = kiln::JitCode::create(std::move(llvmModule), std::move(llvmCtx), target, error);
+  auto code = kiln::JitCode::create(std::move(llvmModule), std::move(llvmCtx), target,
+                                    /*pool=*/nullptr, error);
   EXPECT_TRUE(code) << error;
   auto entry = reinterpret_cast<void (*)(void **)>(code->lookup("kiln_entry", error));
   EXPECT_TRUE(entry) << error;

@@ -19,6 +19,8 @@ class LLJIT;
 
 namespace kiln {
 
+struct ConstantPool;
+
 struct TargetOptions {
   std::string triple; ///< empty: the host
   std::string cpu = "host";
@@ -48,12 +50,14 @@ bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembl
                      std::string &out, std::string &error);
 
 /// Compiled code living in this process. Symbols of the process (libm)
-/// resolve; the code stays valid as long as the object lives.
+/// resolve, and so do those of `pool` (extractConstants), which must outlive
+/// the code; the code stays valid as long as the object lives.
 class JitCode {
 public:
   static std::unique_ptr<JitCode> create(std::unique_ptr<llvm::Module> module,
                                          std::unique_ptr<llvm::LLVMContext> context,
-                                         const TargetOptions &options, std::string &error);
+                                         const TargetOptions &options, const ConstantPool *pool,
+                                         std::string &error);
   ~JitCode();
   void *lookup(const std::string &symbol, std::string &error);
 

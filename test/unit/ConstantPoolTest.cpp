@@ -1,0 +1,150 @@
+// extractConstants: large constants leave the generated code for a host
+// buffer, the code reaches them by symbol, and the compiled function still
+// computes with their values; small constants stay in the code.
+#include "kiln/Codegen/ConstantPool.h"
+#include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Passes/Passes.h"
+
+#include "../../lib/api/Driver.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+constexpr int kLarge = 2048; // 8 KiB of f32: pooled
+constexpr int kSmall = 16;   // 64 bytes: stays in the code
+
+float largeValue(int i) { return 0.25f * (float)i - 3.0f; }
+float smallValue(int i) { return 1000.0f + (float)i; }
+
+/// y = x + large, z = x[:16] + small, with both constants written out as
+/// non-splat literals.
+std::string source() {
+  auto literal = [](int n, float (*value)(int)) {
+    std::string s = "dense<[";
+    for (int i = 0; i < n; ++i)
+      s += (i ? ", " : "") + std::to_string(value(i));
+    return s + "]>";
+  };
+  std::string large = std::to_string(kLarge), small = std::to_string(kSmall);
+  return R"(
+#map = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<)" + large + R"(xf32>) -> (tensor<)" + large + R"(xf32>, tensor<)" +
+         small + R"(xf32>) {
+  %c = arith.constant )" + literal(kLarge, largeValue) + " : tensor<" + large + R"(xf32>
+  %s = arith.constant )" + literal(kSmall, smallValue) + " : tensor<" + small + R"(xf32>
+  %init = tensor.empty() : tensor<)" + large + R"(xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%x, %c : tensor<)" + large + "xf32>, tensor<" + large + R"(xf32>)
+      outs(%init : tensor<)" + large + R"(xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<)" + large + R"(xf32>
+  %xs = tensor.extract_slice %x[0] [)" + small + R"(] [1] : tensor<)" + large +
+         "xf32> to tensor<" + small + R"(xf32>
+  %init2 = tensor.empty() : tensor<)" + small + R"(xf32>
+  %z = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%xs, %s : tensor<)" + small + "xf32>, tensor<" + small + R"(xf32>)
+      outs(%init2 : tensor<)" + small + R"(xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<)" + small + R"(xf32>
+  return %y, %z : tensor<)" + large + "xf32>, tensor<" + small + R"(xf32>
+}
+)";
+}
+
+struct Lowered {
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+Lowered lower() {
+  Lowered l;
+  l.ctx = kiln::createCompilerContext();
+  l.module = mlir::parseSourceString<mlir::ModuleOp>(source(), l.ctx.get());
+  EXPECT_TRUE(l.module);
+  mlir::PassManager pm(l.ctx.get());
+  kiln::LoweringOptions opts;
+  kiln::buildLowerToLLVMPipeline(pm, opts);
+  EXPECT_TRUE(mlir::succeeded(pm.run(*l.module)));
+  return l;
+}
+
+TEST(ConstantPool, MovesLargeConstantsOutOfTheModule) {
+  Lowered l = lower();
+  kiln::ConstantPool pool;
+  kiln::extractConstants(*l.module, 4096, pool);
+
+  ASSERT_EQ(pool.symbols.size(), 1u);
+  EXPECT_EQ(pool.symbols[0].first, "__kiln_pool_0");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data.get() + pool.symbols[0].second) % 64, 0u);
+  const float *values = reinterpret_cast<const float *>(pool.data.get() + pool.symbols[0].second);
+  for (int i = 0; i < kLarge; ++i)
+    ASSERT_EQ(values[i], largeValue(i)) << "element " << i;
+
+  int external = 0, embedded = 0;
+  for (auto global : l.module->getOps<mlir::LLVM::GlobalOp>()) {
+    if (global.getSymName() == "__kiln_pool_0") {
+      EXPECT_FALSE(global.getValueAttr());
+      EXPECT_EQ(global.getLinkage(), mlir::LLVM::Linkage::External);
+      ++external;
+    } else if (auto dense = llvm::dyn_cast_or_null<mlir::DenseElementsAttr>(
+                   global.getValueAttr())) {
+      if (dense.getNumElements() == kSmall && dense.getElementType().isF32())
+        ++embedded;
+    }
+  }
+  EXPECT_EQ(external, 1);
+  EXPECT_EQ(embedded, 1) << "the 64-byte constant must stay in the code";
+}
+
+TEST(ConstantPool, CompiledCodeReadsThePool) {
+  Lowered l = lower();
+  kiln::ConstantPool pool;
+  kiln::extractConstants(*l.module, 4096, pool);
+  int64_t workspace = 0;
+  if (auto ws = (*l.module)->getAttrOfType<mlir::IntegerAttr>("kiln.workspace_size"))
+    workspace = ws.getInt();
+
+  std::string error;
+  kiln::TargetOptions target;
+  auto tm = kiln::createTargetMachine(target, error);
+  ASSERT_TRUE(tm) << error;
+  auto llvmCtx = std::make_unique<llvm::LLVMContext>();
+  auto llvmModule = kiln::translateAndOptimize(*l.module, *llvmCtx, *tm, 2, error);
+  ASSERT_TRUE(llvmModule) << error;
+  // The code must not depend on the MLIR context any more.
+  l.module = nullptr;
+  l.ctx.reset();
+  auto code = kiln::JitCode::create(std::move(llvmModule), std::move(llvmCtx), target, &pool,
+                                    error);
+  ASSERT_TRUE(code) << error;
+  auto entry = reinterpret_cast<void (*)(void **)>(code->lookup("kiln_entry", error));
+  ASSERT_TRUE(entry) << error;
+
+  std::vector<float> x(kLarge), y(kLarge), z(kSmall);
+  for (int i = 0; i < kLarge; ++i)
+    x[i] = (float)(i % 7);
+  alignas(64) static char scratch[1 << 16];
+  ASSERT_LE(workspace, (int64_t)sizeof(scratch));
+  void *buffers[] = {x.data(), y.data(), z.data(), scratch};
+  entry(buffers);
+  for (int i = 0; i < kLarge; ++i)
+    ASSERT_EQ(y[i], x[i] + largeValue(i)) << "element " << i;
+  for (int i = 0; i < kSmall; ++i)
+    ASSERT_EQ(z[i], x[i] + smallValue(i)) << "element " << i;
+}
+
+} // namespace
