@@ -38,6 +38,35 @@ bool isDense(Value buffer) {
   return memref::isStaticShapeAndContiguousRowMajor(cast<MemRefType>(buffer.getType()));
 }
 
+/// The row stride of `buffer` when it is dense row-major except for the
+/// stride between rows of its last dimension (a slice of a concatenation
+/// along that dimension), static; nullopt otherwise.
+std::optional<int64_t> rowStride(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (!type.hasStaticShape())
+    return std::nullopt;
+  int64_t rank = type.getRank();
+  if (rank < 2)
+    return rank == 1 && isDense(buffer) ? std::optional<int64_t>(type.getDimSize(0))
+                                        : std::nullopt;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return std::nullopt;
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t row = strides[rank - 2];
+  if ((strides[rank - 1] != 1 && shape[rank - 1] != 1) || ShapedType::isDynamic(row) ||
+      row < shape[rank - 1])
+    return std::nullopt;
+  int64_t expected = row;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    expected *= shape[d + 1];
+    if (shape[d] != 1 && strides[d] != expected)
+      return std::nullopt;
+  }
+  return row;
+}
+
 /// A fresh dense row-major buffer of `buffer`'s shape and element type.
 Value allocDense(RewriterBase &rw, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
@@ -65,28 +94,53 @@ struct CallKernelBufferization
                           BufferizationState &state) const {
     auto call = cast<CallKernelOp>(op);
     Location loc = op->getLoc();
-    SmallVector<Value> args;
-    for (Value v : call.getArgs()) {
-      if (!isa<TensorType>(v.getType())) {
-        args.push_back(v);
+    // Tensor argument (-1: the destination) -> its row-stride argument.
+    llvm::SmallDenseMap<int64_t, int64_t> strideArg;
+    if (auto pairs = call.getRowStrides())
+      for (size_t i = 0; i + 1 < pairs->size(); i += 2)
+        strideArg[(*pairs)[i]] = (*pairs)[i + 1];
+    SmallVector<Value> args(call.getArgs());
+    auto setStride = [&](int64_t tensorIndex, int64_t stride) {
+      auto it = strideArg.find(tensorIndex);
+      if (it != strideArg.end())
+        args[it->second] = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(stride));
+    };
+    // A buffer the kernel can take as it is: dense, or row-strided where
+    // the kernel is told the stride.
+    auto usable = [&](int64_t tensorIndex, Value buffer) -> std::optional<int64_t> {
+      if (strideArg.count(tensorIndex))
+        return rowStride(buffer);
+      if (!isDense(buffer))
+        return std::nullopt;
+      auto type = cast<MemRefType>(buffer.getType());
+      return type.getRank() ? type.getShape().back() : 1;
+    };
+    for (auto [i, v] : llvm::enumerate(call.getArgs())) {
+      if (!isa<TensorType>(v.getType()))
         continue;
-      }
       FailureOr<Value> buffer = getBuffer(rw, v, options, state);
       if (failed(buffer))
         return failure();
-      Value dense = *buffer;
-      if (!isDense(dense)) {
-        dense = allocDense(rw, loc, *buffer);
-        memref::CopyOp::create(rw, loc, *buffer, dense);
+      Value passed = *buffer;
+      std::optional<int64_t> stride = usable(i, passed);
+      if (!stride) {
+        passed = allocDense(rw, loc, *buffer);
+        memref::CopyOp::create(rw, loc, *buffer, passed);
+        stride = usable(i, passed);
       }
-      args.push_back(bufferAddress(rw, loc, dense));
+      setStride(i, *stride);
+      args[i] = bufferAddress(rw, loc, passed);
     }
     FailureOr<Value> out = getBuffer(rw, call.getInit(), options, state);
     if (failed(out))
       return failure();
-    // A strided destination (a slice of a larger buffer) gets a dense
-    // scratch buffer and a copy back.
-    Value dense = isDense(*out) ? *out : allocDense(rw, loc, *out);
+    // A destination the kernel cannot write as it is gets a dense scratch
+    // buffer and a copy back.
+    std::optional<int64_t> outStride = usable(-1, *out);
+    Value dense = outStride ? *out : allocDense(rw, loc, *out);
+    if (!outStride)
+      outStride = usable(-1, dense);
+    setStride(-1, *outStride);
     args.insert(args.begin() + call.getResultPosition(), bufferAddress(rw, loc, dense));
     func::CallOp::create(rw, loc, call.getKernel(), TypeRange{}, args);
     if (dense != *out)

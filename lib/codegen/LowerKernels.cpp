@@ -45,12 +45,19 @@ Value f32(OpBuilder &b, Location loc, float v) {
 }
 
 /// kiln.call_kernel of `kernel` with `args`; the result's address goes at
-/// `outIndex` once bufferized.
+/// `outIndex` once bufferized. `rowStrides`: see the op's `row_strides`.
 Value callWithResult(OpBuilder &b, Location loc, StringRef kernel, RankedTensorType resultType,
-                     ValueRange args, unsigned outIndex) {
+                     ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides = {}) {
   Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType());
-  return CallKernelOp::create(b, loc, resultType, FlatSymbolRefAttr::get(b.getContext(), kernel), args, init,
-                              b.getI64IntegerAttr(outIndex));
+  return CallKernelOp::create(
+      b, loc, resultType, FlatSymbolRefAttr::get(b.getContext(), kernel), args, init,
+      b.getI64IntegerAttr(outIndex),
+      rowStrides.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(rowStrides));
+}
+
+/// A placeholder for a row stride that bufferization fills in.
+Value strideSlot(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
 }
 
 std::optional<SmallVector<float>> constantFloats(Value v) {
@@ -116,10 +123,14 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                               strides[1], pads[0],    pads[1],    dilations[0], dilations[1],
                               s.groups,   residual ? 1 : 0};
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
-  SmallVector<Value> args{i64Block(b, loc, params), input, f32Block(b, loc, packedW),
-                          f32Block(b, loc, packedB), residual ? residual : zero,
-                          f32(b, loc, lo), f32(b, loc, hi)};
-  return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5);
+  SmallVector<Value> args{i64Block(b, loc, params),  input,
+                          f32Block(b, loc, packedW),  f32Block(b, loc, packedB),
+                          residual ? residual : zero, f32(b, loc, lo),
+                          f32(b, loc, hi),            strideSlot(b, loc),
+                          strideSlot(b, loc)};
+  // Input and output may be channel slices of concatenations (args 7, 8).
+  return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
+                        {1, 7, -1, 8});
 }
 
 LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
@@ -226,8 +237,9 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
                                 dh,                dw,                 p[2],
                                 p[3],              flags};
     Location loc = op.getLoc();
-    SmallVector<Value> args{i64Block(rw, loc, params), op.getInput()};
-    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2));
+    SmallVector<Value> args{i64Block(rw, loc, params), op.getInput(), strideSlot(rw, loc),
+                            strideSlot(rw, loc)};
+    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2, {1, 2, -1, 3}));
     return success();
   }
 };
@@ -244,10 +256,10 @@ void declareKernelFunctions(ModuleOp module) {
     auto f = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType(args, {}));
     f.setPrivate();
   };
-  declare(kConv, {i64, i64, i64, i64, i64, i64, f32t, f32t});
-  declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t});
+  declare(kConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
+  declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
   declare(kMatMul, {i64, i64, i64, i64});
-  declare(kPool, {i64, i64, i64});
+  declare(kPool, {i64, i64, i64, i64, i64});
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {

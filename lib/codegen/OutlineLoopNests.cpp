@@ -50,13 +50,35 @@ bool isKnownRoot(Value root) {
   return isa<memref::AllocOp, memref::ViewOp, memref::GetGlobalOp>(root.getDefiningOp());
 }
 
+bool passable(MemRefType type) {
+  // What the bare-pointer calling convention can pass.
+  return type.hasStaticShape() && type.getLayout().isIdentity() && type.getNumElements() != 0;
+}
+
+/// For a strided view (a slice of a concatenation, say): the static
+/// memref.subview ops that make it from a buffer the calling convention can
+/// pass, outermost first; the function gets that buffer and remakes the
+/// view. Empty when `v` is not such a view.
+SmallVector<memref::SubViewOp> viewChain(Value v) {
+  SmallVector<memref::SubViewOp> chain;
+  while (!passable(cast<MemRefType>(v.getType()))) {
+    auto sub = v.getDefiningOp<memref::SubViewOp>();
+    if (!sub || !sub.getOffsets().empty() || !sub.getSizes().empty() || !sub.getStrides().empty())
+      return {};
+    chain.insert(chain.begin(), sub);
+    v = sub.getSource();
+  }
+  return chain;
+}
+
 bool outlinable(Operation *op) {
   if (!isa<linalg::LinalgOp>(op) || op->getNumResults())
     return false;
   for (Value v : op->getOperands())
     if (auto mt = dyn_cast<MemRefType>(v.getType());
-        mt && (!mt.hasStaticShape() || !mt.getLayout().isIdentity() || mt.getNumElements() == 0))
-      return false; // the bare-pointer calling convention needs these
+        mt && !passable(mt) && (!mt.hasStaticShape() || mt.getNumElements() == 0 ||
+                                viewChain(v).empty()))
+      return false;
   return true;
 }
 
@@ -80,9 +102,21 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     for (Value v : op->getOperands())
       captured.insert(v);
     getUsedValuesDefinedAbove(op->getRegions(), captured);
-    SmallVector<Value> args, constants;
-    for (Value v : captured)
-      (matchPattern(v, m_Constant()) ? constants : args).push_back(v);
+    llvm::SetVector<Value> passed;
+    SmallVector<Value> constants;
+    SmallVector<memref::SubViewOp> views; // remade inside, in order
+    for (Value v : captured) {
+      if (matchPattern(v, m_Constant())) {
+        constants.push_back(v);
+      } else if (auto mt = dyn_cast<MemRefType>(v.getType()); mt && !passable(mt)) {
+        SmallVector<memref::SubViewOp> chain = viewChain(v);
+        passed.insert(chain.front().getSource());
+        views.append(chain.begin(), chain.end());
+      } else {
+        passed.insert(v);
+      }
+    }
+    SmallVector<Value> args = passed.takeVector();
 
     OpBuilder b(module.getContext());
     b.setInsertionPoint(parent);
@@ -116,6 +150,9 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
       map.map(v, arg);
     for (Value c : constants)
       map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
+    for (memref::SubViewOp view : views)
+      if (!map.contains(view.getResult()))
+        b.clone(*view, map);
     b.clone(*op, map);
     func::ReturnOp::create(b, op->getLoc());
 

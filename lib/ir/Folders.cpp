@@ -601,3 +601,13 @@ OpFoldResult RangeOp::fold(FoldAdaptor a) {
     out.push_back(start + delta * APInt(start.getBitWidth(), i));
   return DenseElementsAttr::get(rt, out);
 }
+
+OpFoldResult PadOp::fold(FoldAdaptor a) {
+  auto pads = dense(a.getPads());
+  if (!pads || getInput().getType() != getType())
+    return {};
+  for (const APInt &p : pads.getValues<APInt>())
+    if (!p.isZero())
+      return {};
+  return getInput();
+}

@@ -132,8 +132,8 @@ enum : kiln_i64 { kAverage = 1, kCountPad = 2 };
 /// position falls in the padding.
 template <int W>
 INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
-                     const float *res, float *out, float lo, float hi, kiln_i64 n, kiln_i64 g,
-                     kiln_i64 p, kiln_i64 m0) {
+                     const float *res, float *out, float lo, float hi, kiln_i64 ldi, kiln_i64 ldo,
+                     kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0) {
   kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
@@ -150,7 +150,7 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
       ++oy;
     }
   }
-  const float *image = in + n * q.h * q.w * q.c + g * cg;
+  const float *image = in + n * q.h * q.w * ldi + g * cg;
   const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
   const float *bp = bias + (g * panels + p) * KILN_PANEL;
 
@@ -169,7 +169,7 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
         for (int i = 0; i < MR; ++i) {
           kiln_i64 y = ih0[i] + ky * q.dh, x = iw0[i] + kx * q.dw;
           bool inside = y >= 0 && y < q.h && x >= 0 && x < q.w;
-          a[i] = inside ? image + (y * q.w + x) * q.c + c0 : kZeros;
+          a[i] = inside ? image + (y * q.w + x) * ldi + c0 : kZeros;
         }
         accumulate(acc, a, kpanel + c0 * KILN_PANEL, k);
       }
@@ -181,9 +181,9 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   float *o[MR];
   const float *r[MR];
   for (int i = 0; i < MR; ++i) {
-    kiln_i64 off = ((n * m) + m0 + (i < rows ? i : 0)) * q.oc + col0;
-    o[i] = out + off;
-    r[i] = res ? res + off : nullptr;
+    kiln_i64 pixel = n * m + m0 + (i < rows ? i : 0);
+    o[i] = out + pixel * ldo + col0;
+    r[i] = res ? res + pixel * q.oc + col0 : nullptr;
   }
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
 }
@@ -196,9 +196,13 @@ extern "C" {
 /// compiler as [groups][panels][kh][kw][cin/groups][KILN_PANEL] and bias as
 /// [groups][panels][KILN_PANEL] (zero padded). out = clamp(conv + bias
 /// (+ residual), lo, hi). Work is split into (image, group, panel, row tile)
-/// items: the unit a thread pool will hand out.
+/// items: the unit a thread pool will hand out. `inStride` and `outStride`
+/// are the distances in floats between consecutive pixels of the input and
+/// the output (c and oc when dense; more when the tensor is a channel slice
+/// of a concatenation); the residual is dense.
 void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr bias,
-                          kiln_addr residual, kiln_addr out, float lo, float hi) {
+                          kiln_addr residual, kiln_addr out, float lo, float hi,
+                          kiln_i64 inStride, kiln_i64 outStride) {
   const ConvParams &q = *(const ConvParams *)params;
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
@@ -209,10 +213,12 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
         for (kiln_i64 m0 = 0; m0 < m; m0 += MR) {
           if (fg - p * KILN_PANEL <= KILN_PANEL / 2)
             convTile<NV / 2>(q, (const float *)in, (const float *)w, (const float *)bias,
-                             (const float *)residual, (float *)out, lo, hi, n, g, p, m0);
+                             (const float *)residual, (float *)out, lo, hi, inStride, outStride, n, g,
+                             p, m0);
           else
             convTile<NV>(q, (const float *)in, (const float *)w, (const float *)bias,
-                         (const float *)residual, (float *)out, lo, hi, n, g, p, m0);
+                         (const float *)residual, (float *)out, lo, hi, inStride, outStride, n, g,
+                             p, m0);
         }
 }
 
@@ -224,8 +230,8 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
 #define DW_PX 8
 INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
                     const float *bias, const float *res, float *out, float lo, float hi,
-                    kiln_i64 n, kiln_i64 oy, kiln_i64 ox0, int px, kiln_i64 c0, bool full,
-                    bool interior) {
+                    kiln_i64 ldi, kiln_i64 ldo, kiln_i64 n, kiln_i64 oy, kiln_i64 ox0, int px,
+                    kiln_i64 c0, bool full, bool interior) {
   kiln_i64 C = q.c, cpad = (C + KILN_PANEL - 1) / KILN_PANEL * KILN_PANEL;
   kiln_i64 len = C - c0 < KILN_VEC ? C - c0 : KILN_VEC;
   vf acc[DW_PX];
@@ -235,7 +241,7 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
     kiln_i64 y = oy * q.sh - q.ph + ky * q.dh;
     if (y < 0 || y >= q.h)
       continue;
-    const float *row = image + y * q.w * C + c0;
+    const float *row = image + y * q.w * ldi + c0;
     for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
       vf wv = loadv(w + (ky * q.kw + kx) * cpad + c0);
       kiln_i64 x0 = ox0 * q.sw - q.pw + kx * q.dw;
@@ -243,7 +249,7 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
         kiln_i64 x = x0 + (j < px ? j : 0) * q.sw;
         if (!interior && (x < 0 || x >= q.w))
           continue;
-        const float *src = row + x * C;
+        const float *src = row + x * ldi;
         vf xv;
         if (full) {
           xv = loadv(src);
@@ -258,26 +264,28 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
   }
   vf vlo = splat(lo), vhi = splat(hi);
   for (int j = 0; j < px; ++j) {
-    kiln_i64 off = ((n * q.oh + oy) * q.ow + ox0 + j) * C + c0;
+    kiln_i64 pixel = (n * q.oh + oy) * q.ow + ox0 + j;
+    kiln_i64 off = pixel * ldo + c0, roff = pixel * C + c0;
     if (full) {
       vf r = acc[j];
       if (res)
-        r += loadv(res + off);
+        r += loadv(res + roff);
       storev(out + off, hasBounds(lo, hi) ? clampv(r, vlo, vhi) : r);
     } else {
       for (kiln_i64 c = 0; c < len; ++c) {
         float r = acc[j][c];
         if (res)
-          r += res[off + c];
+          r += res[roff + c];
         out[off + c] = hasBounds(lo, hi) ? clampf(r, lo, hi) : r;
       }
     }
   }
 }
 
+/// Strides as for kiln_conv2d_nhwc_f32.
 void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
                             kiln_addr biasAddr, kiln_addr resAddr, kiln_addr outAddr, float lo,
-                            float hi) {
+                            float hi, kiln_i64 inStride, kiln_i64 outStride) {
   const ConvParams &q = *(const ConvParams *)params;
   const float *in = (const float *)inAddr, *w = (const float *)wAddr,
               *bias = (const float *)biasAddr;
@@ -285,7 +293,7 @@ void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
   float *out = (float *)outAddr;
   kiln_i64 C = q.c;
   for (kiln_i64 n = 0; n < q.n; ++n) {
-    const float *image = in + n * q.h * q.w * C;
+    const float *image = in + n * q.h * q.w * inStride;
     for (kiln_i64 oy = 0; oy < q.oh; ++oy) {
       for (kiln_i64 ox0 = 0; ox0 < q.ow; ox0 += DW_PX) {
         int px = q.ow - ox0 < DW_PX ? (int)(q.ow - ox0) : DW_PX;
@@ -295,9 +303,11 @@ void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
         for (kiln_i64 c0 = 0; c0 < C; c0 += KILN_VEC) {
           bool full = c0 + KILN_VEC <= C;
           if (interior && full)
-            dwBlock(q, image, w, bias, res, out, lo, hi, n, oy, ox0, px, c0, true, true);
+            dwBlock(q, image, w, bias, res, out, lo, hi, inStride, outStride, n, oy, ox0, px, c0,
+                    true, true);
           else
-            dwBlock(q, image, w, bias, res, out, lo, hi, n, oy, ox0, px, c0, full, false);
+            dwBlock(q, image, w, bias, res, out, lo, hi, inStride, outStride, n, oy, ox0, px, c0,
+                    full, false);
         }
       }
     }
@@ -355,8 +365,9 @@ void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_ad
 /// Max or average pooling over NHWC, vectorised over channels. Ceil-mode
 /// windows are clipped at the input's end like padding; `padEnd*` (the ONNX
 /// end pads, without the ceil-mode extra) bound the window for
-/// count_include_pad.
-void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr) {
+/// count_include_pad. Strides as for kiln_conv2d_nhwc_f32.
+void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr,
+                          kiln_i64 inStride, kiln_i64 outStride) {
   const PoolParams &q = *(const PoolParams *)params;
   const float *in = (const float *)inAddr;
   float *out = (float *)outAddr;
@@ -374,7 +385,7 @@ void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr)
           if (xhi > q.w + padEndW) xhi = q.w + padEndW;
           count = (yhi - ylo) * (xhi - xlo);
         }
-        float *o = out + ((n * q.oh + oy) * q.ow + ox) * C;
+        float *o = out + ((n * q.oh + oy) * q.ow + ox) * outStride;
         for (kiln_i64 c0 = 0; c0 < C; c0 += KILN_VEC) {
           kiln_i64 len = C - c0 < KILN_VEC ? C - c0 : KILN_VEC;
           vf acc = splat(avg ? 0.0f : -__builtin_inff());
@@ -388,7 +399,7 @@ void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr)
               if (x < 0 || x >= q.w)
                 continue;
               ++valid;
-              const float *src = in + ((n * q.h + y) * q.w + x) * C + c0;
+              const float *src = in + ((n * q.h + y) * q.w + x) * inStride + c0;
               vf v;
               if (len == KILN_VEC) {
                 v = loadv(src);

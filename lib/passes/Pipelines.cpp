@@ -34,12 +34,17 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   if (opts.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
 
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;
   bufOpts.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
+  // Identical subviews become one, so that the copy of a part written in
+  // place onto its own slice is a self-copy, which canonicalization drops.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   // Outputs become caller-provided buffers: the runtime allocates them.
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;

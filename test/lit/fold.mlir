@@ -120,3 +120,27 @@ func.func @unsigned() -> (tensor<ui8>, tensor<ui8>) {
   %d = kiln.div %a, %b : (tensor<ui8>, tensor<ui8>) -> tensor<ui8>
   return %s, %d : tensor<ui8>, tensor<ui8>
 }
+
+// -----
+
+// Zero pads are the identity (PyTorch's AvgPool2d export); nonzero ones stay.
+// CHECK-LABEL: func.func @zero_pad
+// CHECK-NOT: kiln.pad
+// CHECK: return %arg0
+func.func @zero_pad(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %p = kiln.constant {value = dense<0> : tensor<8xi64>} : () -> tensor<8xi64>
+  %v = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %y = kiln.pad %x, %p, %v {mode = "constant"} : (tensor<1x2x4x4xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  return %y : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @nonzero_pad
+// CHECK: kiln.pad
+func.func @nonzero_pad(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x6xf32> {
+  %p = kiln.constant {value = dense<[0, 0, 0, 1, 0, 0, 0, 1]> : tensor<8xi64>} : () -> tensor<8xi64>
+  %v = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %y = kiln.pad %x, %p, %v {mode = "constant"} : (tensor<1x2x4x4xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x2x4x6xf32>
+  return %y : tensor<1x2x4x6xf32>
+}

@@ -53,7 +53,7 @@ func.func @matmul_f32(%a: tensor<2x4x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x4x
 // CHECK: arith.constant dense<[1, 1, 8, 2, 1, 8, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
 // CHECK: arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 0.000000e+00
 // CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
-// CHECK-SAME: {result_position = 5 : i64}
+// CHECK-SAME: {result_position = 5 : i64, row_strides = array<i64: 1, 7, -1, 8>}
 func.func @matmul_constant_rhs(%a: tensor<8x2xf32>) -> tensor<8x3xf32> {
   %b = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
   %0 = kiln.matmul %a, %b : (tensor<8x2xf32>, tensor<2x3xf32>) -> tensor<8x3xf32>
@@ -67,6 +67,7 @@ func.func @matmul_constant_rhs(%a: tensor<8x2xf32>) -> tensor<8x3xf32> {
 // CHECK-LABEL: func.func @max_pool_nhwc
 // CHECK: arith.constant dense<[1, 8, 8, 3, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0]> : tensor<17xi64>
 // CHECK: kiln.call_kernel @kiln_pool2d_nhwc_f32
+// CHECK-SAME: {result_position = 2 : i64, row_strides = array<i64: 1, 2, -1, 3>}
 func.func @max_pool_nhwc(%x: tensor<1x8x8x3xf32>) -> tensor<1x4x4x3xf32> {
   %0 = kiln.max_pool %x {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x8x8x3xf32>) -> tensor<1x4x4x3xf32>
   return %0 : tensor<1x4x4x3xf32>

@@ -38,3 +38,19 @@ func.func @select(%c: i1, %a: memref<8xf32>, %b: memref<8xf32>) {
   linalg.copy ins(%s : memref<8xf32>) outs(%a : memref<8xf32>)
   return
 }
+
+// -----
+
+// A strided view (a slice of a concatenation) cannot cross the bare-pointer
+// calling convention: the function gets the whole buffer and remakes the
+// view inside. The two operands come from different buffers: noalias.
+// CHECK-LABEL: func.func private @strided_op0(%arg0: memref<2x8xf32> {llvm.noalias}, %arg1: memref<2x3xf32> {llvm.noalias})
+// CHECK: %[[V:.*]] = memref.subview %arg0[0, 5] [2, 3] [1, 1] : memref<2x8xf32> to memref<2x3xf32, strided<[8, 1], offset: 5>>
+// CHECK: linalg.copy ins(%[[V]] : memref<2x3xf32, strided<[8, 1], offset: 5>>) outs(%arg1 : memref<2x3xf32>)
+// CHECK-LABEL: func.func @strided
+// CHECK: call @strided_op0(%arg0, %arg1) : (memref<2x8xf32>, memref<2x3xf32>) -> ()
+func.func @strided(%a: memref<2x8xf32>, %b: memref<2x3xf32>) {
+  %v = memref.subview %a[0, 5] [2, 3] [1, 1] : memref<2x8xf32> to memref<2x3xf32, strided<[8, 1], offset: 5>>
+  linalg.copy ins(%v : memref<2x3xf32, strided<[8, 1], offset: 5>>) outs(%b : memref<2x3xf32>)
+  return
+}

@@ -14,11 +14,11 @@
 
 extern "C" {
 void kiln_conv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float,
-                          float);
+                          float, int64_t, int64_t);
 void kiln_dwconv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float,
-                            float);
+                            float, int64_t, int64_t);
 void kiln_matmul_f32(intptr_t, intptr_t, intptr_t, intptr_t);
-void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t);
+void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
 }
 
 namespace {
@@ -51,9 +51,36 @@ struct Conv {
   int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
 };
 
+/// Stores `dense` ([pixels][c]) with `extra` more floats after each pixel's
+/// channels, as a channel slice of a wider tensor is laid out; the gaps hold
+/// `gap`.
+std::vector<float> widen(const std::vector<float> &dense, int64_t c, int64_t extra, float gap) {
+  int64_t pixels = (int64_t)dense.size() / c;
+  std::vector<float> wide(pixels * (c + extra), gap);
+  for (int64_t p = 0; p < pixels; ++p)
+    std::copy(dense.begin() + p * c, dense.begin() + (p + 1) * c, wide.begin() + p * (c + extra));
+  return wide;
+}
+
+/// The kernel's output read back from a widened buffer; the gaps must still
+/// hold their sentinel (nothing wrote outside the slice).
+std::vector<float> narrow(const std::vector<float> &wide, int64_t c, int64_t extra) {
+  int64_t pixels = (int64_t)wide.size() / (c + extra);
+  std::vector<float> dense(pixels * c);
+  for (int64_t p = 0; p < pixels; ++p) {
+    for (int64_t i = 0; i < c; ++i)
+      dense[p * c + i] = wide[p * (c + extra) + i];
+    for (int64_t i = c; i < c + extra; ++i)
+      EXPECT_EQ(wide[p * (c + extra) + i], -7.0f) << "pixel " << p << " gap " << i - c;
+  }
+  return dense;
+}
+
 /// Runs the kernel the compiler would pick for `s` and compares with a
-/// double-precision reference.
-void checkConv(const Conv &s) {
+/// double-precision reference. `inExtra`/`outExtra`: the input and output
+/// are channel slices of wider tensors (pixel strides c + inExtra and
+/// oc + outExtra).
+void checkConv(const Conv &s, int64_t inExtra = 0, int64_t outExtra = 0) {
   int64_t cg = s.c / s.groups, fg = s.oc / s.groups, oh = s.oh(), ow = s.ow();
   auto in = randoms(s.n * s.h * s.w * s.c, 1);
   auto w = randoms(s.oc * cg * s.kh * s.kw, 2); // ONNX [O][I/g][KH][KW]
@@ -111,11 +138,14 @@ void checkConv(const Conv &s) {
   }
   int64_t params[] = {s.n,  s.h,  s.w,  s.c,  oh,   ow,   s.oc, s.kh,     s.kw,
                       s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, s.groups, s.residual ? 1 : 0};
-  std::vector<float> out(want.size(), std::nanf(""));
+  std::vector<float> wideIn = widen(in, s.c, inExtra, -7.0f);
+  std::vector<float> out = widen(std::vector<float>(want.size(), std::nanf("")), s.oc, outExtra,
+                                 -7.0f);
   (depthwise ? kiln_dwconv2d_nhwc_f32 : kiln_conv2d_nhwc_f32)(
-      addr(params), addr(in.data()), addr(pw.data()), addr(pb.data()),
-      s.residual ? addr(res.data()) : 0, addr(out.data()), s.lo, s.hi);
-  expectClose(out, want);
+      addr(params), addr(wideIn.data()), addr(pw.data()), addr(pb.data()),
+      s.residual ? addr(res.data()) : 0, addr(out.data()), s.lo, s.hi, s.c + inExtra,
+      s.oc + outExtra);
+  expectClose(narrow(out, s.oc, outExtra), want);
 }
 
 TEST(Kernels, ConvPlain3x3) { checkConv({1, 9, 11, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false}); }
@@ -152,6 +182,18 @@ TEST(Kernels, DepthwiseDilatedOddChannels) {
   checkConv({1, 9, 9, 3, 3, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 3, false, false});
 }
 
+// Channel slices of concatenations: the input read from, and the output
+// written into, a wider tensor (in-place Concat).
+TEST(Kernels, ConvStridedInputAndOutput) {
+  checkConv({2, 13, 13, 17, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, true}, 5, 11);
+}
+TEST(Kernels, ConvHalfPanelStridedOutput) {
+  checkConv({1, 7, 6, 8, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false}, 0, 48);
+}
+TEST(Kernels, DepthwiseStridedInputAndOutput) {
+  checkConv({1, 10, 9, 53, 53, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 53, true, true, 0.0f, 6.0f}, 3, 19);
+}
+
 // A NaN in the input stays NaN in every output it reaches when the conv
 // has no activation (with a fused Relu/Clip it becomes the bound, as
 // max(x, 0) does in MLAS).
@@ -161,7 +203,7 @@ TEST(Kernels, NaNPropagatesThroughConvEpilogue) {
     std::vector<float> in{1, 2, std::nanf(""), 4, 5, 6};
     std::vector<float> w(32 * 2, 0.5f), b(32, 0.0f), out(3 * 20, 0.0f);
     kiln_conv2d_nhwc_f32(addr(params), addr(in.data()), addr(w.data()), addr(b.data()), 0,
-                         addr(out.data()), lo, kInf);
+                         addr(out.data()), lo, kInf, 2, 20);
     for (int64_t o = 0; o < 20; ++o) {
       EXPECT_FALSE(std::isnan(out[o])) << o;
       EXPECT_TRUE(std::isnan(out[20 + o])) << "pixel 1, channel " << o << ", lo " << lo;
@@ -208,7 +250,8 @@ TEST(Kernels, MatMulLargeKCrossesBlocks) { checkMatMul(1, 14, 40, 600, false, fa
 TEST(Kernels, MatMulTransposedRhs) { checkMatMul(2, 17, 19, 300, false, true); }
 
 void checkPool(bool avg, bool countPad, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
-               int64_t s, int64_t pad, int64_t extraEnd) {
+               int64_t s, int64_t pad, int64_t extraEnd, int64_t inExtra = 0,
+               int64_t outExtra = 0) {
   int64_t oh = (h + 2 * pad + extraEnd - k) / s + 1, ow = (w + 2 * pad + extraEnd - k) / s + 1;
   auto in = randoms(n * h * w * c, 7);
   std::vector<double> want(n * oh * ow * c);
@@ -233,14 +276,18 @@ void checkPool(bool avg, bool countPad, int64_t n, int64_t h, int64_t w, int64_t
         }
   int64_t params[] = {n, h, w, c, oh, ow, k, k, s, s, pad, pad, 1, 1, pad, pad,
                       (avg ? 1 : 0) | (countPad ? 2 : 0)};
-  std::vector<float> out(want.size(), std::nanf(""));
-  kiln_pool2d_nhwc_f32(addr(params), addr(in.data()), addr(out.data()));
-  expectClose(out, want);
+  std::vector<float> wideIn = widen(in, c, inExtra, -7.0f);
+  std::vector<float> out = widen(std::vector<float>(want.size(), std::nanf("")), c, outExtra,
+                                 -7.0f);
+  kiln_pool2d_nhwc_f32(addr(params), addr(wideIn.data()), addr(out.data()), c + inExtra,
+                       c + outExtra);
+  expectClose(narrow(out, c, outExtra), want);
 }
 
 TEST(Kernels, MaxPool3x3Stride2Padded) { checkPool(false, false, 1, 11, 11, 19, 3, 2, 1, 0); }
 TEST(Kernels, MaxPoolCeilMode) { checkPool(false, false, 2, 13, 13, 64, 3, 2, 0, 1); }
 TEST(Kernels, AvgPoolExcludePad) { checkPool(true, false, 1, 7, 9, 33, 3, 1, 1, 0); }
 TEST(Kernels, AvgPoolCountPad) { checkPool(true, true, 1, 7, 9, 5, 3, 2, 1, 1); }
+TEST(Kernels, PoolStridedInputAndOutput) { checkPool(false, false, 1, 11, 11, 19, 3, 2, 1, 0, 4, 13); }
 
 } // namespace

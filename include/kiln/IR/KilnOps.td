@@ -113,13 +113,21 @@ def Kiln_CallKernelOp : Op<Kiln_Dialect, "call_kernel"> {
     destination's at `result_position`, copying any buffer that is not
     dense row-major.
 
+    `row_strides` lists pairs (tensor argument, i64 argument), with -1 for
+    the destination: the kernel takes that tensor's row stride (elements
+    between consecutive rows of its last dimension) in that i64 argument. A
+    buffer that is dense except for its row stride (a slice of a
+    concatenation along the last dimension) is then passed without a copy,
+    and the bufferization model writes its stride into the argument.
+
     ```mlir
     %y = kiln.call_kernel @kiln_matmul_f32(%params, %a, %b) into %init {result_position = 3 : i64}
          : (tensor<11xi64>, tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel, Variadic<AnyType>:$args,
-                       AnyRankedTensor:$init, I64Attr:$result_position);
+                       AnyRankedTensor:$init, I64Attr:$result_position,
+                       OptionalAttr<DenseI64ArrayAttr>:$row_strides);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kernel `(` $args `)` `into` $init attr-dict `:` functional-type(operands, results)
@@ -537,7 +545,8 @@ def Kiln_PadOp : Kiln_Op<"pad"> {
   }];
   let arguments = (ins AnyTensor:$input, AnyTensor:$pads, AnyTensor:$value,
                        StrAttr:$mode);
-  let results = (outs AnyTensor:$output);
+  let results = (outs AnyTensor:$output);  // Zero pads are the identity (PyTorch exports AvgPool2d with one).
+  let hasFolder = 1;
 }
 
 def Kiln_ShapeOp : Kiln_Op<"shape"> {

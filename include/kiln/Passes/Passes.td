@@ -88,6 +88,40 @@ def KilnStridedCopiesToLoops : Pass<"kiln-strided-copies-to-loops", "mlir::func:
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnConcatInPlace : Pass<"kiln-concat-in-place", "mlir::func::FuncOp"> {
+  let summary = "Write the parts of concatenations into their slices of the result";
+  let description = [{
+    Runs on linalg-on-tensors IR, before bufferization. Each chain of
+    `tensor.insert_slice` ops into a `tensor.empty` (a lowered Concat) is
+    rebuilt so that every part is inserted as soon as it is computed, and
+    the linalg op or kernel call that computes it writes into an
+    `extract_slice` of the chain rather than into a tensor of its own:
+    bufferized in place, the part is written once, where the concatenation
+    keeps it. A chain whose parts are a leading subset of a larger chain's
+    (DenseNet concatenates all earlier features at every layer) becomes an
+    `extract_slice` of the larger one, so the family shares one buffer.
+    One-shot bufferization still decides every buffer: a write that cannot
+    be in place gets a copy.
+
+    ```mlir
+    %e = tensor.empty() : tensor<1x4x4x8xf32>
+    %a = kiln.call_kernel @k(...) into %ea ...   // tensor<1x4x4x3xf32>
+    %b = linalg.generic ... outs(%eb : tensor<1x4x4x5xf32>)
+    %0 = tensor.insert_slice %a into %e[0, 0, 0, 0] [1, 4, 4, 3] [1, 1, 1, 1]
+    %1 = tensor.insert_slice %b into %0[0, 0, 0, 3] [1, 4, 4, 5] [1, 1, 1, 1]
+    // becomes
+    %e = tensor.empty() : tensor<1x4x4x8xf32>
+    %sa = tensor.extract_slice %e[0, 0, 0, 0] [1, 4, 4, 3] [1, 1, 1, 1]
+    %a = kiln.call_kernel @k(...) into %sa ...
+    %0 = tensor.insert_slice %a into %e[0, 0, 0, 0] [1, 4, 4, 3] [1, 1, 1, 1]
+    %sb = tensor.extract_slice %0[0, 0, 0, 3] [1, 4, 4, 5] [1, 1, 1, 1]
+    %b = linalg.generic ... outs(%sb : tensor<1x4x4x5xf32>)
+    %1 = tensor.insert_slice %b into %0[0, 0, 0, 3] [1, 4, 4, 5] [1, 1, 1, 1]
+    ```
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Place the model function's intermediates in one workspace by liveness";
   let description = [{

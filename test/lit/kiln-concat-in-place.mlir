@@ -1,0 +1,104 @@
+// RUN: kiln-opt %s --kiln-concat-in-place --canonicalize --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-concat-in-place --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --cse --canonicalize --split-input-file | FileCheck %s --check-prefix=BUF
+
+// Two parts computed by a kernel call and a linalg op: each writes into its
+// slice of the concatenation; bufferized, there is one buffer and no copy.
+// CHECK-LABEL: func.func @parts_in_place
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<1x4x4x8xf32>
+// CHECK: %[[S0:.*]] = tensor.extract_slice %[[E]][0, 0, 0, 0] [1, 4, 4, 3]
+// CHECK: %[[A:.*]] = kiln.call_kernel @kiln_pool2d_nhwc_f32({{.*}}) into %[[S0]]
+// CHECK: %[[C0:.*]] = tensor.insert_slice %[[A]] into %[[E]][0, 0, 0, 0] [1, 4, 4, 3]
+// CHECK: %[[S1:.*]] = tensor.extract_slice %[[C0]][0, 0, 0, 3] [1, 4, 4, 5]
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} outs(%[[S1]] :
+// CHECK: %[[C1:.*]] = tensor.insert_slice %[[B]] into %[[C0]][0, 0, 0, 3] [1, 4, 4, 5]
+// CHECK: return %[[C1]]
+// BUF-LABEL: func.func @parts_in_place
+// BUF: memref.alloc() {{.*}} : memref<1x4x4x8xf32>
+// BUF-NOT: memref.alloc
+// BUF-NOT: memref.copy
+// BUF: return
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func private @kiln_pool2d_nhwc_f32(i64, i64, i64, i64, i64)
+func.func @parts_in_place(%x: tensor<1x4x4x3xf32>, %y: tensor<1x4x4x5xf32>) -> tensor<1x4x4x8xf32> {
+  %p = arith.constant dense<[1, 4, 4, 3, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0]> : tensor<17xi64>
+  %zero = arith.constant 0 : i64
+  %ea = tensor.empty() : tensor<1x4x4x3xf32>
+  %a = kiln.call_kernel @kiln_pool2d_nhwc_f32(%p, %x, %zero, %zero) into %ea {result_position = 2 : i64, row_strides = array<i64: 1, 2, -1, 3>} : (tensor<17xi64>, tensor<1x4x4x3xf32>, i64, i64, tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %eb = tensor.empty() : tensor<1x4x4x5xf32>
+  %b = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<1x4x4x5xf32>) outs(%eb : tensor<1x4x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x5xf32>
+  %e = tensor.empty() : tensor<1x4x4x8xf32>
+  %0 = tensor.insert_slice %a into %e[0, 0, 0, 0] [1, 4, 4, 3] [1, 1, 1, 1] : tensor<1x4x4x3xf32> into tensor<1x4x4x8xf32>
+  %1 = tensor.insert_slice %b into %0[0, 0, 0, 3] [1, 4, 4, 5] [1, 1, 1, 1] : tensor<1x4x4x5xf32> into tensor<1x4x4x8xf32>
+  return %1 : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+// DenseNet's pattern: the second layer concatenates x, f1, f2, where the
+// first concatenated x, f1 and f2 was computed from it. The small
+// concatenation becomes the leading slice of the large one: f1 and f2 are
+// each written once, into one buffer, and only the graph input is copied.
+// CHECK-LABEL: func.func @dense_block
+// CHECK: %[[C0:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 0, 0] [1, 4, 4, 2]
+// CHECK: %[[S1:.*]] = tensor.extract_slice %[[C0]][0, 0, 0, 2] [1, 4, 4, 2]
+// CHECK: %[[F1:.*]] = kiln.call_kernel {{.*}} into %[[S1]]
+// CHECK: %[[C1:.*]] = tensor.insert_slice %[[F1]] into %[[C0]][0, 0, 0, 2] [1, 4, 4, 2]
+// CHECK: %[[SMALL:.*]] = tensor.extract_slice %[[C1]][0, 0, 0, 0] [1, 4, 4, 4] [1, 1, 1, 1] : tensor<1x4x4x6xf32> to tensor<1x4x4x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[SMALL]] :
+// CHECK: %[[S2:.*]] = tensor.extract_slice %[[C1]][0, 0, 0, 4] [1, 4, 4, 2]
+// CHECK: %[[F2:.*]] = linalg.generic {{.*}} outs(%[[S2]] :
+// CHECK: %[[C2:.*]] = tensor.insert_slice %[[F2]] into %[[C1]][0, 0, 0, 4] [1, 4, 4, 2]
+// CHECK-NOT: tensor.insert_slice
+// CHECK: return %[[C2]]
+// BUF-LABEL: func.func @dense_block
+// BUF: %[[BIG:.*]] = memref.alloc() {{.*}} : memref<1x4x4x6xf32>
+// BUF: memref.copy %arg0
+// BUF-NOT: memref.copy
+// BUF: return %[[BIG]]
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func private @kiln_pool2d_nhwc_f32(i64, i64, i64, i64, i64)
+func.func @dense_block(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x6xf32> {
+  %p = arith.constant dense<[1, 4, 4, 2, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0]> : tensor<17xi64>
+  %zero = arith.constant 0 : i64
+  %e2 = tensor.empty() : tensor<1x4x4x2xf32>
+  %f1 = kiln.call_kernel @kiln_pool2d_nhwc_f32(%p, %x, %zero, %zero) into %e2 {result_position = 2 : i64, row_strides = array<i64: 1, 2, -1, 3>} : (tensor<17xi64>, tensor<1x4x4x2xf32>, i64, i64, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %e4 = tensor.empty() : tensor<1x4x4x4xf32>
+  %c0 = tensor.insert_slice %x into %e4[0, 0, 0, 0] [1, 4, 4, 2] [1, 1, 1, 1] : tensor<1x4x4x2xf32> into tensor<1x4x4x4xf32>
+  %c1 = tensor.insert_slice %f1 into %c0[0, 0, 0, 2] [1, 4, 4, 2] [1, 1, 1, 1] : tensor<1x4x4x2xf32> into tensor<1x4x4x4xf32>
+  %e4b = tensor.empty() : tensor<1x4x4x4xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c1 : tensor<1x4x4x4xf32>) outs(%e4b : tensor<1x4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x4xf32>
+  %s = tensor.extract_slice %g[0, 0, 0, 1] [1, 4, 4, 2] [1, 1, 1, 1] : tensor<1x4x4x4xf32> to tensor<1x4x4x2xf32>
+  %f2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x4x4x2xf32>) outs(%e2 : tensor<1x4x4x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x4x2xf32>
+  %e6 = tensor.empty() : tensor<1x4x4x6xf32>
+  %d0 = tensor.insert_slice %x into %e6[0, 0, 0, 0] [1, 4, 4, 2] [1, 1, 1, 1] : tensor<1x4x4x2xf32> into tensor<1x4x4x6xf32>
+  %d1 = tensor.insert_slice %f1 into %d0[0, 0, 0, 2] [1, 4, 4, 2] [1, 1, 1, 1] : tensor<1x4x4x2xf32> into tensor<1x4x4x6xf32>
+  %d2 = tensor.insert_slice %f2 into %d1[0, 0, 0, 4] [1, 4, 4, 2] [1, 1, 1, 1] : tensor<1x4x4x2xf32> into tensor<1x4x4x6xf32>
+  return %d2 : tensor<1x4x4x6xf32>
+}
+
+// -----
+
+// Overlapping inserts are not a concatenation (the later one wins): left
+// alone.
+// CHECK-LABEL: func.func @overlapping
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK: %[[A:.*]] = tensor.insert_slice %arg0 into %[[E]][0] [3] [1]
+// CHECK: tensor.insert_slice %arg1 into %[[A]][1] [3] [1]
+func.func @overlapping(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %0 = tensor.insert_slice %a into %e[0] [3] [1] : tensor<3xf32> into tensor<4xf32>
+  %1 = tensor.insert_slice %b into %0[1] [3] [1] : tensor<3xf32> into tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
