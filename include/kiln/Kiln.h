@@ -73,6 +73,10 @@ struct CompileOptions {
   /// Debugging: no static memory plan; every intermediate gets fresh memory
   /// filled with NaN, so reads of unwritten memory show up in the outputs.
   bool debugMemory = false;
+  /// Threads that run() spreads kernels over, the calling thread included
+  /// (a run-time choice: compiled code is the same for any count). 0: the
+  /// number of physical cores, from the runtime's shared pool; 1: no pool.
+  int numThreads = 0;
 };
 
 /// A loaded ONNX model. Executables are compiled per input-shape signature

@@ -22,6 +22,7 @@ typedef struct kiln_compile_options {
   const char *cpu; /* NULL or "host" for the host CPU */
   int opt_level;   /* 0..3 */
   int debug_memory; /* nonzero: no memory plan, NaN-filled intermediates */
+  int num_threads;  /* threads per run, the caller included; 0: physical cores */
 } kiln_compile_options;
 
 kiln_status *kiln_compile_file(const char *path, const kiln_compile_options *options,

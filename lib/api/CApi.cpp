@@ -15,6 +15,7 @@ static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
       opts.cpu = o->cpu;
     opts.optLevel = o->opt_level;
     opts.debugMemory = o->debug_memory != 0;
+    opts.numThreads = o->num_threads;
   }
   return opts;
 }

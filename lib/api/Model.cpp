@@ -125,6 +125,15 @@ constexpr size_t kMinPooledConstantBytes = 4096;
 struct Model::Impl {
   LoadedModel model;
   CompileOptions options;
+  /// The model's own pool when numThreads > 1; with 0 runs use the
+  /// runtime's shared pool, with 1 none.
+  std::unique_ptr<kiln_thread_pool, void (*)(kiln_thread_pool *)> pool{nullptr,
+                                                                       kiln_thread_pool_free};
+  kiln_thread_pool *runPool() const {
+    if (options.numThreads == 0)
+      return kiln_default_thread_pool();
+    return pool.get();
+  }
   std::vector<TensorInfo> inputs, outputs;
 
   mutable std::mutex mutex;
@@ -242,9 +251,16 @@ static std::unique_ptr<Model::Impl> makeImpl(LoadedModel loaded, const CompileOp
       *error = "optimization level must be 0..3";
     return nullptr;
   }
+  if (options.numThreads < 0) {
+    if (error)
+      *error = "the thread count must be 0 (physical cores) or more";
+    return nullptr;
+  }
   auto impl = std::make_unique<Model::Impl>();
   impl->model = std::move(loaded);
   impl->options = options;
+  if (options.numThreads > 1)
+    impl->pool.reset(kiln_thread_pool_create(options.numThreads));
   for (const onnx::ValueInfoProto *in : modelInputs(*impl->model.proto))
     impl->inputs.push_back(declaredInfo(*in));
   for (const auto &out : impl->model.proto->graph().output())
@@ -378,8 +394,9 @@ Status Model::run(const std::vector<const kiln_tensor *> &inputs,
   if (Status s = executableFor(*impl, inputs, exe); !s.ok())
     return s;
   std::vector<kiln_tensor *> raw(exe->outputs.size(), nullptr);
-  kiln_status *st = kiln_model_execute(&exe->desc, inputs.data(), inputs.size(), raw.data(),
-                                       raw.size());
+  kiln_status *st = kiln_model_execute_with_pool(&exe->desc, inputs.data(), inputs.size(),
+                                                 raw.data(), raw.size(), nullptr,
+                                                 impl->runPool());
   if (st) {
     Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
     kiln_status_free(st);

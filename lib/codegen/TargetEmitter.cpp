@@ -1,5 +1,6 @@
 #include "kiln/Codegen/TargetEmitter.h"
 #include "kiln/Codegen/ConstantPool.h"
+#include "kiln/runtime.h"
 #include "KernelCalls.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -171,16 +172,20 @@ std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
     return nullptr;
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-  if (pool && !pool->symbols.empty()) {
-    llvm::orc::SymbolMap constants;
+  // The pool's constants, and the runtime entry points the kernels call:
+  // this library's own runtime, not whatever the process's global symbol
+  // table offers (libkiln may be loaded with RTLD_LOCAL).
+  llvm::orc::SymbolMap symbols;
+  symbols[(*jit)->mangleAndIntern("kiln_parallel_for")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&kiln_parallel_for), llvm::JITSymbolFlags::Exported};
+  if (pool)
     for (const auto &[name, offset] : pool->symbols)
-      constants[(*jit)->mangleAndIntern(name)] = {
+      symbols[(*jit)->mangleAndIntern(name)] = {
           llvm::orc::ExecutorAddr::fromPtr(pool->data.get() + offset),
           llvm::JITSymbolFlags::Exported};
-    if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(constants))) {
-      error = llvm::toString(std::move(err));
-      return nullptr;
-    }
+  if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(symbols))) {
+    error = llvm::toString(std::move(err));
+    return nullptr;
   }
   module->setDataLayout((*jit)->getDataLayout());
   if (auto err = (*jit)->addIRModule(

@@ -19,6 +19,10 @@
 //
 // Pointers arrive as integers (`kiln_addr`): the generated MLIR passes
 // `memref.extract_aligned_pointer_as_index` values, which become i64.
+//
+// Threads: each kernel splits its outer tiles with the runtime's
+// kiln_parallel_for (runtime/include/kiln/runtime.h), the only symbol this
+// file needs from outside; small calls stay on the calling thread.
 
 #ifndef KILN_VEC
 #define KILN_VEC 16 // floats per vector register
@@ -39,7 +43,30 @@ typedef float vf __attribute__((ext_vector_type(KILN_VEC), aligned(4)));
 
 #define INLINE static inline __attribute__((always_inline))
 
+extern "C" void kiln_parallel_for(kiln_i64 n, kiln_i64 grain,
+                                  void (*fn)(void *, kiln_i64, kiln_i64), void *ctx);
+
 namespace {
+
+// Below this many multiply-adds a kernel call stays on one thread: handing
+// out work and joining costs a few microseconds.
+constexpr kiln_i64 kMinParallelWork = 1 << 19;
+// Chunks of at least this much work, so that claiming one is cheap.
+constexpr kiln_i64 kMinChunkWork = 1 << 16;
+
+/// Runs task(ctx, 0, items) here, or across the pool when the work is big
+/// enough; `workPerItem` in multiply-adds (or comparable operations).
+INLINE void parallelFor(kiln_i64 items, kiln_i64 workPerItem,
+                        void (*task)(void *, kiln_i64, kiln_i64), void *ctx) {
+  if (workPerItem < 1)
+    workPerItem = 1;
+  if (items * workPerItem < kMinParallelWork) {
+    task(ctx, 0, items);
+    return;
+  }
+  kiln_i64 grain = (kMinChunkWork + workPerItem - 1) / workPerItem;
+  kiln_parallel_for(items, grain, task, ctx);
+}
 
 // Zeros that padded window positions read from, so that the inner loops
 // never test bounds. Channel counts above this go through the chunked path.
@@ -188,6 +215,106 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
 }
 
+/// The work items of a convolution: (image, group, panel, block of
+/// kPixelBlock output pixels), in that nesting, so that a thread's
+/// contiguous range keeps one weight panel hot while pixels stream past.
+constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
+
+struct ConvJob {
+  const ConvParams *q;
+  const float *in, *w, *bias, *res;
+  float *out;
+  float lo, hi;
+  kiln_i64 ldi, ldo;
+};
+
+void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const ConvJob &j = *(const ConvJob *)ctx;
+  const ConvParams &q = *j.q;
+  kiln_i64 fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 m = q.oh * q.ow;
+  kiln_i64 blocks = (m + kPixelBlock - 1) / kPixelBlock;
+  for (kiln_i64 item = begin; item < end; ++item) {
+    kiln_i64 b = item % blocks, rest = item / blocks;
+    kiln_i64 p = rest % panels;
+    rest /= panels;
+    kiln_i64 g = rest % q.groups, n = rest / q.groups;
+    kiln_i64 stop = (b + 1) * kPixelBlock < m ? (b + 1) * kPixelBlock : m;
+    for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += MR) {
+      if (fg - p * KILN_PANEL <= KILN_PANEL / 2)
+        convTile<NV / 2>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
+                         m0);
+      else
+        convTile<NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p, m0);
+    }
+  }
+}
+
+struct PoolJob {
+  const PoolParams *q;
+  const float *in;
+  float *out;
+  kiln_i64 ldi, ldo;
+};
+
+struct MatMulJob {
+  const kiln_i64 *q;
+  const float *a, *b;
+  float *c;
+};
+
+/// Items: (batch, column panel, block of kMatMulRows rows). Each packs its
+/// own copy of the panel's B blocks: K x 32 loads against K x 32 x 192 FMAs.
+constexpr kiln_i64 kMatMulRows = 4 * kPixelBlock;
+
+void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const MatMulJob &j = *(const MatMulJob *)ctx;
+  const kiln_i64 *q = j.q;
+  kiln_i64 M = q[1], N = q[2], K = q[3], sa = q[4], sb = q[5], sc = q[6], lda = q[7],
+           ldb = q[8], ldc = q[9], transB = q[10];
+  kiln_i64 panels = (N + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 blocks = (M + kMatMulRows - 1) / kMatMulRows;
+  constexpr kiln_i64 KC = 256;
+  alignas(64) float packed[KC * KILN_PANEL];
+  for (kiln_i64 item = begin; item < end; ++item) {
+    kiln_i64 mb = item % blocks, rest = item / blocks;
+    kiln_i64 n0 = (rest % panels) * KILN_PANEL, bi = rest / panels;
+    const float *A = j.a + bi * sa;
+    const float *B = j.b + bi * sb;
+    float *C = j.c + bi * sc;
+    kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
+    kiln_i64 mStop = (mb + 1) * kMatMulRows < M ? (mb + 1) * kMatMulRows : M;
+    for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
+      kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+          packed[k * KILN_PANEL + c] =
+              c < cols ? (transB ? B[(n0 + c) * ldb + k0 + k] : B[(k0 + k) * ldb + n0 + c])
+                       : 0.0f;
+      for (kiln_i64 m0 = mb * kMatMulRows; m0 < mStop; m0 += MR) {
+        int rows = mStop - m0 < MR ? (int)(mStop - m0) : MR;
+        const float *a[MR];
+        float *o[MR];
+        const float *r[MR];
+        for (int i = 0; i < MR; ++i) {
+          kiln_i64 row = m0 + (i < rows ? i : 0);
+          a[i] = A + row * lda + k0;
+          o[i] = C + row * ldc + n0;
+          r[i] = o[i];
+        }
+        vf acc[MR][NV];
+        for (int i = 0; i < MR; ++i)
+          for (int v = 0; v < NV; ++v)
+            acc[i][v] = splat(0);
+        accumulate(acc, a, packed, kc);
+        // Later K blocks add to what the earlier ones stored.
+        storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+      }
+    }
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -204,22 +331,13 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
                           kiln_addr residual, kiln_addr out, float lo, float hi,
                           kiln_i64 inStride, kiln_i64 outStride) {
   const ConvParams &q = *(const ConvParams *)params;
+  ConvJob job{&q,     (const float *)in, (const float *)w, (const float *)bias,
+              (const float *)residual, (float *)out, lo, hi, inStride, outStride};
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
-  kiln_i64 m = q.oh * q.ow;
-  for (kiln_i64 n = 0; n < q.n; ++n)
-    for (kiln_i64 g = 0; g < q.groups; ++g)
-      for (kiln_i64 p = 0; p < panels; ++p)
-        for (kiln_i64 m0 = 0; m0 < m; m0 += MR) {
-          if (fg - p * KILN_PANEL <= KILN_PANEL / 2)
-            convTile<NV / 2>(q, (const float *)in, (const float *)w, (const float *)bias,
-                             (const float *)residual, (float *)out, lo, hi, inStride, outStride, n, g,
-                             p, m0);
-          else
-            convTile<NV>(q, (const float *)in, (const float *)w, (const float *)bias,
-                         (const float *)residual, (float *)out, lo, hi, inStride, outStride, n, g,
-                             p, m0);
-        }
+  kiln_i64 blocks = (q.oh * q.ow + kPixelBlock - 1) / kPixelBlock;
+  parallelFor(q.n * q.groups * panels * blocks,
+              kPixelBlock * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), convTask, &job);
 }
 
 /// Depthwise 2-D convolution (one input and one output channel per group),
@@ -282,19 +400,38 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
   }
 }
 
+static void dwTask(void *ctx, kiln_i64 begin, kiln_i64 end);
+
 /// Strides as for kiln_conv2d_nhwc_f32.
 void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
                             kiln_addr biasAddr, kiln_addr resAddr, kiln_addr outAddr, float lo,
                             float hi, kiln_i64 inStride, kiln_i64 outStride) {
   const ConvParams &q = *(const ConvParams *)params;
-  const float *in = (const float *)inAddr, *w = (const float *)wAddr,
-              *bias = (const float *)biasAddr;
-  const float *res = (q.flags & kHasResidual) ? (const float *)resAddr : nullptr;
-  float *out = (float *)outAddr;
+  ConvJob job{&q,
+              (const float *)inAddr,
+              (const float *)wAddr,
+              (const float *)biasAddr,
+              (q.flags & kHasResidual) ? (const float *)resAddr : nullptr,
+              (float *)outAddr,
+              lo,
+              hi,
+              inStride,
+              outStride};
+  parallelFor(q.n * q.oh, q.ow * q.c * q.kh * q.kw, dwTask, &job);
+}
+
+/// Output rows [begin, end) of all images (row = image * oh + oy).
+static void dwTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const ConvJob &j = *(const ConvJob *)ctx;
+  const ConvParams &q = *j.q;
+  const float *w = j.w, *bias = j.bias, *res = j.res;
+  float *out = j.out, lo = j.lo, hi = j.hi;
+  kiln_i64 inStride = j.ldi, outStride = j.ldo;
   kiln_i64 C = q.c;
-  for (kiln_i64 n = 0; n < q.n; ++n) {
-    const float *image = in + n * q.h * q.w * inStride;
-    for (kiln_i64 oy = 0; oy < q.oh; ++oy) {
+  for (kiln_i64 row = begin; row < end; ++row) {
+    kiln_i64 n = row / q.oh, oy = row % q.oh;
+    const float *image = j.in + n * q.h * q.w * inStride;
+    {
       for (kiln_i64 ox0 = 0; ox0 < q.ow; ox0 += DW_PX) {
         int px = q.ow - ox0 < DW_PX ? (int)(q.ow - ox0) : DW_PX;
         kiln_i64 first = ox0 * q.sw - q.pw;
@@ -321,60 +458,38 @@ void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
 /// stays in L1 while every row tile of A streams past it.
 void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_addr cAddr) {
   const kiln_i64 *q = (const kiln_i64 *)params;
-  kiln_i64 batch = q[0], M = q[1], N = q[2], K = q[3], sa = q[4], sb = q[5], sc = q[6],
-           lda = q[7], ldb = q[8], ldc = q[9], transB = q[10];
-  constexpr kiln_i64 KC = 256;
-  alignas(64) float packed[KC * KILN_PANEL];
-  for (kiln_i64 bi = 0; bi < batch; ++bi) {
-    const float *A = (const float *)aAddr + bi * sa;
-    const float *B = (const float *)bAddr + bi * sb;
-    float *C = (float *)cAddr + bi * sc;
-    for (kiln_i64 n0 = 0; n0 < N; n0 += KILN_PANEL) {
-      kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
-      for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
-        kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
-        for (kiln_i64 k = 0; k < kc; ++k)
-          for (kiln_i64 j = 0; j < KILN_PANEL; ++j)
-            packed[k * KILN_PANEL + j] =
-                j < cols ? (transB ? B[(n0 + j) * ldb + k0 + k] : B[(k0 + k) * ldb + n0 + j])
-                         : 0.0f;
-        for (kiln_i64 m0 = 0; m0 < M; m0 += MR) {
-          int rows = M - m0 < MR ? (int)(M - m0) : MR;
-          const float *a[MR];
-          float *o[MR];
-          const float *r[MR];
-          for (int i = 0; i < MR; ++i) {
-            kiln_i64 row = m0 + (i < rows ? i : 0);
-            a[i] = A + row * lda + k0;
-            o[i] = C + row * ldc + n0;
-            r[i] = o[i];
-          }
-          vf acc[MR][NV];
-          for (int i = 0; i < MR; ++i)
-            for (int v = 0; v < NV; ++v)
-              acc[i][v] = splat(0);
-          accumulate(acc, a, packed, kc);
-          // Later K blocks add to what the earlier ones stored.
-          storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
-        }
-      }
-    }
-  }
+  MatMulJob job{q, (const float *)aAddr, (const float *)bAddr, (float *)cAddr};
+  kiln_i64 batch = q[0], M = q[1], N = q[2], K = q[3];
+  kiln_i64 items = batch * ((N + KILN_PANEL - 1) / KILN_PANEL) *
+                   ((M + kMatMulRows - 1) / kMatMulRows);
+  parallelFor(items, kMatMulRows * KILN_PANEL * K, matmulTask, &job);
 }
 
 /// Max or average pooling over NHWC, vectorised over channels. Ceil-mode
 /// windows are clipped at the input's end like padding; `padEnd*` (the ONNX
 /// end pads, without the ceil-mode extra) bound the window for
 /// count_include_pad. Strides as for kiln_conv2d_nhwc_f32.
+static void poolTask(void *ctx, kiln_i64 begin, kiln_i64 end);
+
 void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr,
                           kiln_i64 inStride, kiln_i64 outStride) {
   const PoolParams &q = *(const PoolParams *)params;
-  const float *in = (const float *)inAddr;
-  float *out = (float *)outAddr;
+  PoolJob job{&q, (const float *)inAddr, (float *)outAddr, inStride, outStride};
+  parallelFor(q.n * q.oh, q.ow * q.c * q.kh * q.kw, poolTask, &job);
+}
+
+/// Output rows [begin, end) of all images.
+static void poolTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const PoolJob &j = *(const PoolJob *)ctx;
+  const PoolParams &q = *j.q;
+  const float *in = j.in;
+  float *out = j.out;
+  kiln_i64 inStride = j.ldi, outStride = j.ldo;
   bool avg = (q.flags & kAverage) != 0, countPad = (q.flags & kCountPad) != 0;
   kiln_i64 C = q.c, padEndH = q.padEndH, padEndW = q.padEndW;
-  for (kiln_i64 n = 0; n < q.n; ++n) {
-    for (kiln_i64 oy = 0; oy < q.oh; ++oy) {
+  for (kiln_i64 row = begin; row < end; ++row) {
+    kiln_i64 n = row / q.oh, oy = row % q.oh;
+    {
       for (kiln_i64 ox = 0; ox < q.ow; ++ox) {
         kiln_i64 y0 = oy * q.sh - q.ph, x0 = ox * q.sw - q.pw;
         kiln_i64 count = 0;

@@ -198,22 +198,35 @@ thread_local ThreadWorkspace threadWorkspace;
 
 kiln_status *kiln_model_execute(const kiln_model_desc *m, const kiln_tensor *const *inputs,
                                 size_t numInputs, kiln_tensor **outputs, size_t numOutputs) {
-  void *workspace = nullptr;
-  if (m && m->workspace_size) {
-    workspace = threadWorkspace.get(m->workspace_size);
-    if (!workspace)
-      return kiln_status_create(KILN_OUT_OF_MEMORY, "cannot allocate the model's workspace");
-  }
-  return kiln_model_execute_with_workspace(m, inputs, numInputs, outputs, numOutputs, workspace);
+  return kiln_model_execute_with_pool(m, inputs, numInputs, outputs, numOutputs, nullptr,
+                                      kiln_default_thread_pool());
 }
 
 kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *m,
                                                const kiln_tensor *const *inputs, size_t numInputs,
                                                kiln_tensor **outputs, size_t numOutputs,
                                                void *workspace) {
+  if (m && m->workspace_size && !workspace)
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("the model needs a 64-byte aligned workspace of " +
+                               std::to_string(m->workspace_size) + " bytes")
+                                  .c_str());
+  return kiln_model_execute_with_pool(m, inputs, numInputs, outputs, numOutputs, workspace,
+                                      kiln_default_thread_pool());
+}
+
+kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
+                                          const kiln_tensor *const *inputs, size_t numInputs,
+                                          kiln_tensor **outputs, size_t numOutputs,
+                                          void *workspace, kiln_thread_pool *pool) {
   if (kiln_status *s = kiln_model_check_inputs(m, inputs, numInputs))
     return s;
-  if (m->workspace_size && (!workspace || reinterpret_cast<uintptr_t>(workspace) % 64))
+  if (m->workspace_size && !workspace) {
+    workspace = threadWorkspace.get(m->workspace_size);
+    if (!workspace)
+      return kiln_status_create(KILN_OUT_OF_MEMORY, "cannot allocate the model's workspace");
+  }
+  if (m->workspace_size && reinterpret_cast<uintptr_t>(workspace) % 64)
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               ("the model needs a 64-byte aligned workspace of " +
                                std::to_string(m->workspace_size) + " bytes")
@@ -248,7 +261,9 @@ kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *m,
     buffers[numInputs + k] = outputs[k]->data;
   }
   buffers[numInputs + numOutputs] = workspace;
+  kiln_thread_pool *previous = kiln_thread_pool_attach(pool);
   m->entry(buffers);
+  kiln_thread_pool_attach(previous);
   std::free(buffers);
   return nullptr;
 }

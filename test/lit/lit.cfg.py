@@ -14,6 +14,12 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", config.kiln_examples_dir))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+# Compiling and linking a C program against Kiln's runtime (kilnc objects
+# call kiln_parallel_for).
+config.substitutions.append(
+    ("%link-runtime",
+     "-I{0}/runtime/include -L{1}/lib -Wl,-rpath,{1}/lib -lkiln_runtime".format(
+         config.kiln_source_dir, config.kiln_binary_dir)))
 config.substitutions.append(
     ("%encode-model", "protoc --encode=onnx.ModelProto -I/usr/include/onnx onnx.proto"))
 config.substitutions.append(

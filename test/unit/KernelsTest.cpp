@@ -4,6 +4,8 @@
 // padding larger than the window, strides, dilations, groups, large K.
 // The weight packing here is written from the layout contract in
 // Kernels.cpp, independently of the compiler's packer.
+#include "kiln/runtime.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,6 +24,19 @@ void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
 }
 
 namespace {
+
+// Every test runs with a three-thread pool attached: calls above the
+// kernels' parallel threshold (the *Parallel tests, and a few others) split
+// their tiles over it, unevenly; smaller ones take the serial path.
+struct PoolEnvironment : ::testing::Environment {
+  kiln_thread_pool *pool = nullptr;
+  void SetUp() override { kiln_thread_pool_attach(pool = kiln_thread_pool_create(3)); }
+  void TearDown() override {
+    kiln_thread_pool_attach(nullptr);
+    kiln_thread_pool_free(pool);
+  }
+};
+const auto *const poolEnvironment = ::testing::AddGlobalTestEnvironment(new PoolEnvironment);
 
 constexpr int64_t kPanel = 32;
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -190,6 +205,12 @@ TEST(Kernels, ConvStridedInputAndOutput) {
 TEST(Kernels, ConvHalfPanelStridedOutput) {
   checkConv({1, 7, 6, 8, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false}, 0, 48);
 }
+TEST(Kernels, ConvParallel) {
+  checkConv({2, 23, 19, 40, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, true, 0.0f, kInf}, 3, 5);
+}
+TEST(Kernels, DepthwiseParallel) {
+  checkConv({1, 41, 37, 67, 67, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 67, true, false}, 0, 9);
+}
 TEST(Kernels, DepthwiseStridedInputAndOutput) {
   checkConv({1, 10, 9, 53, 53, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 53, true, true, 0.0f, 6.0f}, 3, 19);
 }
@@ -248,6 +269,7 @@ TEST(Kernels, MatMulBatchedTails) { checkMatMul(3, 29, 65, 31, false, false); }
 TEST(Kernels, MatMulBroadcastRhs) { checkMatMul(4, 5, 33, 3, true, false); }
 TEST(Kernels, MatMulLargeKCrossesBlocks) { checkMatMul(1, 14, 40, 600, false, false); }
 TEST(Kernels, MatMulTransposedRhs) { checkMatMul(2, 17, 19, 300, false, true); }
+TEST(Kernels, MatMulParallel) { checkMatMul(3, 401, 70, 290, false, false); }
 
 void checkPool(bool avg, bool countPad, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
                int64_t s, int64_t pad, int64_t extraEnd, int64_t inExtra = 0,
@@ -288,6 +310,7 @@ TEST(Kernels, MaxPool3x3Stride2Padded) { checkPool(false, false, 1, 11, 11, 19, 
 TEST(Kernels, MaxPoolCeilMode) { checkPool(false, false, 2, 13, 13, 64, 3, 2, 0, 1); }
 TEST(Kernels, AvgPoolExcludePad) { checkPool(true, false, 1, 7, 9, 33, 3, 1, 1, 0); }
 TEST(Kernels, AvgPoolCountPad) { checkPool(true, true, 1, 7, 9, 5, 3, 2, 1, 1); }
+TEST(Kernels, PoolParallel) { checkPool(true, false, 2, 61, 59, 70, 5, 1, 2, 0); }
 TEST(Kernels, PoolStridedInputAndOutput) { checkPool(false, false, 1, 11, 11, 19, 3, 2, 1, 0, 4, 13); }
 
 } // namespace

@@ -28,8 +28,8 @@ static const char *kUsage =
     "  --atol X       absolute tolerance for --check (default 1e-4)\n"
     "  --rtol Y       relative tolerance for --check (default 1e-3)\n"
     "  --bench N      time N runs after warm-up; prints median_ms=... min_ms=...\n"
-    "  --threads N    threads for kernels (N >= 1); kernels run on one thread in this\n"
-    "                 version, so any N gives single-threaded execution\n"
+    "  --threads N    threads that run the kernels, this one included (default: the\n"
+    "                 number of physical cores; 1: no thread pool)\n"
     "  --mcpu CPU     LLVM CPU to compile for (default: host)\n"
     "  -O0..-O3       optimization level (default -O3)\n"
     "  --debug-memory no static memory plan: every intermediate gets fresh memory filled\n"
@@ -55,7 +55,7 @@ static double ms(Clock::duration d) { return std::chrono::duration<double, std::
 int main(int argc, char **argv) {
   std::string modelPath, inputsDir, outputsDir, checkDir;
   double atol = 1e-4, rtol = 1e-3;
-  long bench = 0, threads = 1;
+  long bench = 0;
   kiln::CompileOptions copts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -84,9 +84,12 @@ int main(int argc, char **argv) {
         return usageError(a + " needs a non-negative number");
       (a == "--atol" ? atol : rtol) = num;
     } else if (a == "--bench" || a == "--threads") {
-      if (!parseNumber(value(a.c_str()), num) || num < 1 || num != (long)num)
+      if (!parseNumber(value(a.c_str()), num) || num < 1 || num != (long)num || num > 4096)
         return usageError(a + " needs a positive integer");
-      (a == "--bench" ? bench : threads) = (long)num;
+      if (a == "--bench")
+        bench = (long)num;
+      else
+        copts.numThreads = (int)num;
     } else if (a == "--debug-memory") {
       copts.debugMemory = true;
     } else if (a == "--mcpu") {
@@ -148,9 +151,6 @@ int main(int argc, char **argv) {
   auto tRan = Clock::now();
   std::printf("model: %s\nload_ms=%.1f compile_ms=%.1f first_run_ms=%.2f\n", modelPath.c_str(),
               ms(tLoaded - t0), ms(tCompiled - tLoaded), ms(tRan - tCompiled));
-  if (threads != 1)
-    std::printf("note: --threads %ld requested; kernels run on one thread in this version\n",
-                threads);
 
   int status = 0;
   for (size_t k = 0; k < outputs.size(); ++k) {

@@ -17,8 +17,9 @@
 extern "C" {
 #endif
 
-/* Bumped whenever kiln_model_desc or the entry-point ABI changes. */
-#define KILN_ABI_VERSION 2
+/* Bumped whenever kiln_model_desc or the entry-point ABI changes
+ * (3: compiled code calls kiln_parallel_for). */
+#define KILN_ABI_VERSION 3
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -106,13 +107,15 @@ size_t kiln_tensor_num_bytes(const kiln_tensor *tensor);
 void *kiln_tensor_data(kiln_tensor *tensor);
 
 /* Checks `inputs` against the model's signature, allocates outputs[0..n)
- * (the caller frees them with kiln_tensor_free) and runs the entry point.
- * Safe to call concurrently on one model. Returns NULL on success. */
+ * (the caller frees them with kiln_tensor_free) and runs the entry point on
+ * kiln_default_thread_pool(). Safe to call concurrently on one model.
+ * Returns NULL on success. */
 kiln_status *kiln_model_execute(const kiln_model_desc *model, const kiln_tensor *const *inputs,
                                 size_t num_inputs, kiln_tensor **outputs, size_t num_outputs);
 
 /* kiln_model_execute with caller-provided scratch: `workspace` holds at least
- * model->workspace_size bytes, 64-byte aligned (may be NULL when that is 0).
+ * model->workspace_size bytes, 64-byte aligned (may be NULL when that is 0);
+ * runs on kiln_default_thread_pool().
  * kiln_model_execute itself uses one workspace per calling thread, kept
  * between runs and grown when a model needs more, so that no run allocates
  * scratch on the hot path. */
@@ -120,6 +123,48 @@ kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *model,
                                                const kiln_tensor *const *inputs, size_t num_inputs,
                                                kiln_tensor **outputs, size_t num_outputs,
                                                void *workspace);
+
+/* Threads.
+ *
+ * Compiled code splits the outer tiles of its kernels with
+ * kiln_parallel_for, which runs them on the pool attached to the calling
+ * thread, the calling thread included, or serially when there is none. The
+ * kiln_model_execute* functions attach a pool for the duration of a run. */
+typedef struct kiln_thread_pool kiln_thread_pool;
+
+/* The number of physical cores (the default thread count). */
+int32_t kiln_default_num_threads(void);
+
+/* A pool of num_threads threads in all, the caller counted (num_threads - 1
+ * workers); num_threads <= 0 means kiln_default_num_threads(). Idle workers
+ * spin briefly, then sleep. NULL when out of memory. */
+kiln_thread_pool *kiln_thread_pool_create(int32_t num_threads);
+void kiln_thread_pool_free(kiln_thread_pool *pool);
+int32_t kiln_thread_pool_size(const kiln_thread_pool *pool);
+
+/* The process-wide pool that kiln_model_execute uses (default thread
+ * count), created on first use and never freed. */
+kiln_thread_pool *kiln_default_thread_pool(void);
+
+/* Makes `pool` the one kiln_parallel_for uses on this thread (NULL: run
+ * serially); returns the previously attached pool. */
+kiln_thread_pool *kiln_thread_pool_attach(kiln_thread_pool *pool);
+
+/* Calls fn(ctx, begin, end) on disjoint ranges covering [0, n), spread over
+ * the attached pool's threads, in chunks of at least `grain` items; returns
+ * when all are done. Runs fn(ctx, 0, n) on the calling thread when there is
+ * no pool, when n <= grain, inside another kiln_parallel_for, or when
+ * another thread is using the pool. */
+typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
+void kiln_parallel_for(int64_t n, int64_t grain, kiln_task_fn fn, void *ctx);
+
+/* kiln_model_execute with an explicit workspace (NULL: the calling thread's
+ * own, as kiln_model_execute) and thread pool (NULL: one thread). Safe to
+ * call concurrently; runs that share a pool take turns using its workers. */
+kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *model,
+                                          const kiln_tensor *const *inputs, size_t num_inputs,
+                                          kiln_tensor **outputs, size_t num_outputs,
+                                          void *workspace, kiln_thread_pool *pool);
 
 /* Only the checks of kiln_model_execute, for callers that run elsewhere. */
 kiln_status *kiln_model_check_inputs(const kiln_model_desc *model,

@@ -1,0 +1,205 @@
+// The runtime's thread pool: compiled code hands the outer parallel tiles of
+// its kernels to kiln_parallel_for, which splits them across the pool of
+// the thread that runs the model.
+//
+// Design: one job at a time per pool. The caller publishes the job (fields,
+// then a generation bump with release order), works on it itself, then
+// waits until every worker has left it. Chunks are claimed with one
+// fetch_add on a shared counter: no locks, no allocation per call. Workers
+// spin on the generation for a while after each job (a model runs its
+// kernels back to back, microseconds apart) and then sleep on a condition
+// variable, so an idle pool costs no CPU. A kiln_parallel_for inside a task,
+// or on a pool another thread is using, runs serially instead of waiting.
+#include "kiln/runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+static inline void cpuRelax() { _mm_pause(); }
+#elif defined(__aarch64__)
+static inline void cpuRelax() { asm volatile("yield"); }
+#else
+static inline void cpuRelax() {}
+#endif
+
+namespace {
+// About a millisecond of polling before a worker sleeps.
+constexpr int kSpinIterations = 1 << 14;
+
+thread_local kiln_thread_pool *attachedPool = nullptr;
+// Set while this thread runs tasks of a job: nested loops run serially.
+thread_local bool inTask = false;
+} // namespace
+
+struct kiln_thread_pool {
+  int32_t size = 1; // threads, the caller included
+  std::vector<std::thread> workers;
+
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> stopping{false};
+  std::atomic_flag busy = ATOMIC_FLAG_INIT;
+
+  // The current job; written before `generation` is bumped.
+  kiln_task_fn fn = nullptr;
+  void *ctx = nullptr;
+  int64_t count = 0, chunk = 1;
+  std::atomic<int64_t> next{0};
+  std::atomic<int32_t> working{0}; // workers not yet done with the job
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::atomic<int32_t> sleepers{0};
+
+  void runChunks() {
+    inTask = true;
+    for (;;) {
+      int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (begin >= count)
+        break;
+      fn(ctx, begin, std::min(count, begin + chunk));
+    }
+    inTask = false;
+  }
+
+  void workerLoop() {
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t g = generation.load(std::memory_order_acquire);
+      for (int i = 0; g == seen && i < kSpinIterations; ++i) {
+        cpuRelax();
+        g = generation.load(std::memory_order_acquire);
+      }
+      if (g == seen) {
+        std::unique_lock<std::mutex> lock(mutex);
+        sleepers.fetch_add(1, std::memory_order_seq_cst);
+        wake.wait(lock, [&] {
+          return generation.load(std::memory_order_acquire) != seen ||
+                 stopping.load(std::memory_order_acquire);
+        });
+        sleepers.fetch_sub(1, std::memory_order_relaxed);
+        g = generation.load(std::memory_order_acquire);
+      }
+      if (stopping.load(std::memory_order_acquire))
+        return;
+      seen = g;
+      runChunks();
+      working.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  void run(int64_t n, int64_t grain, kiln_task_fn f, void *c) {
+    fn = f;
+    ctx = c;
+    count = n;
+    // Several chunks per thread balance uneven tiles and noisy neighbours;
+    // `grain` keeps each worth its claim.
+    int64_t perThread = (n + size * 4 - 1) / (size * 4);
+    chunk = std::max<int64_t>(std::max<int64_t>(grain, 1), perThread);
+    next.store(0, std::memory_order_relaxed);
+    working.store((int32_t)workers.size(), std::memory_order_relaxed);
+    generation.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(mutex);
+      wake.notify_all();
+    }
+    runChunks();
+    while (working.load(std::memory_order_acquire) != 0)
+      cpuRelax();
+  }
+};
+
+extern "C" {
+
+int32_t kiln_default_num_threads(void) {
+  // Physical cores: SMT siblings share one core's FMA units, which the
+  // kernels already keep busy.
+  std::set<std::pair<int, int>> cores;
+  unsigned logical = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned cpu = 0; cpu < logical; ++cpu) {
+    std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    int package = -1, core = -1;
+    for (auto [file, value] : {std::pair<const char *, int *>{"physical_package_id", &package},
+                               std::pair<const char *, int *>{"core_id", &core}}) {
+      if (FILE *f = std::fopen((base + file).c_str(), "r")) {
+        if (std::fscanf(f, "%d", value) != 1)
+          *value = -1;
+        std::fclose(f);
+      }
+    }
+    if (package < 0 || core < 0)
+      return (int32_t)logical;
+    cores.insert({package, core});
+  }
+  return cores.empty() ? (int32_t)logical : (int32_t)cores.size();
+}
+
+kiln_thread_pool *kiln_thread_pool_create(int32_t numThreads) {
+  if (numThreads <= 0)
+    numThreads = kiln_default_num_threads();
+  auto *pool = new (std::nothrow) kiln_thread_pool;
+  if (!pool)
+    return nullptr;
+  pool->size = numThreads;
+  try {
+    for (int32_t i = 1; i < numThreads; ++i)
+      pool->workers.emplace_back([pool] { pool->workerLoop(); });
+  } catch (...) {
+    pool->size = (int32_t)pool->workers.size() + 1;
+  }
+  return pool;
+}
+
+void kiln_thread_pool_free(kiln_thread_pool *pool) {
+  if (!pool)
+    return;
+  {
+    std::lock_guard<std::mutex> lock(pool->mutex);
+    pool->stopping.store(true, std::memory_order_release);
+    pool->generation.fetch_add(1, std::memory_order_seq_cst);
+  }
+  pool->wake.notify_all();
+  for (std::thread &t : pool->workers)
+    t.join();
+  delete pool;
+}
+
+int32_t kiln_thread_pool_size(const kiln_thread_pool *pool) { return pool ? pool->size : 1; }
+
+kiln_thread_pool *kiln_thread_pool_attach(kiln_thread_pool *pool) {
+  kiln_thread_pool *previous = attachedPool;
+  attachedPool = pool;
+  return previous;
+}
+
+kiln_thread_pool *kiln_default_thread_pool(void) {
+  // Never freed: workers of a static pool would be joined after main
+  // returns, when other static objects may be gone.
+  static kiln_thread_pool *pool = kiln_thread_pool_create(0);
+  return pool;
+}
+
+void kiln_parallel_for(int64_t n, int64_t grain, kiln_task_fn fn, void *ctx) {
+  if (n <= 0)
+    return;
+  kiln_thread_pool *pool = attachedPool;
+  if (!pool || pool->size <= 1 || inTask || n <= std::max<int64_t>(grain, 1) ||
+      pool->busy.test_and_set(std::memory_order_acquire)) {
+    fn(ctx, 0, n);
+    return;
+  }
+  pool->run(n, grain, fn, ctx);
+  pool->busy.clear(std::memory_order_release);
+}
+
+} // extern "C"
