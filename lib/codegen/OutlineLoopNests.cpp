@@ -10,7 +10,13 @@
 // exactly what `noalias` on a function argument states; LLVM's inliner then
 // turns the arguments into scoped alias metadata, valid inside that op only,
 // so buffers that share bytes at different times stay correctly ordered.
-// The outlined functions are also the unit a thread pool will run.
+//
+// The outlined functions are also what the thread pool runs: when an op's
+// outermost non-unit loop is parallel, indexes its operands directly and is
+// worth splitting, the function takes a [begin, end) range of that loop as
+// two more i64 arguments and slices its operands to it, and the call is
+// marked `kiln.parallel = [trip count, grain]`; kiln-parallelize-calls turns
+// it into a kiln_parallel_for over that range.
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -82,6 +88,66 @@ bool outlinable(Operation *op) {
   return true;
 }
 
+// Work below which an op stays on one thread, and a chunk's least work, in
+// loop iterations (vectorised elementwise work runs a few per nanosecond;
+// handing out a job costs microseconds).
+constexpr int64_t kMinParallelIterations = 1 << 16;
+constexpr int64_t kMinChunkIterations = 1 << 14;
+
+/// How `op` splits across threads: the loop, its trip count and the
+/// least number of its iterations per chunk; nullopt when it does not.
+struct Split {
+  unsigned loop;
+  int64_t trips, grain;
+  /// Per operand: the dimension indexed by the loop, or -1 (not sliced).
+  SmallVector<int64_t> operandDim;
+};
+
+std::optional<Split> splitOf(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t total = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    total *= r;
+  }
+  if (total < kMinParallelIterations)
+    return std::nullopt;
+  unsigned loop = 0;
+  while (loop < ranges.size() && ranges[loop] == 1)
+    ++loop;
+  if (loop == ranges.size() || ranges[loop] < 2 ||
+      op.getIteratorTypesArray()[loop] != utils::IteratorType::parallel)
+    return std::nullopt;
+  // linalg.index of the loop would see chunk-relative values.
+  bool indexed = false;
+  op->walk([&](linalg::IndexOp index) { indexed |= index.getDim() == loop; });
+  if (indexed)
+    return std::nullopt;
+  Split split{loop, ranges[loop], 1, {}};
+  split.grain = std::max<int64_t>(1, kMinChunkIterations / (total / ranges[loop]));
+  for (OpOperand &operand : op->getOpOperands()) {
+    int64_t dim = -1;
+    if (isa<MemRefType>(operand.get().getType())) {
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+        if (auto d = dyn_cast<AffineDimExpr>(expr); d && d.getPosition() == loop) {
+          if (dim >= 0)
+            return std::nullopt; // indexed twice (a diagonal)
+          dim = r;
+        } else if (expr.isFunctionOfDim(loop)) {
+          return std::nullopt; // a window (d0 + d3): chunks would overlap
+        }
+      }
+      // Every thread would write all of an output the loop does not index.
+      if (dim < 0 && op.isDpsInit(&operand))
+        return std::nullopt;
+    }
+    split.operandDim.push_back(dim);
+  }
+  return split;
+}
+
 struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -93,6 +159,32 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
         if (outlinable(&op))
           outline(module, func, &op, counter++);
     }
+  }
+
+  /// Makes `op` (just cloned into its function) work on iterations
+  /// [begin, end) of the split loop: each operand the loop indexes becomes
+  /// a subview of that range.
+  static void sliceToRange(OpBuilder &b, Operation *op, const Split &split, Value begin,
+                           Value end) {
+    b.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    Value lo = arith::IndexCastOp::create(b, loc, b.getIndexType(), begin);
+    Value hi = arith::IndexCastOp::create(b, loc, b.getIndexType(), end);
+    Value size = arith::SubIOp::create(b, loc, hi, lo);
+    for (auto [i, dim] : llvm::enumerate(split.operandDim)) {
+      if (dim < 0)
+        continue;
+      Value v = op->getOperand(i);
+      auto type = cast<MemRefType>(v.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes,
+          strides(type.getRank(), b.getIndexAttr(1));
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+      offsets[dim] = lo;
+      sizes[dim] = size;
+      op->setOperand(i, memref::SubViewOp::create(b, loc, v, offsets, sizes, strides));
+    }
+    b.setInsertionPointAfter(op);
   }
 
   void outline(ModuleOp module, func::FuncOp parent, Operation *op, int n) {
@@ -117,12 +209,15 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
       }
     }
     SmallVector<Value> args = passed.takeVector();
+    std::optional<Split> split = splitOf(cast<linalg::LinalgOp>(op));
 
     OpBuilder b(module.getContext());
     b.setInsertionPoint(parent);
     std::string name = (parent.getName() + "_op" + Twine(n)).str();
-    auto fn = func::FuncOp::create(b, op->getLoc(), name,
-                                   b.getFunctionType(ValueRange(args).getTypes(), {}));
+    SmallVector<Type> argTypes(ValueRange(args).getTypes());
+    if (split)
+      argTypes.append(2, b.getI64Type()); // begin, end
+    auto fn = func::FuncOp::create(b, op->getLoc(), name, b.getFunctionType(argTypes, {}));
     fn.setPrivate();
     // Internal (two models linked together must not clash) and kept out of
     // line: inlining them all back into the model function made DenseNet-121
@@ -153,11 +248,22 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     for (memref::SubViewOp view : views)
       if (!map.contains(view.getResult()))
         b.clone(*view, map);
-    b.clone(*op, map);
+    Operation *inner = b.clone(*op, map);
+    if (split)
+      sliceToRange(b, inner, *split, body->getArgument(args.size()),
+                   body->getArgument(args.size() + 1));
     func::ReturnOp::create(b, op->getLoc());
 
     OpBuilder call(op);
-    func::CallOp::create(call, op->getLoc(), fn, args);
+    SmallVector<Value> callArgs(args);
+    if (split) {
+      callArgs.push_back(arith::ConstantOp::create(call, op->getLoc(), call.getI64IntegerAttr(0)));
+      callArgs.push_back(
+          arith::ConstantOp::create(call, op->getLoc(), call.getI64IntegerAttr(split->trips)));
+    }
+    auto c = func::CallOp::create(call, op->getLoc(), fn, callArgs);
+    if (split)
+      c->setAttr("kiln.parallel", call.getDenseI64ArrayAttr({split->trips, split->grain}));
     op->erase();
   }
 };

@@ -215,9 +215,16 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
 }
 
-/// The work items of a convolution: (image, group, panel, block of
-/// kPixelBlock output pixels), in that nesting, so that a thread's
-/// contiguous range keeps one weight panel hot while pixels stream past.
+/// The work items of a convolution: (image, block of kPixelBlock output
+/// pixels, group, panel), in that nesting, when there are many pixel blocks:
+/// a thread's contiguous range is then a range of pixels, the same pixels
+/// (rows) that the runtime's static split gives it in the layers before and
+/// after, so activations stay in its cache (MobileNet-v2 at two threads: 6.7
+/// -> 5.8 ms), and a block's input stays in L1 across panels. With few
+/// blocks (late layers: 7x7 = 48 + 1 pixels) pixels cannot be split evenly,
+/// and the items nest (image, group, panel, block) instead, splitting the
+/// panels.
+constexpr kiln_i64 kMinPixelMajorBlocks = 8;
 constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
 
 struct ConvJob {
@@ -235,11 +242,24 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
   kiln_i64 blocks = (m + kPixelBlock - 1) / kPixelBlock;
+  bool pixelMajor = blocks >= kMinPixelMajorBlocks;
   for (kiln_i64 item = begin; item < end; ++item) {
-    kiln_i64 b = item % blocks, rest = item / blocks;
-    kiln_i64 p = rest % panels;
-    rest /= panels;
-    kiln_i64 g = rest % q.groups, n = rest / q.groups;
+    kiln_i64 p, g, b, n;
+    if (pixelMajor) {
+      p = item % panels;
+      kiln_i64 rest = item / panels;
+      g = rest % q.groups;
+      rest /= q.groups;
+      b = rest % blocks;
+      n = rest / blocks;
+    } else {
+      b = item % blocks;
+      kiln_i64 rest = item / blocks;
+      p = rest % panels;
+      rest /= panels;
+      g = rest % q.groups;
+      n = rest / q.groups;
+    }
     kiln_i64 stop = (b + 1) * kPixelBlock < m ? (b + 1) * kPixelBlock : m;
     for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += MR) {
       if (fg - p * KILN_PANEL <= KILN_PANEL / 2)

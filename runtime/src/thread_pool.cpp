@@ -4,8 +4,10 @@
 //
 // Design: one job at a time per pool. The caller publishes the job (fields,
 // then a generation bump with release order), works on it itself, then
-// waits until every worker has left it. Chunks are claimed with one
-// fetch_add on a shared counter: no locks, no allocation per call. Workers
+// waits until every worker has left it. Each thread runs its own chunk (a
+// static split, for cache locality across layers); chunks beyond one per
+// thread are claimed with one fetch_add on a shared counter: no locks, no
+// allocation per call. Workers
 // spin on the generation for a while after each job (a model runs its
 // kernels back to back, microseconds apart) and then sleep on a condition
 // variable, so an idle pool costs no CPU. A kiln_parallel_for inside a task,
@@ -61,8 +63,16 @@ struct kiln_thread_pool {
   std::condition_variable wake;
   std::atomic<int32_t> sleepers{0};
 
-  void runChunks() {
+  /// Thread `self` (0: the caller) first runs chunk `self`, then claims
+  /// any left. With one chunk per thread the split is static: consecutive
+  /// kernels give each thread the same part of the tensors (the same
+  /// pixels, the same rows), which stay in that core's cache from one layer
+  /// to the next. Dynamic claiming took 20-60 % longer on MobileNet-v2,
+  /// whose layers are small enough to live in cache.
+  void runChunks(int32_t self) {
     inTask = true;
+    if (self * chunk < count)
+      fn(ctx, self * chunk, std::min(count, (self + 1) * chunk));
     for (;;) {
       int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
       if (begin >= count)
@@ -72,7 +82,7 @@ struct kiln_thread_pool {
     inTask = false;
   }
 
-  void workerLoop() {
+  void workerLoop(int32_t self) {
     uint64_t seen = 0;
     for (;;) {
       uint64_t g = generation.load(std::memory_order_acquire);
@@ -93,7 +103,7 @@ struct kiln_thread_pool {
       if (stopping.load(std::memory_order_acquire))
         return;
       seen = g;
-      runChunks();
+      runChunks(self);
       working.fetch_sub(1, std::memory_order_release);
     }
   }
@@ -102,18 +112,17 @@ struct kiln_thread_pool {
     fn = f;
     ctx = c;
     count = n;
-    // Several chunks per thread balance uneven tiles and noisy neighbours;
-    // `grain` keeps each worth its claim.
-    int64_t perThread = (n + size * 4 - 1) / (size * 4);
+    // One chunk per thread (see runChunks), of at least `grain` items.
+    int64_t perThread = (n + size - 1) / size;
     chunk = std::max<int64_t>(std::max<int64_t>(grain, 1), perThread);
-    next.store(0, std::memory_order_relaxed);
+    next.store(size * chunk, std::memory_order_relaxed);
     working.store((int32_t)workers.size(), std::memory_order_relaxed);
     generation.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(mutex);
       wake.notify_all();
     }
-    runChunks();
+    runChunks(0);
     while (working.load(std::memory_order_acquire) != 0)
       cpuRelax();
   }
@@ -153,7 +162,7 @@ kiln_thread_pool *kiln_thread_pool_create(int32_t numThreads) {
   pool->size = numThreads;
   try {
     for (int32_t i = 1; i < numThreads; ++i)
-      pool->workers.emplace_back([pool] { pool->workerLoop(); });
+      pool->workers.emplace_back([pool, i] { pool->workerLoop(i); });
   } catch (...) {
     pool->size = (int32_t)pool->workers.size() + 1;
   }

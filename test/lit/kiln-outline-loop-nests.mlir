@@ -54,3 +54,53 @@ func.func @strided(%a: memref<2x8xf32>, %b: memref<2x3xf32>) {
   linalg.copy ins(%v : memref<2x3xf32, strided<[8, 1], offset: 5>>) outs(%b : memref<2x3xf32>)
   return
 }
+
+// -----
+
+// An op big enough to split (2^16 iterations or more) whose outermost
+// non-unit loop is parallel: the function takes an i64 [begin, end) range
+// of that loop and slices the operands the loop indexes (the broadcast bias
+// is not); the call covers the whole range and is marked for
+// kiln-parallelize-calls with [trip count, grain].
+// CHECK-LABEL: func.func private @split_op0(%arg0: memref<1x256x512xf32> {llvm.noalias}, %arg1: memref<512xf32> {llvm.noalias}, %arg2: memref<1x256x512xf32> {llvm.noalias}, %arg3: i64, %arg4: i64)
+// CHECK: %[[B:.*]] = arith.index_cast %arg3 : i64 to index
+// CHECK: %[[E:.*]] = arith.index_cast %arg4 : i64 to index
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
+// CHECK: %[[IN:.*]] = memref.subview %arg0[0, %[[B]], 0] [1, %[[N]], 512] [1, 1, 1]
+// CHECK: %[[OUT:.*]] = memref.subview %arg2[0, %[[B]], 0] [1, %[[N]], 512] [1, 1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[IN]], %arg1 : {{.*}}) outs(%[[OUT]] :
+// CHECK-LABEL: func.func @split
+// CHECK: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK: %[[C256:.*]] = arith.constant 256 : i64
+// CHECK: call @split_op0(%arg0, %arg1, %arg2, %[[C0]], %[[C256]]) {kiln.parallel = array<i64: 256, 32>}
+#map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#bias = affine_map<(d0, d1, d2) -> (d2)>
+func.func @split(%x: memref<1x256x512xf32>, %b: memref<512xf32>, %y: memref<1x256x512xf32>) {
+  linalg.generic {indexing_maps = [#map, #bias, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %b : memref<1x256x512xf32>, memref<512xf32>) outs(%y : memref<1x256x512xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A reduction as the outermost non-unit loop, and an op too small to be
+// worth a thread: both stay whole.
+// CHECK-LABEL: func.func private @no_split_op0(%arg0: memref<65536x2xf32> {llvm.noalias}, %arg1: memref<2xf32> {llvm.noalias})
+// CHECK-LABEL: func.func private @no_split_op1(%arg0: memref<64x64xf32> {llvm.noalias}, %arg1: memref<64x64xf32> {llvm.noalias})
+// CHECK-LABEL: func.func @no_split
+// CHECK-NOT: kiln.parallel
+// CHECK: return
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d1)>
+func.func @no_split(%x: memref<65536x2xf32>, %s: memref<2xf32>, %a: memref<64x64xf32>, %b: memref<64x64xf32>) {
+  linalg.generic {indexing_maps = [#in, #out], iterator_types = ["reduction", "parallel"]} ins(%x : memref<65536x2xf32>) outs(%s : memref<2xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %v, %acc : f32
+    linalg.yield %r : f32
+  }
+  linalg.copy ins(%a : memref<64x64xf32>) outs(%b : memref<64x64xf32>)
+  return
+}

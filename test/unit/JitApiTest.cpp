@@ -126,6 +126,49 @@ TEST(JitApi, ConcurrentRunsOnOneModel) {
   EXPECT_EQ(model->stats().compilations, 1);
 }
 
+// Runs from several threads at once on a model with its own two-thread pool:
+// kernels and loop nests split over the pool while other runs wait their
+// turn or run inline; every result still matches ONNX Runtime's.
+TEST(JitApi, ConcurrentRunsWithAThreadPool) {
+  std::string dir = std::string(KILN_SHARED_MODELS_DIR) + "/squeezenet1_1";
+  kiln::CompileOptions options;
+  options.numThreads = 2;
+  std::string err;
+  auto model = kiln::Model::load(dir + "/model.onnx", options, &err);
+  ASSERT_TRUE(model) << err;
+  kiln::Tensor in, ref;
+  ASSERT_TRUE(kiln::readTensorFile(dir + "/test_data_set_0/input_0.pb", in).ok());
+  ASSERT_TRUE(kiln::readTensorFile(dir + "/test_data_set_0/output_0.pb", ref).ok());
+  constexpr int kCallers = 3, kRuns = 6;
+  std::vector<std::string> reports(kCallers);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t)
+    callers.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        std::vector<kiln::Tensor> out;
+        kiln::Status s = model->run({in.get()}, out);
+        std::string report;
+        if (!s.ok())
+          reports[t] += s.message + "\n";
+        else if (!kiln::tensorsClose(out[0], ref, 1e-4, 1e-3, report))
+          reports[t] += report + "\n";
+      }
+    });
+  for (auto &c : callers)
+    c.join();
+  for (int t = 0; t < kCallers; ++t)
+    EXPECT_EQ(reports[t], "") << "caller " << t;
+  EXPECT_EQ(model->stats().compilations, 1);
+}
+
+TEST(JitApi, NegativeThreadCountIsAnError) {
+  kiln::CompileOptions options;
+  options.numThreads = -1;
+  std::string err;
+  EXPECT_FALSE(kiln::Model::load(kTinyMlp, options, &err));
+  EXPECT_NE(err.find("thread count"), std::string::npos) << err;
+}
+
 /// y = ScatterElements(x, [[1, 3]], [[10, 20]], axis = 1), x a graph input.
 std::string scatterModel() {
   onnx::ModelProto m;

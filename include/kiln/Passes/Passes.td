@@ -176,6 +176,27 @@ def KilnOutlineLoopNests : Pass<"kiln-outline-loop-nests", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnParallelizeCalls : Pass<"kiln-parallelize-calls", "mlir::ModuleOp"> {
+  let summary = "Run calls marked kiln.parallel over the runtime's thread pool";
+  let description = [{
+    Runs on the LLVM dialect. A call marked `kiln.parallel = array<i64:
+    trips, grain>`, whose last two arguments are an i64 `[begin, end)`
+    range of a parallel loop (kiln-outline-loop-nests makes these), becomes
+    a call of the runtime's `kiln_parallel_for(trips, grain, task, slots)`:
+    the other arguments go into 8-byte stack slots, and `CALLEE_task(slots,
+    begin, end)` loads them back and calls the callee on one chunk.
+
+    ```mlir
+    llvm.call @main_op3(%a, %b, %c0, %c64) {kiln.parallel = array<i64: 64, 4>}
+    // becomes
+    llvm.store %a, %slot0 ...
+    llvm.call @kiln_parallel_for(%c64, %c4, %task, %slots)
+    llvm.func internal @main_op3_task(%slots: !llvm.ptr, %begin: i64, %end: i64)
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::func::FuncOp"> {
   let summary = "f32 math.exp/erf/tanh as polynomial approximations instead of libm calls";
   let description = [{
