@@ -222,9 +222,12 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
 /// after, so activations stay in its cache (MobileNet-v2 at two threads: 6.7
 /// -> 5.8 ms), and a block's input stays in L1 across panels. With few
 /// blocks (late layers: 7x7 = 48 + 1 pixels) pixels cannot be split evenly,
-/// and the items nest (image, group, panel, block) instead, splitting the
-/// panels.
+/// and with large weights (a 3x3 conv to 256 channels: 590 KB) every pixel
+/// block would stream all of them from L3; then the items nest (image,
+/// group, panel, block) instead: one panel's weights stay in L2 while the
+/// pixels stream past, and threads split the panels.
 constexpr kiln_i64 kMinPixelMajorBlocks = 8;
+constexpr kiln_i64 kMaxPixelMajorWeightBytes = 128 << 10;
 constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
 
 struct ConvJob {
@@ -242,7 +245,8 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
   kiln_i64 blocks = (m + kPixelBlock - 1) / kPixelBlock;
-  bool pixelMajor = blocks >= kMinPixelMajorBlocks;
+  kiln_i64 weightBytes = q.groups * panels * KILN_PANEL * q.kh * q.kw * (q.c / q.groups) * 4;
+  bool pixelMajor = blocks >= kMinPixelMajorBlocks && weightBytes <= kMaxPixelMajorWeightBytes;
   for (kiln_i64 item = begin; item < end; ++item) {
     kiln_i64 p, g, b, n;
     if (pixelMajor) {
