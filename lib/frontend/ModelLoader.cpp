@@ -234,7 +234,19 @@ bool loadModelFromFile(const std::string &path, LoadedModel &out, std::string &e
     error = "'" + path + "' cannot be opened";
     return false;
   }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One read of the known size: a character iterator with a growing string
+  // took a third of a second on ResNet-18's 47 MB.
+  std::string bytes;
+  uintmax_t size = fs::file_size(path, ec);
+  if (!ec) {
+    bytes.resize((size_t)size);
+    if (!in.read(bytes.data(), (std::streamsize)size)) {
+      error = "'" + path + "' could not be read";
+      return false;
+    }
+  } else {
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   out.proto = std::make_shared<onnx::ModelProto>();
   out.sourceName = path;
   out.baseDir = fs::path(path).parent_path().string();
