@@ -54,18 +54,21 @@ constexpr kiln_i64 kMinParallelWork = 1 << 19;
 // Chunks of at least this much work, so that claiming one is cheap.
 constexpr kiln_i64 kMinChunkWork = 1 << 16;
 
-/// Runs task(ctx, 0, items) here, or across the pool when the work is big
-/// enough; `workPerItem` in multiply-adds (or comparable operations).
-INLINE void parallelFor(kiln_i64 items, kiln_i64 workPerItem,
-                        void (*task)(void *, kiln_i64, kiln_i64), void *ctx) {
+/// Runs Task(ctx, 0, items) here, or across the pool when the work is big
+/// enough; `workPerItem` in multiply-adds (or comparable operations). The
+/// serial call is direct, so that it inlines and LLVM can specialise it on
+/// the call site's constant parameter block (small calls, such as the
+/// per-step matrix products of an LSTM, cost 4x more through the pointer).
+template <void (*Task)(void *, kiln_i64, kiln_i64)>
+INLINE void parallelFor(kiln_i64 items, kiln_i64 workPerItem, void *ctx) {
   if (workPerItem < 1)
     workPerItem = 1;
   if (items * workPerItem < kMinParallelWork) {
-    task(ctx, 0, items);
+    Task(ctx, 0, items);
     return;
   }
   kiln_i64 grain = (kMinChunkWork + workPerItem - 1) / workPerItem;
-  kiln_parallel_for(items, grain, task, ctx);
+  kiln_parallel_for(items, grain, Task, ctx);
 }
 
 // Zeros that padded window positions read from, so that the inner loops
@@ -99,14 +102,14 @@ INLINE bool hasBounds(float lo, float hi) {
 /// W vectors of the panel are used: NV, or NV / 2 for a panel whose valid
 /// columns fit in its first half (a 16- or 48-channel layer would otherwise
 /// spend half the FMAs of its last panel on zero padding).
-template <int W>
-INLINE void accumulate(vf (&acc)[MR][W], const float *const (&a)[MR], const float *b,
+template <int R, int W>
+INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
                        kiln_i64 k) {
   for (kiln_i64 c = 0; c < k; ++c) {
     vf bv[W];
     for (int v = 0; v < W; ++v)
       bv[v] = loadv(b + c * KILN_PANEL + v * KILN_VEC);
-    for (int i = 0; i < MR; ++i) {
+    for (int i = 0; i < R; ++i) {
       vf x = splat(a[i][c]);
       for (int v = 0; v < W; ++v)
         acc[i][v] += x * bv[v];
@@ -116,8 +119,8 @@ INLINE void accumulate(vf (&acc)[MR][W], const float *const (&a)[MR], const floa
 
 /// Epilogue of one register tile: bias (already in acc), residual, clamp,
 /// and a store of the `rows` x `cols` valid part.
-template <int W>
-INLINE void storeTile(vf (&acc)[MR][W], float *const (&out)[MR], const float *const (&res)[MR],
+template <int R, int W>
+INLINE void storeTile(vf (&acc)[R][W], float *const (&out)[R], const float *const (&res)[R],
                       int rows, kiln_i64 cols, bool hasResidual, float lo, float hi) {
   vf vlo = splat(lo), vhi = splat(hi);
   bool bounded = hasBounds(lo, hi);
@@ -132,8 +135,13 @@ INLINE void storeTile(vf (&acc)[MR][W], float *const (&out)[MR], const float *co
           r = clampv(r, vlo, vhi);
         storev(out[i] + c0, r);
       } else {
+        // Through a copy: indexing acc with a run-time lane kept the whole
+        // accumulator array in memory, stored on every FMA step (matmul at
+        // 28 % of peak instead of 90 %).
+        float lanes[KILN_VEC];
+        storev(lanes, acc[i][v]);
         for (kiln_i64 c = c0; c < cols; ++c) {
-          float r = acc[i][v][c - c0];
+          float r = lanes[c - c0];
           if (hasResidual)
             r += res[i][c];
           out[i][c] = bounded ? clampf(r, lo, hi) : r;
@@ -157,19 +165,20 @@ enum : kiln_i64 { kAverage = 1, kCountPad = 2 };
 /// panel `p`. The K loop walks window positions; for each, every row of the
 /// tile points at its input pixel's channels, or at zeros when the window
 /// position falls in the padding.
-template <int W>
+/// R rows per tile: MR, or fewer for the last pixels of a block (a matrix
+/// product of one row, as in an LSTM step, would otherwise compute MR).
+template <int R, int W>
 INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
                      const float *res, float *out, float lo, float hi, kiln_i64 ldi, kiln_i64 ldo,
-                     kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0) {
+                     kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0, int rows) {
   kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
-  int rows = m - m0 < MR ? (int)(m - m0) : MR;
   // Pixel coordinates by stepping, not dividing: with few input channels
   // (pointwise convs of narrow layers) MR divisions cost as much as the tile.
-  kiln_i64 ih0[MR], iw0[MR];
+  kiln_i64 ih0[R], iw0[R];
   kiln_i64 oy = m0 / q.ow, ox = m0 % q.ow;
-  for (int i = 0; i < MR; ++i) {
+  for (int i = 0; i < R; ++i) {
     ih0[i] = oy * q.sh - q.ph;
     iw0[i] = ox * q.sw - q.pw;
     if (i + 1 < rows && ++ox == q.ow) {
@@ -181,8 +190,8 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
   const float *bp = bias + (g * panels + p) * KILN_PANEL;
 
-  vf acc[MR][W];
-  for (int i = 0; i < MR; ++i)
+  vf acc[R][W];
+  for (int i = 0; i < R; ++i)
     for (int v = 0; v < W; ++v)
       acc[i][v] = loadv(bp + v * KILN_VEC);
 
@@ -192,8 +201,8 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
       // Channel chunks keep the zero rows within kZeros.
       for (kiln_i64 c0 = 0; c0 < cg; c0 += kZeroFloats) {
         kiln_i64 k = cg - c0 < kZeroFloats ? cg - c0 : kZeroFloats;
-        const float *a[MR];
-        for (int i = 0; i < MR; ++i) {
+        const float *a[R];
+        for (int i = 0; i < R; ++i) {
           kiln_i64 y = ih0[i] + ky * q.dh, x = iw0[i] + kx * q.dw;
           bool inside = y >= 0 && y < q.h && x >= 0 && x < q.w;
           a[i] = inside ? image + (y * q.w + x) * ldi + c0 : kZeros;
@@ -205,9 +214,9 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
 
   kiln_i64 col0 = g * fg + p * KILN_PANEL;
   kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
-  float *o[MR];
-  const float *r[MR];
-  for (int i = 0; i < MR; ++i) {
+  float *o[R];
+  const float *r[R];
+  for (int i = 0; i < R; ++i) {
     kiln_i64 pixel = n * m + m0 + (i < rows ? i : 0);
     o[i] = out + pixel * ldo + col0;
     r[i] = res ? res + pixel * q.oc + col0 : nullptr;
@@ -229,6 +238,21 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
 constexpr kiln_i64 kMinPixelMajorBlocks = 8;
 constexpr kiln_i64 kMaxPixelMajorWeightBytes = 128 << 10;
 constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
+
+template <int N> struct Rows {
+  static constexpr int value = N;
+};
+
+/// Calls tile(Rows<R>) with the register-tile height for `rows` valid rows:
+/// 1 for a single row (a matrix product of one row, as in an LSTM step:
+/// 3x faster than a full tile), else MR. Each height is another copy of
+/// the tile code in every module, so there are only two.
+template <typename Tile> INLINE void forTileRows(int rows, Tile &&tile) {
+  if (rows == 1 && MR > 1)
+    tile(Rows<1>());
+  else
+    tile(Rows<MR>());
+}
 
 struct ConvJob {
   const ConvParams *q;
@@ -265,12 +289,19 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       n = rest / q.groups;
     }
     kiln_i64 stop = (b + 1) * kPixelBlock < m ? (b + 1) * kPixelBlock : m;
+    bool half = fg - p * KILN_PANEL <= KILN_PANEL / 2;
     for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += MR) {
-      if (fg - p * KILN_PANEL <= KILN_PANEL / 2)
-        convTile<NV / 2>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
-                         m0);
-      else
-        convTile<NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p, m0);
+      int rows = stop - m0 < MR ? (int)(stop - m0) : MR;
+      auto tile = [&](auto rowsTag) {
+        constexpr int R = decltype(rowsTag)::value;
+        if (half)
+          convTile<R, NV / 2>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n,
+                              g, p, m0, rows);
+        else
+          convTile<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
+                          m0, rows);
+      };
+      forTileRows(rows, tile);
     }
   }
 }
@@ -311,29 +342,44 @@ void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     kiln_i64 mStop = (mb + 1) * kMatMulRows < M ? (mb + 1) * kMatMulRows : M;
     for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
       kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
-      for (kiln_i64 k = 0; k < kc; ++k)
-        for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
-          packed[k * KILN_PANEL + c] =
-              c < cols ? (transB ? B[(n0 + c) * ldb + k0 + k] : B[(k0 + k) * ldb + n0 + c])
-                       : 0.0f;
+      // The common case as whole-vector copies: in a task function the
+      // parameters are not constants that LLVM could specialise on, and a
+      // per-element test made this packing cost as much as the FMAs.
+      if (!transB && cols == KILN_PANEL) {
+        for (kiln_i64 k = 0; k < kc; ++k)
+          for (int v = 0; v < NV; ++v)
+            storev(packed + k * KILN_PANEL + v * KILN_VEC,
+                   loadv(B + (k0 + k) * ldb + n0 + v * KILN_VEC));
+      } else if (!transB) {
+        for (kiln_i64 k = 0; k < kc; ++k)
+          for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+            packed[k * KILN_PANEL + c] = c < cols ? B[(k0 + k) * ldb + n0 + c] : 0.0f;
+      } else {
+        for (kiln_i64 k = 0; k < kc; ++k)
+          for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+            packed[k * KILN_PANEL + c] = c < cols ? B[(n0 + c) * ldb + k0 + k] : 0.0f;
+      }
       for (kiln_i64 m0 = mb * kMatMulRows; m0 < mStop; m0 += MR) {
         int rows = mStop - m0 < MR ? (int)(mStop - m0) : MR;
-        const float *a[MR];
-        float *o[MR];
-        const float *r[MR];
-        for (int i = 0; i < MR; ++i) {
-          kiln_i64 row = m0 + (i < rows ? i : 0);
-          a[i] = A + row * lda + k0;
-          o[i] = C + row * ldc + n0;
-          r[i] = o[i];
-        }
-        vf acc[MR][NV];
-        for (int i = 0; i < MR; ++i)
-          for (int v = 0; v < NV; ++v)
-            acc[i][v] = splat(0);
-        accumulate(acc, a, packed, kc);
-        // Later K blocks add to what the earlier ones stored.
-        storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+        forTileRows(rows, [&](auto rowsTag) {
+          constexpr int R = decltype(rowsTag)::value;
+          const float *a[R];
+          float *o[R];
+          const float *r[R];
+          for (int i = 0; i < R; ++i) {
+            kiln_i64 row = m0 + (i < rows ? i : 0);
+            a[i] = A + row * lda + k0;
+            o[i] = C + row * ldc + n0;
+            r[i] = o[i];
+          }
+          vf acc[R][NV];
+          for (int i = 0; i < R; ++i)
+            for (int v = 0; v < NV; ++v)
+              acc[i][v] = splat(0);
+          accumulate(acc, a, packed, kc);
+          // Later K blocks add to what the earlier ones stored.
+          storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+        });
       }
     }
   }
@@ -360,8 +406,8 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 blocks = (q.oh * q.ow + kPixelBlock - 1) / kPixelBlock;
-  parallelFor(q.n * q.groups * panels * blocks,
-              kPixelBlock * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), convTask, &job);
+  parallelFor<convTask>(q.n * q.groups * panels * blocks,
+                        kPixelBlock * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
 }
 
 /// Depthwise 2-D convolution (one input and one output channel per group),
@@ -414,8 +460,10 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
         r += loadv(res + roff);
       storev(out + off, hasBounds(lo, hi) ? clampv(r, vlo, vhi) : r);
     } else {
+      float lanes[KILN_VEC]; // see storeTile
+      storev(lanes, acc[j]);
       for (kiln_i64 c = 0; c < len; ++c) {
-        float r = acc[j][c];
+        float r = lanes[c];
         if (res)
           r += res[roff + c];
         out[off + c] = hasBounds(lo, hi) ? clampf(r, lo, hi) : r;
@@ -441,7 +489,7 @@ void kiln_dwconv2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr wAddr,
               hi,
               inStride,
               outStride};
-  parallelFor(q.n * q.oh, q.ow * q.c * q.kh * q.kw, dwTask, &job);
+  parallelFor<dwTask>(q.n * q.oh, q.ow * q.c * q.kh * q.kw, &job);
 }
 
 /// Output rows [begin, end) of all images (row = image * oh + oy).
@@ -486,7 +534,7 @@ void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_ad
   kiln_i64 batch = q[0], M = q[1], N = q[2], K = q[3];
   kiln_i64 items = batch * ((N + KILN_PANEL - 1) / KILN_PANEL) *
                    ((M + kMatMulRows - 1) / kMatMulRows);
-  parallelFor(items, kMatMulRows * KILN_PANEL * K, matmulTask, &job);
+  parallelFor<matmulTask>(items, kMatMulRows * KILN_PANEL * K, &job);
 }
 
 /// Max or average pooling over NHWC, vectorised over channels. Ceil-mode
@@ -499,7 +547,7 @@ void kiln_pool2d_nhwc_f32(kiln_addr params, kiln_addr inAddr, kiln_addr outAddr,
                           kiln_i64 inStride, kiln_i64 outStride) {
   const PoolParams &q = *(const PoolParams *)params;
   PoolJob job{&q, (const float *)inAddr, (float *)outAddr, inStride, outStride};
-  parallelFor(q.n * q.oh, q.ow * q.c * q.kh * q.kw, poolTask, &job);
+  parallelFor<poolTask>(q.n * q.oh, q.ow * q.c * q.kh * q.kw, &job);
 }
 
 /// Output rows [begin, end) of all images.
