@@ -62,16 +62,20 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   cl::SetVersionPrinter(printVersion);
-  cl::HideUnrelatedOptions({&kilncCat, &cl::getGeneralCategory()});
+  // LLVM's own options (every backend's) sit in the general category: they
+  // stay usable but out of --help, which would otherwise list hundreds.
+  cl::HideUnrelatedOptions(kilncCat);
   cl::ParseCommandLineOptions(
       argc, argv,
       "Kiln: compiles an ONNX model to native code.\n\n"
       "  kilnc MODEL.onnx [-o FILE] --emit=kiln|linalg|llvm|asm|obj [--target=TRIPLE]\n"
       "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n\n"
       "The object file exports `void kiln_entry(void **buffers)`: input data pointers\n"
-      "then output data pointers, dense row-major, in graph order (see kiln/runtime.h).\n"
-      "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...) apply;\n"
-      "--help-hidden lists them.\n");
+      "then output data pointers, dense row-major, in graph order, then the workspace\n"
+      "(kiln_entry_workspace_size bytes); it calls kiln_parallel_for, so link it with\n"
+      "libkiln_runtime (see kiln/runtime.h).\n"
+      "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...) and LLVM's\n"
+      "options apply; --help-hidden lists them.\n");
 
   if (optLevel > 3) {
     llvm::errs() << "kilnc: error: -O" << optLevel << " is not a level; use -O0..-O3\n";
