@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -38,7 +39,7 @@ void extractConstants(ModuleOp module, size_t minBytes, ConstantPool &pool) {
     size_t offset;
   };
   std::vector<Moved> moved;
-  size_t size = 0;
+  size_t size = 0, baseAlign = 64;
   for (auto global : module.getOps<LLVM::GlobalOp>()) {
     if (!global.getConstant() || !global.getValueAttr() || global.getAddrSpace() != 0 ||
         !global.getInitializerRegion().empty())
@@ -47,14 +48,20 @@ void extractConstants(ModuleOp module, size_t minBytes, ConstantPool &pool) {
     if (bytes.size() < minBytes)
       continue;
     size_t align = std::max<size_t>(64, global.getAlignment().value_or(1));
+    baseAlign = std::max(baseAlign, align);
     size = (size + align - 1) / align * align;
     moved.push_back({global, bytes, size});
     size += bytes.size();
   }
   if (moved.empty())
     return;
+  // Out of memory: the constants simply stay in the code.
+  char *data = static_cast<char *>(
+      std::aligned_alloc(baseAlign, (size + baseAlign - 1) / baseAlign * baseAlign));
+  if (!data)
+    return;
   pool.size = size;
-  pool.data.reset(static_cast<char *>(std::aligned_alloc(64, (size + 63) / 64 * 64)));
+  pool.data.reset(data);
   unsigned index = 0;
   for (Moved &m : moved) {
     std::memcpy(pool.data.get() + m.offset, m.bytes.data(), m.bytes.size());

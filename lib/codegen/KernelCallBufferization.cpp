@@ -127,6 +127,8 @@ struct CallKernelBufferization
         passed = allocDense(rw, loc, *buffer);
         memref::CopyOp::create(rw, loc, *buffer, passed);
         stride = usable(i, passed);
+        if (!stride)
+          return op->emitOpError("argument ") << i << " needs a static shape of rank 1 or more";
       }
       setStride(i, *stride);
       args[i] = bufferAddress(rw, loc, passed);
@@ -140,6 +142,8 @@ struct CallKernelBufferization
     Value dense = outStride ? *out : allocDense(rw, loc, *out);
     if (!outStride)
       outStride = usable(-1, dense);
+    if (!outStride)
+      return op->emitOpError("the destination needs a static shape of rank 1 or more");
     setStride(-1, *outStride);
     args.insert(args.begin() + call.getResultPosition(), bufferAddress(rw, loc, dense));
     func::CallOp::create(rw, loc, call.getKernel(), TypeRange{}, args);

@@ -141,15 +141,6 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
     if (func.getBody().empty())
       return;
     Block &block = func.getBody().front();
-    DenseMap<Operation *, int64_t> position;
-    int64_t n = 0;
-    for (Operation &op : block)
-      position[&op] = n++;
-    auto positionOf = [&](Value v) -> int64_t {
-      if (Operation *def = v.getDefiningOp())
-        return position.lookup(def);
-      return -1; // block arguments come first
-    };
 
     SmallVector<Chain> chains;
     for (auto op : block.getOps<tensor::InsertSliceOp>())
@@ -164,32 +155,57 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
     for (size_t h = 0; h < chains.size(); ++h) {
       if (done[h])
         continue;
+      remap(chains[h]);
       SmallVector<Chain *> members{&chains[h]};
       for (size_t m = h + 1; m < chains.size(); ++m)
-        if (!done[m] && extends(chains[h], chains[m])) {
+        if (!done[m] && (remap(chains[m]), extends(chains[h], chains[m]))) {
           members.push_back(&chains[m]);
           done[m] = true;
         }
-      rebuild(block, chains[h], members, positionOf);
+      rebuild(block, chains[h], members);
     }
   }
 
-  void rebuild(Block &block, Chain &host, ArrayRef<Chain *> members,
-               llvm::function_ref<int64_t(Value)> positionOf) {
+  /// Old chain results -> the values that replaced them (their ops are gone).
+  DenseMap<Value, Value> replaced;
+
+  /// A part may be the result of a chain rebuilt before (a Concat of a
+  /// Concat): it refers to the value that replaced it.
+  void remap(Chain &chain) {
+    for (Part &part : chain.parts)
+      for (auto it = replaced.find(part.source); it != replaced.end();
+           it = replaced.find(part.source))
+        part.source = it->second;
+  }
+
+  /// Whether `a` is computed before `b` (block arguments first).
+  static bool computedBefore(Value a, Value b) {
+    Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+    if (!da || !db)
+      return !da && db;
+    return da != db && da->isBeforeInBlock(db);
+  }
+
+  void rebuild(Block &block, Chain &host, ArrayRef<Chain *> members) {
     // Parts in the order their values are computed.
     SmallVector<size_t> order(host.parts.size());
     for (size_t i = 0; i < order.size(); ++i)
       order[i] = i;
     llvm::stable_sort(order, [&](size_t a, size_t b) {
-      return positionOf(host.parts[a].source) < positionOf(host.parts[b].source);
+      return computedBefore(host.parts[a].source, host.parts[b].source);
     });
 
     // The buffer is needed from the first part on (the memory plan counts
-    // its life from here), not from the start of the function.
+    // its life from here), not from the start of the function; if that
+    // part's producer starts from a linalg.fill, from the fill on.
     OpBuilder b(&block, block.begin());
     Value first = host.parts[order.front()].source;
-    if (Operation *def = first.getDefiningOp())
+    if (Operation *def = first.getDefiningOp()) {
       b.setInsertionPoint(def);
+      if (OpOperand *init = redirectableInit(first);
+          init && init->getOwner()->isBeforeInBlock(def))
+        b.setInsertionPoint(init->getOwner());
+    }
     Location loc = host.inserts.front().getLoc();
     Value cur = tensor::EmptyOp::create(b, loc, host.type.getShape(), host.type.getElementType());
 
@@ -204,7 +220,10 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
       Operation *last = cur.getDefiningOp();
       // The producer writes into its slice of the chain as built so far.
       if (producer && last->isBeforeInBlock(producer) && !redirected.contains(producer)) {
-        if (OpOperand *init = redirectableInit(part.source)) {
+        // The slice goes where the destination is first written (the
+        // producer, or its linalg.fill): the chain so far must exist there.
+        if (OpOperand *init = redirectableInit(part.source);
+            init && last->isBeforeInBlock(init->getOwner())) {
           OpBuilder pb(init->getOwner());
           Value slice = tensor::ExtractSliceOp::create(
               pb, loc, cast<RankedTensorType>(init->get().getType()), cur, offsets, sizes,
@@ -245,6 +264,7 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
             SmallVector<OpFoldResult>(rank, mb.getIndexAttr(1)));
       }
       member->result().replaceAllUsesWith(value);
+      replaced[member->result()] = value;
       for (auto op : llvm::reverse(member->inserts))
         op->erase();
     }

@@ -26,6 +26,10 @@
 #include <utility>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 static inline void cpuRelax() { _mm_pause(); }
@@ -93,8 +97,10 @@ struct kiln_thread_pool {
       if (g == seen) {
         std::unique_lock<std::mutex> lock(mutex);
         sleepers.fetch_add(1, std::memory_order_seq_cst);
+        // seq_cst, paired with run()'s bump and sleepers read: a weaker
+        // load could miss the job while run() misses this sleeper.
         wake.wait(lock, [&] {
-          return generation.load(std::memory_order_acquire) != seen ||
+          return generation.load(std::memory_order_seq_cst) != seen ||
                  stopping.load(std::memory_order_acquire);
         });
         sleepers.fetch_sub(1, std::memory_order_relaxed);
@@ -123,19 +129,39 @@ struct kiln_thread_pool {
       wake.notify_all();
     }
     runChunks(0);
-    while (working.load(std::memory_order_acquire) != 0)
-      cpuRelax();
+    // Workers normally finish within microseconds of the caller; if one was
+    // descheduled, stop burning the core it may need.
+    for (int spins = 0; working.load(std::memory_order_acquire) != 0; ++spins) {
+      if (spins < kSpinIterations)
+        cpuRelax();
+      else
+        std::this_thread::yield();
+    }
   }
 };
 
 extern "C" {
 
 int32_t kiln_default_num_threads(void) {
-  // Physical cores: SMT siblings share one core's FMA units, which the
-  // kernels already keep busy.
+  // Physical cores this process may run on: SMT siblings share one core's
+  // FMA units, which the kernels already keep busy, and CPUs outside the
+  // affinity mask (taskset, a pinned container) would only time-share.
   std::set<std::pair<int, int>> cores;
   unsigned logical = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned cpu = 0; cpu < logical; ++cpu) {
+  std::vector<unsigned> cpus;
+#ifdef __linux__
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    for (unsigned cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &allowed))
+        cpus.push_back(cpu);
+    logical = std::max<unsigned>(1, (unsigned)cpus.size());
+  }
+#endif
+  if (cpus.empty())
+    for (unsigned cpu = 0; cpu < logical; ++cpu)
+      cpus.push_back(cpu);
+  for (unsigned cpu : cpus) {
     std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
     int package = -1, core = -1;
     for (auto [file, value] : {std::pair<const char *, int *>{"physical_package_id", &package},

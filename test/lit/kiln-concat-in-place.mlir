@@ -102,3 +102,60 @@ func.func @overlapping(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
   %1 = tensor.insert_slice %b into %0[1] [3] [1] : tensor<3xf32> into tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// A part whose producer starts from a linalg.fill: the chain's buffer comes
+// before the fill, and the fill initialises the part's slice in place.
+// CHECK-LABEL: func.func @filled_part
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: %[[Y:.*]] = tensor.insert_slice %arg1 into %[[E]][0, 4] [4, 4] [1, 1]
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[Y]][0, 0] [4, 4] [1, 1]
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[S]] : tensor<4x4xf32>)
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} outs(%[[F]] :
+// CHECK: tensor.insert_slice %[[A]] into %[[Y]][0, 0] [4, 4] [1, 1]
+// BUF-LABEL: func.func @filled_part
+// BUF: memref.alloc() {{.*}} : memref<4x8xf32>
+// BUF-NOT: memref.alloc
+// BUF: return
+#in = affine_map<(d0, d1, d2) -> (d0, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @filled_part(%x: tensor<4x16xf32>, %y: tensor<4x4xf32>) -> tensor<4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ea = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%ea : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %a = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<4x16xf32>) outs(%f : tensor<4x4xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %v, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %0 = tensor.insert_slice %a into %e[0, 0] [4, 4] [1, 1] : tensor<4x4xf32> into tensor<4x8xf32>
+  %1 = tensor.insert_slice %y into %0[0, 4] [4, 4] [1, 1] : tensor<4x4xf32> into tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// A concatenation of a concatenation that a larger family absorbed: the
+// outer chain refers to the value that replaced the inner one (which is a
+// slice of the large chain), not to its erased ops.
+// CHECK-LABEL: func.func @concat_of_member
+// CHECK: %[[C1:.*]] = tensor.insert_slice %arg1 into %{{.*}}[2] [2] [1] : tensor<2xf32> into tensor<8xf32>
+// CHECK: %[[M:.*]] = tensor.extract_slice %[[C1]][0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+// CHECK: %[[OUTER:.*]] = tensor.insert_slice %[[M]] into %{{.*}}[0] [4] [1] : tensor<4xf32> into tensor<6xf32>
+// CHECK: return %{{.*}}, %[[OUTER]]
+func.func @concat_of_member(%a: tensor<2xf32>, %b: tensor<2xf32>, %c: tensor<2xf32>, %d: tensor<2xf32>, %e: tensor<2xf32>) -> (tensor<8xf32>, tensor<6xf32>) {
+  %eh = tensor.empty() : tensor<8xf32>
+  %h0 = tensor.insert_slice %a into %eh[0] [2] [1] : tensor<2xf32> into tensor<8xf32>
+  %h1 = tensor.insert_slice %b into %h0[2] [2] [1] : tensor<2xf32> into tensor<8xf32>
+  %h2 = tensor.insert_slice %c into %h1[4] [2] [1] : tensor<2xf32> into tensor<8xf32>
+  %h3 = tensor.insert_slice %d into %h2[6] [2] [1] : tensor<2xf32> into tensor<8xf32>
+  %em = tensor.empty() : tensor<4xf32>
+  %m0 = tensor.insert_slice %a into %em[0] [2] [1] : tensor<2xf32> into tensor<4xf32>
+  %m1 = tensor.insert_slice %b into %m0[2] [2] [1] : tensor<2xf32> into tensor<4xf32>
+  %ec = tensor.empty() : tensor<6xf32>
+  %c0 = tensor.insert_slice %m1 into %ec[0] [4] [1] : tensor<4xf32> into tensor<6xf32>
+  %c1 = tensor.insert_slice %e into %c0[4] [2] [1] : tensor<2xf32> into tensor<6xf32>
+  return %h3, %c1 : tensor<8xf32>, tensor<6xf32>
+}
