@@ -2,18 +2,9 @@
 // buffer, the code reaches them by symbol, and the compiled function still
 // computes with their values; small constants stay in the code.
 #include "kiln/Codegen/ConstantPool.h"
-#include "kiln/Codegen/TargetEmitter.h"
-#include "kiln/Passes/Passes.h"
-
-#include "../../lib/api/Driver.h"
+#include "JitTestSupport.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Parser/Parser.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
-
-#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
@@ -65,25 +56,10 @@ func.func @main(%x: tensor<)" + large + R"(xf32>) -> (tensor<)" + large + R"(xf3
 )";
 }
 
-struct Lowered {
-  std::unique_ptr<mlir::MLIRContext> ctx;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-};
-
-Lowered lower() {
-  Lowered l;
-  l.ctx = kiln::createCompilerContext();
-  l.module = mlir::parseSourceString<mlir::ModuleOp>(source(), l.ctx.get());
-  EXPECT_TRUE(l.module);
-  mlir::PassManager pm(l.ctx.get());
-  kiln::LoweringOptions opts;
-  kiln::buildLowerToLLVMPipeline(pm, opts);
-  EXPECT_TRUE(mlir::succeeded(pm.run(*l.module)));
-  return l;
-}
+kiln::testing::Lowered lower() { return kiln::testing::lower(source()); }
 
 TEST(ConstantPool, MovesLargeConstantsOutOfTheModule) {
-  Lowered l = lower();
+  kiln::testing::Lowered l = lower();
   kiln::ConstantPool pool;
   kiln::extractConstants(*l.module, 4096, pool);
 
@@ -111,28 +87,13 @@ TEST(ConstantPool, MovesLargeConstantsOutOfTheModule) {
 }
 
 TEST(ConstantPool, CompiledCodeReadsThePool) {
-  Lowered l = lower();
+  kiln::testing::Lowered l = lower();
   kiln::ConstantPool pool;
   kiln::extractConstants(*l.module, 4096, pool);
-  int64_t workspace = 0;
-  if (auto ws = (*l.module)->getAttrOfType<mlir::IntegerAttr>("kiln.workspace_size"))
-    workspace = ws.getInt();
-
-  std::string error;
-  kiln::TargetOptions target;
-  auto tm = kiln::createTargetMachine(target, error);
-  ASSERT_TRUE(tm) << error;
-  auto llvmCtx = std::make_unique<llvm::LLVMContext>();
-  auto llvmModule = kiln::translateAndOptimize(*l.module, *llvmCtx, *tm, 2, error);
-  ASSERT_TRUE(llvmModule) << error;
-  // The code must not depend on the MLIR context any more.
-  l.module = nullptr;
-  l.ctx.reset();
-  auto code = kiln::JitCode::create(std::move(llvmModule), std::move(llvmCtx), target, &pool,
-                                    error);
-  ASSERT_TRUE(code) << error;
-  auto entry = reinterpret_cast<void (*)(void **)>(code->lookup("kiln_entry", error));
-  ASSERT_TRUE(entry) << error;
+  int64_t workspace = l.workspaceSize();
+  // (jit() releases the MLIR context first: the code must not depend on it.)
+  kiln::testing::Jitted code = kiln::testing::jit(std::move(l), 2, &pool);
+  ASSERT_TRUE(code.entry);
 
   std::vector<float> x(kLarge), y(kLarge), z(kSmall);
   for (int i = 0; i < kLarge; ++i)
@@ -140,7 +101,7 @@ TEST(ConstantPool, CompiledCodeReadsThePool) {
   alignas(64) static char scratch[1 << 16];
   ASSERT_LE(workspace, (int64_t)sizeof(scratch));
   void *buffers[] = {x.data(), y.data(), z.data(), scratch};
-  entry(buffers);
+  code.entry(buffers);
   for (int i = 0; i < kLarge; ++i)
     ASSERT_EQ(y[i], x[i] + largeValue(i)) << "element " << i;
   for (int i = 0; i < kSmall; ++i)

@@ -3,17 +3,7 @@
 // nothing initialises) and adds it to its input; compiled in debug mode,
 // every output element must be NaN, and the same input through an honest
 // function stays finite.
-#include "kiln/Codegen/TargetEmitter.h"
-#include "kiln/Passes/Passes.h"
-
-#include "../../lib/api/Driver.h"
-
-#include "mlir/Parser/Parser.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
-
-#include <gtest/gtest.h>
+#include "JitTestSupport.h"
 
 #include <cmath>
 
@@ -53,38 +43,20 @@ func.func @main(%x: tensor<16xf32>) -> tensor<16xf32> {
 
 /// Compiles `source` with the real lowering pipeline and runs it on 0..15.
 std::vector<float> run(const char *source, bool debugMemory) {
-  auto ctx = kiln::createCompilerContext();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, ctx.get());
-  EXPECT_TRUE(module);
-  mlir::PassManager pm(ctx.get());
   kiln::LoweringOptions opts;
   opts.debugMemory = debugMemory;
-  kiln::buildLowerToLLVMPipeline(pm, opts);
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  int64_t workspace = 0;
-  if (auto ws = (*module)->getAttrOfType<mlir::IntegerAttr>("kiln.workspace_size"))
-    workspace = ws.getInt();
-
-  std::string error;
-  kiln::TargetOptions target;
-  auto tm = kiln::createTargetMachine(target, error);
-  EXPECT_TRUE(tm) << error;
-  auto llvmCtx = std::make_unique<llvm::LLVMContext>();
-  auto llvmModule = kiln::translateAndOptimize(*module, *llvmCtx, *tm, 2, error);
-  EXPECT_TRUE(llvmModule) << error;
-  auto code = kiln::JitCode::create(std::move(llvmModule), std::move(llvmCtx), target,
-                                    /*pool=*/nullptr, error);
-  EXPECT_TRUE(code) << error;
-  auto entry = reinterpret_cast<void (*)(void **)>(code->lookup("kiln_entry", error));
-  EXPECT_TRUE(entry) << error;
-
+  kiln::testing::Lowered lowered = kiln::testing::lower(source, opts);
+  int64_t workspace = lowered.workspaceSize();
+  kiln::testing::Jitted code = kiln::testing::jit(std::move(lowered), 2);
   std::vector<float> x(16), y(16, 0.0f);
+  if (!code.entry)
+    return y;
   for (int i = 0; i < 16; ++i)
     x[i] = (float)i;
   alignas(64) static char scratch[1 << 16];
   EXPECT_LE(workspace, (int64_t)sizeof(scratch));
   void *buffers[] = {x.data(), y.data(), scratch};
-  entry(buffers);
+  code.entry(buffers);
   return y;
 }
 

@@ -15,17 +15,7 @@
 // Outside those ranges the results saturate: exp underflows to 0 (or a
 // denormal) and overflows to +inf, tanh and erf reach +-1, sigmoid 0 and 1;
 // NaN stays NaN.
-#include "kiln/Codegen/TargetEmitter.h"
-#include "kiln/Passes/Passes.h"
-
-#include "../../lib/api/Driver.h"
-
-#include "mlir/Parser/Parser.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
-
-#include <gtest/gtest.h>
+#include "JitTestSupport.h"
 
 #include <cmath>
 #include <functional>
@@ -42,27 +32,12 @@ std::vector<float> run(const std::string &op, const std::vector<float> &x) {
                        "xf32> {\n  %y = kiln." + op + " %x : (tensor<" + n +
                        "xf32>) -> tensor<" + n + "xf32>\n  return %y : tensor<" + n +
                        "xf32>\n}\n";
-  auto ctx = kiln::createCompilerContext();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(source, ctx.get());
-  EXPECT_TRUE(module);
-  mlir::PassManager pm(ctx.get());
-  kiln::buildLowerToLLVMPipeline(pm, kiln::LoweringOptions());
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  std::string error;
-  kiln::TargetOptions target;
-  auto tm = kiln::createTargetMachine(target, error);
-  EXPECT_TRUE(tm) << error;
-  auto llvmCtx = std::make_unique<llvm::LLVMContext>();
-  auto llvmModule = kiln::translateAndOptimize(*module, *llvmCtx, *tm, 3, error);
-  EXPECT_TRUE(llvmModule) << error;
-  auto code = kiln::JitCode::create(std::move(llvmModule), std::move(llvmCtx), target,
-                                    /*pool=*/nullptr, error);
-  EXPECT_TRUE(code) << error;
-  auto entry = reinterpret_cast<void (*)(void **)>(code->lookup("kiln_entry", error));
-  EXPECT_TRUE(entry) << error;
+  kiln::testing::Jitted code = kiln::testing::jit(kiln::testing::lower(source), 3);
   std::vector<float> y(x.size(), 0.0f);
+  if (!code.entry)
+    return y;
   void *buffers[] = {const_cast<float *>(x.data()), y.data(), nullptr};
-  entry(buffers);
+  code.entry(buffers);
   return y;
 }
 

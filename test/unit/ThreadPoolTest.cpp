@@ -42,6 +42,27 @@ struct Coverage {
   }
 };
 
+/// Records which threads ran a task, and its ranges; each item busy-waits
+/// `perItem` (long enough, in WorkSpreadsOverThreads, that a sleeping
+/// worker wakes while the caller still has work).
+struct ThreadLog {
+  std::chrono::microseconds perItem{0};
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  static void task(void *ctx, int64_t begin, int64_t end) {
+    auto *log = static_cast<ThreadLog *>(ctx);
+    {
+      std::lock_guard<std::mutex> lock(log->m);
+      log->threads.insert(std::this_thread::get_id());
+      log->ranges.emplace_back(begin, end);
+    }
+    auto until = std::chrono::steady_clock::now() + log->perItem * (end - begin);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+};
+
 TEST(ThreadPool, DefaultThreadCountIsPositive) {
   EXPECT_GE(kiln_default_num_threads(), 1);
   EXPECT_EQ(kiln_thread_pool_size(kiln_default_thread_pool()), kiln_default_num_threads());
@@ -64,24 +85,13 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
 
 TEST(ThreadPool, WithoutAPoolRunsSerially) {
   Attach attach(nullptr);
-  std::set<std::thread::id> seen;
-  std::mutex m;
-  struct Ctx {
-    std::set<std::thread::id> *seen;
-    std::mutex *m;
-  } ctx{&seen, &m};
-  kiln_parallel_for(
-      100, 1,
-      [](void *p, int64_t begin, int64_t end) {
-        auto *c = static_cast<Ctx *>(p);
-        std::lock_guard<std::mutex> lock(*c->m);
-        c->seen->insert(std::this_thread::get_id());
-        EXPECT_EQ(begin, 0);
-        EXPECT_EQ(end, 100);
-      },
-      &ctx);
-  EXPECT_EQ(seen.size(), 1u);
-  EXPECT_TRUE(seen.count(std::this_thread::get_id()));
+  ThreadLog log;
+  kiln_parallel_for(100, 1, ThreadLog::task, &log);
+  EXPECT_EQ(log.threads.size(), 1u);
+  EXPECT_TRUE(log.threads.count(std::this_thread::get_id()));
+  ASSERT_EQ(log.ranges.size(), 1u);
+  EXPECT_EQ(log.ranges[0].first, 0);
+  EXPECT_EQ(log.ranges[0].second, 100);
 }
 
 TEST(ThreadPool, WorkSpreadsOverThreads) {
@@ -89,28 +99,10 @@ TEST(ThreadPool, WorkSpreadsOverThreads) {
   Attach attach(pool.get());
   // Let the worker fall asleep first: waking it must work too.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::set<std::thread::id> seen;
-  std::mutex m;
-  struct Ctx {
-    std::set<std::thread::id> *seen;
-    std::mutex *m;
-  } ctx{&seen, &m};
-  kiln_parallel_for(
-      64, 1,
-      [](void *p, int64_t begin, int64_t end) {
-        auto *c = static_cast<Ctx *>(p);
-        {
-          std::lock_guard<std::mutex> lock(*c->m);
-          c->seen->insert(std::this_thread::get_id());
-        }
-        // About 0.2 ms per item: long enough that the worker wakes up
-        // while the caller still has chunks to claim.
-        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200) * (end - begin);
-        while (std::chrono::steady_clock::now() < until) {
-        }
-      },
-      &ctx);
-  EXPECT_EQ(seen.size(), 2u);
+  ThreadLog log;
+  log.perItem = std::chrono::microseconds(200);
+  kiln_parallel_for(64, 1, ThreadLog::task, &log);
+  EXPECT_EQ(log.threads.size(), 2u);
 }
 
 TEST(ThreadPool, NestedLoopsRunInline) {
