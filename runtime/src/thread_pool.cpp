@@ -5,9 +5,8 @@
 // Design: one job at a time per pool. The caller publishes the job (fields,
 // then a generation bump with release order), works on it itself, then
 // waits until every worker has left it. Each thread runs its own chunk (a
-// static split, for cache locality across layers); chunks beyond one per
-// thread are claimed with one fetch_add on a shared counter: no locks, no
-// allocation per call. Workers
+// static split, for cache locality across layers): no locks, no allocation
+// per call. Workers
 // spin on the generation for a while after each job (a model runs its
 // kernels back to back, microseconds apart) and then sleep on a condition
 // variable, so an idle pool costs no CPU. A kiln_parallel_for inside a task,
@@ -60,29 +59,22 @@ struct kiln_thread_pool {
   kiln_task_fn fn = nullptr;
   void *ctx = nullptr;
   int64_t count = 0, chunk = 1;
-  std::atomic<int64_t> next{0};
   std::atomic<int32_t> working{0}; // workers not yet done with the job
 
   std::mutex mutex;
   std::condition_variable wake;
   std::atomic<int32_t> sleepers{0};
 
-  /// Thread `self` (0: the caller) first runs chunk `self`, then claims
-  /// any left. With one chunk per thread the split is static: consecutive
-  /// kernels give each thread the same part of the tensors (the same
-  /// pixels, the same rows), which stay in that core's cache from one layer
-  /// to the next. Dynamic claiming took 20-60 % longer on MobileNet-v2,
-  /// whose layers are small enough to live in cache.
-  void runChunks(int32_t self) {
+  /// Thread `self` (0: the caller) runs chunk `self`, if there is one.
+  /// The split is static: consecutive kernels give each thread the same
+  /// part of the tensors (the same pixels, the same rows), which stay in
+  /// that core's cache from one layer to the next. Dynamic claiming took
+  /// 20-60 % longer on MobileNet-v2, whose layers are small enough to live
+  /// in cache.
+  void runChunk(int32_t self) {
     inTask = true;
     if (self * chunk < count)
       fn(ctx, self * chunk, std::min(count, (self + 1) * chunk));
-    for (;;) {
-      int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (begin >= count)
-        break;
-      fn(ctx, begin, std::min(count, begin + chunk));
-    }
     inTask = false;
   }
 
@@ -109,7 +101,7 @@ struct kiln_thread_pool {
       if (stopping.load(std::memory_order_acquire))
         return;
       seen = g;
-      runChunks(self);
+      runChunk(self);
       working.fetch_sub(1, std::memory_order_release);
     }
   }
@@ -118,17 +110,17 @@ struct kiln_thread_pool {
     fn = f;
     ctx = c;
     count = n;
-    // One chunk per thread (see runChunks), of at least `grain` items.
+    // One chunk per thread (see runChunk), of at least `grain` items; with
+    // a large grain the last threads get none.
     int64_t perThread = (n + size - 1) / size;
     chunk = std::max<int64_t>(std::max<int64_t>(grain, 1), perThread);
-    next.store(size * chunk, std::memory_order_relaxed);
     working.store((int32_t)workers.size(), std::memory_order_relaxed);
     generation.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(mutex);
       wake.notify_all();
     }
-    runChunks(0);
+    runChunk(0);
     // Workers normally finish within microseconds of the caller; if one was
     // descheduled, stop burning the core it may need.
     for (int spins = 0; working.load(std::memory_order_acquire) != 0; ++spins) {
