@@ -108,17 +108,13 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool 
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
   configure(pm);
-  if (stage == LowerTo::Linalg) {
-    pm.addNestedPass<func::FuncOp>(createKilnConvertLayout());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createKilnLowerToLinalg());
-    pm.addPass(createCanonicalizerPass());
-  } else {
-    LoweringOptions opts;
-    opts.entryName = entryName;
-    opts.debugMemory = debugMemory;
+  LoweringOptions opts;
+  opts.entryName = entryName;
+  opts.debugMemory = debugMemory;
+  if (stage == LowerTo::Linalg)
+    buildLowerToLinalgPipeline(pm, opts);
+  else
     buildLowerToLLVMPipeline(pm, opts);
-  }
   if (failed(pm.run(module)))
     return compileError(diags, "lowering failed");
   return {};

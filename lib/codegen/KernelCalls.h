@@ -19,7 +19,8 @@ namespace kiln::codegen {
 /// function-level lowering patterns can call them.
 void declareKernelFunctions(mlir::ModuleOp module);
 
-/// Conv2DNhwc, f32 MatMul and channels_last pooling -> kernel calls.
+/// Conv2DNhwc, f32 MatMul, channels_last pooling, Softmax and LayerNorm ->
+/// kernel calls.
 void populateKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 /// Attaches kiln.call_kernel's BufferizableOpInterface model.

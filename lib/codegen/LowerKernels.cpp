@@ -29,6 +29,8 @@ constexpr const char *kConv = "kiln_conv2d_nhwc_f32";
 constexpr const char *kDwConv = "kiln_dwconv2d_nhwc_f32";
 constexpr const char *kMatMul = "kiln_matmul_f32";
 constexpr const char *kPool = "kiln_pool2d_nhwc_f32";
+constexpr const char *kSoftmax = "kiln_softmax_f32";
+constexpr const char *kLayerNorm = "kiln_layer_norm_f32";
 
 Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
@@ -244,6 +246,47 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
   }
 };
 
+/// [rows, n] of a row op over the trailing axes [axis, rank) of `t`.
+std::pair<int64_t, int64_t> rowsAndLength(RankedTensorType t, int64_t axis) {
+  int64_t n = 1;
+  for (int64_t d : t.getShape().drop_front(axis))
+    n *= d;
+  return {n ? t.getNumElements() / n : 0, n};
+}
+
+LogicalResult checkRowOp(Operation *op, RankedTensorType t) {
+  if (!t.getElementType().isF32() || !t.hasStaticShape())
+    return op->emitOpError("has no kernel for ") << t << " (needs static f32)";
+  return success();
+}
+
+LogicalResult lowerSoftmax(SoftmaxOp op, PatternRewriter &rw) {
+  auto t = op.getType();
+  if (failed(checkRowOp(op, t)))
+    return failure();
+  auto [rows, n] = rowsAndLength(t, op.getAxis());
+  Location loc = op.getLoc();
+  SmallVector<Value> args{i64Block(rw, loc, {rows, n, op.getLog() ? 1 : 0}), op.getInput()};
+  rw.replaceOp(op, callWithResult(rw, loc, kSoftmax, t, args, 2));
+  return success();
+}
+
+LogicalResult lowerLayerNorm(LayerNormOp op, PatternRewriter &rw) {
+  auto t = op.getType();
+  if (failed(checkRowOp(op, t)))
+    return failure();
+  auto [rows, n] = rowsAndLength(t, op.getAxis());
+  Location loc = op.getLoc();
+  Value zero = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(0));
+  int64_t flags = (op.getScale() ? 2 : 0) | (op.getBias() ? 4 : 0);
+  SmallVector<Value> args{i64Block(rw, loc, {rows, n, flags}), op.getInput(),
+                          op.getScale() ? op.getScale() : zero,
+                          op.getBias() ? op.getBias() : zero,
+                          f32(rw, loc, op.getEpsilon().convertToFloat())};
+  rw.replaceOp(op, callWithResult(rw, loc, kLayerNorm, t, args, 4));
+  return success();
+}
+
 } // namespace
 
 void declareKernelFunctions(ModuleOp module) {
@@ -260,11 +303,15 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
   declare(kMatMul, {i64, i64, i64, i64});
   declare(kPool, {i64, i64, i64, i64, i64});
+  declare(kSoftmax, {i64, i64, i64});
+  declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   // Above the generic matmul/pool lowerings: the kernels win where they apply.
   patterns.add(lowerConv2DNhwc);
+  patterns.add(lowerSoftmax);
+  patterns.add(lowerLayerNorm);
   patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
       patterns.getContext(), /*benefit=*/2);
 }

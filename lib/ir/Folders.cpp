@@ -374,7 +374,20 @@ static OpFoldResult foldReshapeLike(Value input, Attribute inputAttr, Type resul
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor a) {
-  return foldReshapeLike(getInput(), a.getInput(), getType());
+  if (OpFoldResult r = foldReshapeLike(getInput(), a.getInput(), getType()))
+    return r;
+  // reshape(reshape-like(x)) -> reshape(x), in place, when the shape spells
+  // out every dimension (a 0 or -1 would read the inner result's shape).
+  Operation *inner = getInput().getDefiningOp();
+  auto shape = dense(a.getShape());
+  if (inner && isa<ReshapeOp, UnsqueezeOp, SqueezeOp, FlattenOp>(inner) && shape &&
+      staticType(getType()) && llvm::all_of(shape.getValues<APInt>(), [](const APInt &d) {
+        return d.isStrictlyPositive();
+      })) {
+    getInputMutable().assign(inner->getOperand(0));
+    return getResult();
+  }
+  return {};
 }
 OpFoldResult UnsqueezeOp::fold(FoldAdaptor a) {
   return foldReshapeLike(getInput(), a.getInput(), getType());

@@ -346,6 +346,35 @@ LogicalResult Conv2DNhwcOp::verify() {
   return success();
 }
 
+static LogicalResult verifyRowAxis(Operation *op, RankedTensorType t, int64_t axis) {
+  if (axis < 0 || axis >= std::max<int64_t>(t.getRank(), 1))
+    return op->emitOpError("axis ") << axis << " is not an axis of a rank-" << t.getRank()
+                                    << " tensor";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyRowAxis(*this, getInput().getType(), getAxis());
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto t = getInput().getType();
+  if (failed(verifyRowAxis(*this, t, getAxis())))
+    return failure();
+  ArrayRef<int64_t> slice = t.getShape().drop_front(getAxis());
+  for (Value v : {getScale(), getBias()}) {
+    if (!v)
+      continue;
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getElementType() != t.getElementType())
+      return emitOpError("scale and bias must have the input's element type");
+    if (t.hasStaticShape() && vt.hasStaticShape() &&
+        vt.getNumElements() != ShapedType::getNumElements(slice))
+      return emitOpError("scale and bias must hold one value per element of a normalised slice");
+  }
+  return success();
+}
+
 LogicalResult ConvOp::verify() {
   if (Value b = getBias()) {
     auto bt = ranked(b);

@@ -7,6 +7,13 @@
 // The kernel computes clamp(conv + bias + residual), so each rewrite checks
 // that it keeps that order (no residual after a clamp, no scale after a
 // residual).
+//
+// A matrix product with constant weights [K, N] is a 1x1 convolution over
+// the rows of its left operand, so it becomes one here (viewed through
+// reshapes) and gets the same epilogues: a Linear layer's bias, Relu and
+// residual add are done in the kernel, not in three more passes. The
+// epilogue ops sit behind the reshape back to the product's shape, so they
+// move in front of it first.
 #include "LayoutPatterns.h"
 #include "kiln/Passes/Passes.h"
 
@@ -194,6 +201,99 @@ struct FoldClamp : OpRewritePattern<OpTy> {
   }
 };
 
+/// matmul(x, W) with a constant 2-D W -> reshape(conv2d_nhwc(x as
+/// [1, 1, rows, K], W^T as [N, K, 1, 1])).
+struct MatMulToConv : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto lt = dyn_cast<RankedTensorType>(op.getLhs().getType());
+    auto rt = dyn_cast<RankedTensorType>(op.getRhs().getType());
+    auto outT = dyn_cast<RankedTensorType>(op.getType());
+    if (!lt || !rt || !outT || !lt.hasStaticShape() || !outT.hasStaticShape() ||
+        lt.getRank() < 2 || rt.getRank() != 2 || !outT.getElementType().isF32() ||
+        !lt.getElementType().isF32() || outT.getNumElements() == 0)
+      return failure();
+    SmallVector<float> w = constantValues(op.getRhs());
+    int64_t K = rt.getDimSize(0), N = rt.getDimSize(1);
+    if (w.empty() || K == 0 || lt.getDimSize(lt.getRank() - 1) != K)
+      return failure();
+    SmallVector<float> wt(N * K);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        wt[n * K + k] = w[k * N + n];
+    int64_t rows = lt.getNumElements() / K;
+    Location loc = op.getLoc();
+    Value x = reshapeTo(rw, loc, op.getLhs(), {1, 1, rows, K});
+    Value weight = f32Constant(rw, loc, {N, K, 1, 1}, wt);
+    auto convT = RankedTensorType::get({1, 1, rows, N}, rw.getF32Type());
+    Value conv = Conv2DNhwcOp::create(
+        rw, loc, convT, x, weight, Value(), Value(), rw.getDenseI64ArrayAttr({1, 1}),
+        rw.getDenseI64ArrayAttr({0, 0, 0, 0}), rw.getDenseI64ArrayAttr({1, 1}),
+        rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf));
+    rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape()));
+    return success();
+  }
+};
+
+/// A single-use reshape of a single-use conv2d_nhwc that keeps the channel
+/// (last) dimension.
+ReshapeOp reshapedConv(Value v) {
+  auto r = v.getDefiningOp<ReshapeOp>();
+  if (!r || !r->hasOneUse() || !fusableConv(r.getInput(), 2))
+    return {};
+  auto in = cast<RankedTensorType>(r.getInput().getType());
+  auto out = dyn_cast<RankedTensorType>(r.getType());
+  if (!out || !out.hasStaticShape() || out.getRank() == 0 ||
+      out.getDimSize(out.getRank() - 1) != in.getDimSize(3))
+    return {};
+  return r;
+}
+
+/// Moves an epilogue candidate in front of the reshape between it and a
+/// convolution: relu/max/min/add/mul(reshape(conv), other) ->
+/// reshape(op(conv, other')), where `other` is a constant varying along the
+/// channel axis at most (it broadcasts the same way against the conv) or a
+/// tensor of the result's shape (reshaped like the conv).
+struct HoistEpilogueAboveReshape : RewritePattern {
+  explicit HoistEpilogueAboveReshape(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rw) const override {
+    if (!isa<ReluOp, AddOp, MulOp, MaxOp, MinOp>(op))
+      return failure();
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      ReshapeOp r = reshapedConv(op->getOperand(i));
+      if (!r || op->getResult(0).getType() != r.getType())
+        continue;
+      Value conv = r.getInput();
+      auto convT = cast<RankedTensorType>(conv.getType());
+      SmallVector<Value> operands(op->getOperands());
+      operands[i] = conv;
+      if (op->getNumOperands() == 2) {
+        Value other = op->getOperand(1 - i);
+        auto ot = dyn_cast<RankedTensorType>(other.getType());
+        if (!ot || !ot.hasStaticShape())
+          continue;
+        bool channelConstant =
+            matchPattern(other, m_Constant()) && ot.getRank() <= 4 &&
+            ot.getNumElements() == (ot.getRank() ? ot.getDimSize(ot.getRank() - 1) : 1);
+        if (channelConstant)
+          ; // broadcasts against [1, 1, rows, C] as against the reshaped result
+        else if (ot == r.getType())
+          operands[1 - i] = reshapeTo(rw, op->getLoc(), other, convT.getShape());
+        else
+          continue;
+      }
+      Operation *moved = rw.clone(*op);
+      moved->setOperands(operands);
+      moved->getResult(0).setType(convT);
+      rw.replaceOp(op, reshapeTo(rw, op->getLoc(), moved->getResult(0),
+                                 cast<RankedTensorType>(r.getType()).getShape()));
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FuseEpiloguesPass : impl::KilnFuseEpiloguesBase<FuseEpiloguesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -206,8 +306,8 @@ struct FuseEpiloguesPass : impl::KilnFuseEpiloguesBase<FuseEpiloguesPass> {
 } // namespace
 
 void populateFuseEpiloguePatterns(RewritePatternSet &patterns) {
-  patterns.add<FoldScale, FoldAdd, FoldRelu, FoldClamp<MaxOp, true>, FoldClamp<MinOp, false>>(
-      patterns.getContext());
+  patterns.add<MatMulToConv, HoistEpilogueAboveReshape, FoldScale, FoldAdd, FoldRelu,
+               FoldClamp<MaxOp, true>, FoldClamp<MinOp, false>>(patterns.getContext());
 }
 
 } // namespace kiln

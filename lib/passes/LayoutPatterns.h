@@ -1,5 +1,5 @@
-// Patterns of the layout and epilogue-fusion passes, shared by their
-// drivers. Internal to lib/passes.
+// Patterns of the kiln-level optimisation passes (layout, epilogue and
+// row-op fusion), shared by their drivers. Internal to lib/passes.
 #ifndef KILN_PASSES_LAYOUTPATTERNS_H
 #define KILN_PASSES_LAYOUTPATTERNS_H
 
@@ -17,6 +17,10 @@ void populateConvertLayoutPatterns(mlir::RewritePatternSet &patterns);
 /// Folds BatchNorm-style per-channel scale/shift, bias, residual adds and
 /// Relu/Clip into kiln.conv2d_nhwc.
 void populateFuseEpiloguePatterns(mlir::RewritePatternSet &patterns);
+
+/// Softmax, LogSoftmax and layer normalisation written as reductions ->
+/// kiln.softmax / kiln.layer_norm (with scale and bias absorbed).
+void populateFuseRowOpsPatterns(mlir::RewritePatternSet &patterns);
 
 /// Elementwise ops that commute with any permutation of their operand(s).
 bool isLayoutAgnosticUnary(mlir::Operation *op);

@@ -24,13 +24,19 @@ void buildKilnOptimizationPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
+void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) {
+  if (opts.fuseRowOps)
+    pm.addNestedPass<func::FuncOp>(createKilnFuseRowOps());
   if (opts.convertLayout) {
     pm.addNestedPass<func::FuncOp>(createKilnConvertLayout());
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createKilnLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
+  buildLowerToLinalgPipeline(pm, opts);
   if (opts.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCSEPass());

@@ -144,3 +144,26 @@ func.func @nonzero_pad(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x6xf32> {
   %y = kiln.pad %x, %p, %v {mode = "constant"} : (tensor<1x2x4x4xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x2x4x6xf32>
   return %y : tensor<1x2x4x6xf32>
 }
+
+// -----
+
+// A reshape of a reshape reads the original tensor: the inner one goes
+// (here it had no other user). Not when the shape holds a 0, which copies
+// a dimension of the inner result.
+// CHECK-LABEL: func.func @reshape_of_reshape
+// CHECK-DAG: %[[S6:.*]] = kiln.constant {value = dense<6> : tensor<1xi64>}
+// CHECK-DAG: %[[S0:.*]] = kiln.constant {value = dense<[0, 1, 2]> : tensor<3xi64>}
+// CHECK: %[[A:.*]] = kiln.reshape %arg0, %[[S6]] {{.*}} : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<6xf32>
+// CHECK: %[[I:.*]] = kiln.reshape %arg0, %{{.*}} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+// CHECK: %[[B:.*]] = kiln.reshape %[[I]], %[[S0]]
+// CHECK: return %[[A]], %[[B]]
+func.func @reshape_of_reshape(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<3x1x2xf32>) {
+  %s32 = kiln.constant {value = dense<[3, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %s6 = kiln.constant {value = dense<[6]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s012 = kiln.constant {value = dense<[0, 1, 2]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %a = kiln.reshape %x, %s32 {allowzero = false} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %b = kiln.reshape %a, %s6 {allowzero = false} : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %i = kiln.reshape %x, %s32 {allowzero = false} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %c = kiln.reshape %i, %s012 {allowzero = false} : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<3x1x2xf32>
+  return %b, %c : tensor<6xf32>, tensor<3x1x2xf32>
+}

@@ -45,3 +45,47 @@ func.func @no_fold(%x: tensor<1x4x4x1xf32>, %r: tensor<1x4x4x2xf32>) -> (tensor<
   %4 = kiln.add %2, %r : (tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
   return %1, %3, %4 : tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>, tensor<1x4x4x2xf32>
 }
+
+// -----
+
+// A Linear layer: matmul by constant weights [K=2, N=3] is a 1x1
+// convolution over the 4 rows of x (weights transposed to [N, K, 1, 1]);
+// the bias add, the residual add and the Relu behind the reshape back to
+// [1, 4, 3] move in front of it and fold into the kernel's epilogue.
+// CHECK-LABEL: func.func @linear_bias_residual_relu
+// CHECK-DAG: %[[W:.*]] = kiln.constant {value = dense<{{\[\[\[\[}}1.000000e+00]], {{\[\[}}4.000000e+00]]], {{\[\[\[}}2.000000e+00]], {{\[\[}}5.000000e+00]]], {{\[\[\[}}3.000000e+00]], {{\[\[}}6.000000e+00]]]]> : tensor<3x2x1x1xf32>}
+// CHECK-DAG: %[[B:.*]] = kiln.constant {value = dense<[1.000000e-01, 2.000000e-01, 3.000000e-01]> : tensor<3xf32>}
+// CHECK-DAG: %[[X:.*]] = kiln.reshape %arg0
+// CHECK-DAG: %[[R:.*]] = kiln.reshape %arg1
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %[[X]], %[[W]] bias %[[B]] residual %[[R]] {clamp_max = 0x7F800000 : f32, clamp_min = 0.000000e+00 : f32
+// CHECK-SAME: (tensor<1x1x4x2xf32>, tensor<3x2x1x1xf32>, tensor<3xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x4x3xf32>
+// CHECK: %[[Y:.*]] = kiln.reshape %[[C]]
+// CHECK-NOT: kiln.add
+// CHECK-NOT: kiln.relu
+// CHECK: return %[[Y]] : tensor<1x4x3xf32>
+func.func @linear_bias_residual_relu(%x: tensor<1x4x2xf32>, %skip: tensor<1x4x3xf32>) -> tensor<1x4x3xf32> {
+  %w = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %b = kiln.constant {value = dense<[0.1, 0.2, 0.3]> : tensor<3xf32>} : () -> tensor<3xf32>
+  %0 = kiln.matmul %x, %w : (tensor<1x4x2xf32>, tensor<2x3xf32>) -> tensor<1x4x3xf32>
+  %1 = kiln.add %b, %0 : (tensor<3xf32>, tensor<1x4x3xf32>) -> tensor<1x4x3xf32>
+  %2 = kiln.add %skip, %1 : (tensor<1x4x3xf32>, tensor<1x4x3xf32>) -> tensor<1x4x3xf32>
+  %3 = kiln.relu %2 : (tensor<1x4x3xf32>) -> tensor<1x4x3xf32>
+  return %3 : tensor<1x4x3xf32>
+}
+
+// -----
+
+// A bias that varies along rows, not channels, is no per-channel bias: it
+// stays an add after the product (which still becomes a convolution).
+// CHECK-LABEL: func.func @linear_row_bias_stays
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc
+// CHECK-NOT: bias
+// CHECK: %[[Y:.*]] = kiln.reshape %[[C]]
+// CHECK: kiln.add %[[Y]], %{{.*}} : (tensor<4x3xf32>, tensor<4x1xf32>)
+func.func @linear_row_bias_stays(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %w = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %b = kiln.constant {value = dense<[[1.0], [2.0], [3.0], [4.0]]> : tensor<4x1xf32>} : () -> tensor<4x1xf32>
+  %0 = kiln.matmul %x, %w : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %1 = kiln.add %0, %b : (tensor<4x3xf32>, tensor<4x1xf32>) -> tensor<4x3xf32>
+  return %1 : tensor<4x3xf32>
+}

@@ -58,3 +58,30 @@ func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<*xf32> {
   %0 = kiln.reshape %x, %s {allowzero = false} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @row_ops
+// CHECK: kiln.softmax %arg0 {axis = 1 : i64, log = true} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK: kiln.layer_norm %arg0 scale %arg1 bias %arg1 {axis = 1 : i64, epsilon = 9.99999974E-6 : f32}
+func.func @row_ops(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %s = kiln.softmax %x {axis = 1 : i64, log = true} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %l = kiln.layer_norm %x scale %g bias %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %s, %l : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+func.func @softmax_bad_axis(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{axis 2 is not an axis of a rank-2 tensor}}
+  %s = kiln.softmax %x {axis = 2 : i64, log = false} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %s : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_scale_size(%x: tensor<2x8xf32>, %g: tensor<16xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{scale and bias must hold one value per element of a normalised slice}}
+  %l = kiln.layer_norm %x scale %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<16xf32>) -> tensor<2x8xf32>
+  return %l : tensor<2x8xf32>
+}

@@ -294,6 +294,57 @@ def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+// Row ops: created by `kiln-fuse-row-ops` from the reductions and
+// elementwise ops that exporters write, lowered to Kiln's row kernels.
+class Kiln_RowOp<string mnemonic, list<Trait> traits = []> : Kiln_Op<mnemonic, traits> {
+  let inferDef = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>, Adaptor a,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      types.push_back(a.getInput().getType());
+      return ::mlir::success();
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SoftmaxOp : Kiln_RowOp<"softmax"> {
+  let summary = "softmax or log-softmax over the trailing axes [axis, rank)";
+  let description = [{
+    Each slice over the trailing axes `[axis, rank)` becomes
+    `exp(x - max) / sum(exp(x - max))`, or with `log`,
+    `x - max - log(sum(exp(x - max)))`.
+
+    ```mlir
+    %y = kiln.softmax %x {axis = 2 : i64, log = false}
+         : (tensor<4x128x128xf32>) -> tensor<4x128x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Kiln_I64Attr:$axis, BoolAttr:$log);
+  let results = (outs AnyRankedTensor:$output);
+}
+
+def Kiln_LayerNormOp : Kiln_RowOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "normalisation over the trailing axes [axis, rank), with scale and bias";
+  let description = [{
+    Each slice over the trailing axes becomes
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`, where `var` is the
+    mean of the squared deviations. `scale` and `bias`, when present, hold
+    one value per element of a slice.
+
+    ```mlir
+    %y = kiln.layer_norm %x scale %g bias %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+         : (tensor<1x128x256xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<1x128x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$scale,
+                       Optional<AnyRankedTensor>:$bias, Kiln_I64Attr:$axis, F32Attr:$epsilon);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Kiln_MaxPoolOp : Kiln_Op<"max_pool"> {
   let summary = "N-d max pooling in NC[D]HW layout";
   let description = [{

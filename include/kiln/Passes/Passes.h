@@ -31,11 +31,16 @@ struct LoweringOptions {
   std::string entryName = "kiln_entry";
   /// Fuse producer/consumer elementwise linalg ops before bufferization.
   bool fuseElementwise = true;
+  /// Run kiln-fuse-row-ops: Softmax and layer normalisation as row kernels.
+  bool fuseRowOps = true;
   /// Run kiln-convert-layout (NHWC convolutions, fused epilogues) first.
   bool convertLayout = true;
   /// No memory plan: every intermediate gets fresh, NaN-filled memory.
   bool debugMemory = false;
 };
+
+/// kiln (static shapes) -> linalg on tensors, kernel calls included.
+void buildLowerToLinalgPipeline(mlir::OpPassManager &pm, const LoweringOptions &opts);
 
 /// kiln (static shapes) -> linalg on tensors -> bufferization -> loops ->
 /// LLVM dialect, with the runtime entry point added.

@@ -41,6 +41,20 @@ def KilnConvertLayout : Pass<"kiln-convert-layout", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnFuseRowOps : Pass<"kiln-fuse-row-ops", "mlir::func::FuncOp"> {
+  let summary = "Recognise Softmax, LogSoftmax and layer normalisation written as reductions";
+  let description = [{
+    Over the trailing axes of a static f32 tensor:
+    `exp(x - max) / sum` becomes `kiln.softmax`, `s - log(sum(exp(s)))`
+    (with `s = x - max`) becomes `kiln.softmax {log}`, and
+    `(x - mean) / sqrt(mean((x - mean)^2) + eps)` (also with `d * d`, or
+    `* reciprocal(...)`) becomes `kiln.layer_norm`, which then absorbs a
+    following `* scale` and `+ bias` of one value per normalised element.
+    These lower to row kernels that read each row once.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnFuseEpilogues : Pass<"kiln-fuse-epilogues", "mlir::func::FuncOp"> {
   let summary = "Fold per-channel scale/shift, bias, residual add and Relu/Clip into conv2d_nhwc";
   let description = [{
