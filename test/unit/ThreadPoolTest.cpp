@@ -105,6 +105,34 @@ TEST(ThreadPool, WorkSpreadsOverThreads) {
   EXPECT_EQ(log.threads.size(), 2u);
 }
 
+// A thread slowed down (here the caller, whose items are slow) does not
+// hold up the loop: the others take the rest of its part once theirs is
+// done. Part 0 is [0, 16) of 64 items over four threads.
+struct SlowCaller {
+  std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<int>> otherThread = std::vector<std::atomic<int>>(64);
+  static void task(void *ctx, int64_t begin, int64_t end) {
+    auto *s = static_cast<SlowCaller *>(ctx);
+    bool isCaller = std::this_thread::get_id() == s->caller;
+    for (int64_t i = begin; i < end; ++i) {
+      s->otherThread[i].store(isCaller ? 0 : 1);
+      if (isCaller)
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  }
+};
+
+TEST(ThreadPool, IdleThreadsTakeOverASlowThreadsPart) {
+  PoolPtr pool(kiln_thread_pool_create(4));
+  Attach attach(pool.get());
+  SlowCaller s;
+  kiln_parallel_for(64, 1, SlowCaller::task, &s);
+  int taken = 0;
+  for (int64_t i = 0; i < 16; ++i)
+    taken += s.otherThread[i].load();
+  EXPECT_GT(taken, 0) << "no item of the caller's part ran on another thread";
+}
+
 TEST(ThreadPool, NestedLoopsRunInline) {
   PoolPtr pool(kiln_thread_pool_create(3));
   Attach attach(pool.get());
