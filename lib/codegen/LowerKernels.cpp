@@ -155,6 +155,146 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// A tensor as a strided view of another: v[i0, ..., ik] =
+/// base[offset + sum(i_d * strides[d])] in base's row-major storage.
+struct StridedView {
+  Value base;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+};
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+std::optional<SmallVector<int64_t>> constantI64s(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger(64))
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+/// Strides of `to`, a reshape of a tensor of shape `from` with strides
+/// `strides`, when it only splits or merges dimensions that are laid out
+/// contiguously with respect to each other (unit dimensions are free).
+std::optional<SmallVector<int64_t>> reshapeStrides(ArrayRef<int64_t> from,
+                                                   ArrayRef<int64_t> strides,
+                                                   ArrayRef<int64_t> to) {
+  SmallVector<int64_t> size, stride;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1) {
+      size.push_back(from[i]);
+      stride.push_back(strides[i]);
+    }
+  SmallVector<int64_t> out(to.size(), 0);
+  size_t src = 0;
+  for (size_t d = 0; d < to.size(); ++d) {
+    if (to[d] == 1)
+      continue;
+    if (src == size.size())
+      return std::nullopt;
+    int64_t want = to[d];
+    // Merge source dims until `want` divides what is gathered.
+    int64_t have = size[src], innerStride = stride[src];
+    while (have % want != 0 && want % have == 0 && src + 1 < size.size() &&
+           innerStride == stride[src + 1] * size[src + 1]) {
+      ++src;
+      have *= size[src];
+      innerStride = stride[src];
+    }
+    if (have % want != 0)
+      return std::nullopt;
+    out[d] = innerStride * (have / want);
+    size[src] = have / want;
+    stride[src] = innerStride;
+    if (size[src] == 1)
+      ++src;
+  }
+  return out;
+}
+
+/// Follows transposes, reshapes and unit-step slices back to the tensor
+/// they read, so that a kernel can read that tensor in place instead of a
+/// copy (attention's Q, K and V are slices of one projection, reshaped to
+/// heads and transposed).
+StridedView stridedViewOf(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  StridedView self{v, 0, t ? rowMajorStrides(t.getShape()) : SmallVector<int64_t>()};
+  if (!t || !t.hasStaticShape())
+    return self;
+  if (auto tr = v.getDefiningOp<TransposeOp>()) {
+    StridedView in = stridedViewOf(tr.getInput());
+    StridedView out{in.base, in.offset, {}};
+    for (int64_t p : tr.getPerm())
+      out.strides.push_back(in.strides[p]);
+    return out;
+  }
+  if (auto r = v.getDefiningOp<ReshapeOp>()) {
+    auto inT = cast<RankedTensorType>(r.getInput().getType());
+    if (!inT.hasStaticShape())
+      return self;
+    StridedView in = stridedViewOf(r.getInput());
+    if (auto s = reshapeStrides(inT.getShape(), in.strides, t.getShape()))
+      return {in.base, in.offset, *s};
+    return self;
+  }
+  if (auto sl = v.getDefiningOp<SliceOp>()) {
+    auto inT = cast<RankedTensorType>(sl.getInput().getType());
+    auto starts = constantI64s(sl.getStarts());
+    auto axes = constantI64s(sl.getAxes());
+    auto steps = constantI64s(sl.getSteps());
+    if (!inT.hasStaticShape() || !starts || !axes || (steps && !llvm::all_of(*steps, [](int64_t s) {
+          return s == 1;
+        })))
+      return self;
+    StridedView in = stridedViewOf(sl.getInput());
+    StridedView out = in;
+    for (size_t i = 0; i < axes->size() && i < starts->size(); ++i) {
+      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+      int64_t dim = inT.getDimSize(a), st = (*starts)[i];
+      st = st < 0 ? st + dim : st;
+      st = std::clamp<int64_t>(st, 0, dim);
+      out.offset += st * in.strides[a];
+    }
+    return out;
+  }
+  return self;
+}
+
+/// The batched-matrix view [batch, rows, cols] of `v` as (base, offset,
+/// batch stride, row stride, column stride): all batch dims must fold into
+/// one stride (or be a single batch).
+struct MatrixView {
+  Value base;
+  int64_t offset, batchStride, rowStride, colStride;
+};
+std::optional<MatrixView> matrixViewOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  StridedView sv = stridedViewOf(v);
+  int64_t rank = t.getRank();
+  if (sv.base == v || rank < 2)
+    return std::nullopt;
+  int64_t batchStride = 0;
+  // Batch dims [0, rank - 2): one stride that walks them in order.
+  int64_t expected = -1;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (t.getDimSize(d) == 1)
+      continue;
+    if (expected >= 0 && sv.strides[d] != expected)
+      return std::nullopt;
+    if (expected < 0)
+      batchStride = sv.strides[d];
+    expected = sv.strides[d] * t.getDimSize(d);
+  }
+  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
+}
+
 /// f32 matrix products. A constant right operand [K, N] is a 1x1
 /// convolution over the rows of the left operand (weights packed now); a
 /// run-time one goes to kiln_matmul_f32, which packs it on the fly. Batch
@@ -206,8 +346,30 @@ struct LowerMatMul : OpRewritePattern<MatMulOp> {
                                 K,
                                 N,
                                 N,
+                                0,
+                                0,
                                 0};
-    SmallVector<Value> args{i64Block(rw, loc, params), op.getLhs(), op.getRhs()};
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    // Operands that are transposed, reshaped or sliced views of another
+    // tensor are read in place: the kernel takes strides and offsets.
+    // A batch of one or a full batch only (the batch strides come from the
+    // view; a broadcast batch keeps stride 0).
+    if (auto a = matrixViewOf(lhs); a && a->colStride == 1 && (lhsFull || lhsBatch == 1)) {
+      lhs = a->base;
+      params[4] = lhsBatch == 1 ? 0 : a->batchStride;
+      params[7] = a->rowStride;
+      params[11] = a->offset;
+    }
+    if (auto b = matrixViewOf(rhs); b && (b->colStride == 1 || b->rowStride == 1) &&
+                                     (rhsFull || rhsBatch == 1)) {
+      rhs = b->base;
+      params[5] = rhsBatch == 1 ? 0 : b->batchStride;
+      bool trans = b->colStride != 1;
+      params[8] = trans ? b->colStride : b->rowStride;
+      params[10] = trans ? 1 : 0;
+      params[12] = b->offset;
+    }
+    SmallVector<Value> args{i64Block(rw, loc, params), lhs, rhs};
     rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3));
     return success();
   }
@@ -266,7 +428,8 @@ LogicalResult lowerSoftmax(SoftmaxOp op, PatternRewriter &rw) {
     return failure();
   auto [rows, n] = rowsAndLength(t, op.getAxis());
   Location loc = op.getLoc();
-  SmallVector<Value> args{i64Block(rw, loc, {rows, n, op.getLog() ? 1 : 0}), op.getInput()};
+  SmallVector<Value> args{i64Block(rw, loc, {rows, n, op.getLog() ? 1 : 0}), op.getInput(),
+                          f32(rw, loc, op.getScale().convertToFloat())};
   rw.replaceOp(op, callWithResult(rw, loc, kSoftmax, t, args, 2));
   return success();
 }
@@ -303,7 +466,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
   declare(kMatMul, {i64, i64, i64, i64});
   declare(kPool, {i64, i64, i64, i64, i64});
-  declare(kSoftmax, {i64, i64, i64});
+  declare(kSoftmax, {i64, i64, i64, f32t});
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
 }
 

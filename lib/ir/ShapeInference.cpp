@@ -1,6 +1,7 @@
 // Result-type inference for the kiln ops. Each op's `inferReturnTypes` is the
 // single source of truth for its shape rules: the importer builds ops through
 // it, the verifier checks against it, and kiln-infer-shapes refines with it.
+#include <cmath>
 #include "kiln/IR/KilnDialect.h"
 
 #include "mlir/IR/Matchers.h"
@@ -354,6 +355,8 @@ static LogicalResult verifyRowAxis(Operation *op, RankedTensorType t, int64_t ax
 }
 
 LogicalResult SoftmaxOp::verify() {
+  if (!(getScale().convertToFloat() > 0.0f) || std::isinf(getScale().convertToFloat()))
+    return emitOpError("scale must be positive and finite");
   return verifyRowAxis(*this, getInput().getType(), getAxis());
 }
 

@@ -281,7 +281,7 @@ void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   const MatMulJob &j = *(const MatMulJob *)ctx;
   const kiln_i64 *q = j.q;
   kiln_i64 M = q[1], N = q[2], K = q[3], sa = q[4], sb = q[5], sc = q[6], lda = q[7],
-           ldb = q[8], ldc = q[9], transB = q[10];
+           ldb = q[8], ldc = q[9], transB = q[10], offA = q[11], offB = q[12];
   kiln_i64 panels = (N + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 blocks = (M + kMatMulRows - 1) / kMatMulRows;
   constexpr kiln_i64 KC = 256;
@@ -289,8 +289,8 @@ void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   for (kiln_i64 item = begin; item < end; ++item) {
     kiln_i64 mb = item % blocks, rest = item / blocks;
     kiln_i64 n0 = (rest % panels) * KILN_PANEL, bi = rest / panels;
-    const float *A = j.a + bi * sa;
-    const float *B = j.b + bi * sb;
+    const float *A = j.a + offA + bi * sa;
+    const float *B = j.b + offB + bi * sb;
     float *C = j.c + bi * sc;
     kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
     kiln_i64 mStop = (mb + 1) * kMatMulRows < M ? (mb + 1) * kMatMulRows : M;
@@ -479,7 +479,9 @@ static void dwTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
 
 /// Batched C[b] = A[b] x B[b] with a run-time B (attention, activations x
 /// activations). params: batch, M, N, K, strideA, strideB, strideC (batch
-/// strides in floats; 0 broadcasts), lda, ldb, ldc, transB. B is packed on
+/// strides in floats; 0 broadcasts), lda, ldb, ldc, transB, offsetA,
+/// offsetB (floats from the given addresses: A and B may be strided views,
+/// such as attention heads inside one projection's output). B is packed on
 /// the fly, one KC x KILN_PANEL block at a time, into a stack buffer that
 /// stays in L1 while every row tile of A streams past it.
 void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_addr cAddr) {

@@ -86,7 +86,7 @@ struct RowJob {
   const RowParams *q;
   const float *in, *scale, *bias;
   float *out;
-  float epsilon;
+  float epsilon; // layer norm; softmax: the scale of its input
 };
 
 /// Rows [begin, end). Three sweeps per row: the maximum, exp(x - max) stored
@@ -97,6 +97,9 @@ void softmaxTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   const RowJob &j = *(const RowJob *)ctx;
   kiln_i64 n = j.q->n, full = n - n % KILN_VEC, tail = n - full;
   bool log = (j.q->flags & kLogSoftmax) != 0;
+  // softmax(c * x) for c > 0: the maximum of c * x is c times that of x.
+  float c = j.epsilon;
+  vf vc = splat(c);
   for (kiln_i64 row = begin; row < end; ++row) {
     const float *x = j.in + row * n;
     float *y = j.out + row * n;
@@ -114,9 +117,10 @@ void softmaxTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     float mx = m0[0];
     for (int l = 1; l < KILN_VEC; ++l)
       mx = mx > m0[l] ? mx : m0[l];
+    mx *= c;
     vf vmx = splat(mx), s0 = splat(0.0f), s1 = splat(0.0f);
     for (i = 0; i + 2 * KILN_VEC <= full; i += 2 * KILN_VEC) {
-      vf e0 = expv(loadv(x + i) - vmx), e1 = expv(loadv(x + i + KILN_VEC) - vmx);
+      vf e0 = expv(loadv(x + i) * vc - vmx), e1 = expv(loadv(x + i + KILN_VEC) * vc - vmx);
       if (!log) {
         storev(y + i, e0);
         storev(y + i + KILN_VEC, e1);
@@ -125,14 +129,14 @@ void softmaxTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       s1 += e1;
     }
     for (; i < full; i += KILN_VEC) {
-      vf e = expv(loadv(x + i) - vmx);
+      vf e = expv(loadv(x + i) * vc - vmx);
       if (!log)
         storev(y + i, e);
       s0 += e;
     }
     if (tail) {
       // Padding lanes hold -inf, whose exp is 0.
-      vf e = expv(loadPartial(x + full, tail, -kInf) - vmx);
+      vf e = expv(loadPartial(x + full, tail, -kInf) * vc - vmx);
       if (!log)
         storePartial(y + full, e, tail);
       s1 += e;
@@ -141,9 +145,9 @@ void softmaxTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     if (log) {
       vf shift = splat(mx + logScalar(sum));
       for (i = 0; i < full; i += KILN_VEC)
-        storev(y + i, loadv(x + i) - shift);
+        storev(y + i, loadv(x + i) * vc - shift);
       for (; i < n; ++i)
-        y[i] = x[i] - shift[0];
+        y[i] = x[i] * c - shift[0];
     } else {
       vf inv = splat(1.0f / sum);
       for (i = 0; i < full; i += KILN_VEC)
@@ -214,11 +218,11 @@ void layerNormTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
 
 extern "C" {
 
-/// Softmax (flags & 1: log-softmax) of each of `rows` contiguous rows of
-/// `n` floats. params: rows, n, flags.
-void kiln_softmax_f32(kiln_addr params, kiln_addr in, kiln_addr out) {
+/// Softmax (flags & 1: log-softmax) of `scale` (> 0) times each of `rows`
+/// contiguous rows of `n` floats. params: rows, n, flags.
+void kiln_softmax_f32(kiln_addr params, kiln_addr in, kiln_addr out, float scale) {
   const RowParams &q = *(const RowParams *)params;
-  RowJob job{&q, (const float *)in, nullptr, nullptr, (float *)out, 0.0f};
+  RowJob job{&q, (const float *)in, nullptr, nullptr, (float *)out, scale};
   parallelFor<softmaxTask>(q.rows, 8 * q.n, &job);
 }
 

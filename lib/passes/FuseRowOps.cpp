@@ -11,12 +11,17 @@
 //                 d / sqrt(v + eps)   or   d * reciprocal(sqrt(v + eps))
 //                 then optionally * scale and + bias (one value per slice
 //                 element), which the kernel applies in the same sweep.
+//   softmax scale: softmax(x * c), and softmax(Q' K^T) where Q' (or K) is
+//                 a transposed/reshaped x * c (attention's 1/sqrt(d)), take
+//                 c as the softmax's `scale` (c > 0).
 // The intermediate values keep any other users they have.
 #include "LayoutPatterns.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSEROWOPS
@@ -78,7 +83,8 @@ struct FormSoftmax : OpRewritePattern<DivOp> {
     auto axis = reduceOf<ReduceMaxOp>(s.getRhs(), x);
     if (!axis || reduceOf<ReduceSumOp>(op.getRhs(), e) != axis)
       return failure();
-    rw.replaceOpWithNewOp<SoftmaxOp>(op, op.getType(), x, *axis, false);
+    rw.replaceOpWithNewOp<SoftmaxOp>(op, op.getType(), x, rw.getI64IntegerAttr(*axis),
+                                     rw.getBoolAttr(false), rw.getF32FloatAttr(1.0f));
     return success();
   }
 };
@@ -101,7 +107,8 @@ struct FormLogSoftmax : OpRewritePattern<SubOp> {
     auto axis = reduceOf<ReduceMaxOp>(s.getRhs(), x);
     if (!axis || reduceOf<ReduceSumOp>(sum.getResult(), e) != axis)
       return failure();
-    rw.replaceOpWithNewOp<SoftmaxOp>(op, op.getType(), x, *axis, true);
+    rw.replaceOpWithNewOp<SoftmaxOp>(op, op.getType(), x, rw.getI64IntegerAttr(*axis),
+                                     rw.getBoolAttr(true), rw.getF32FloatAttr(1.0f));
     return success();
   }
 };
@@ -208,6 +215,95 @@ struct AbsorbBias : OpRewritePattern<AddOp> {
   }
 };
 
+/// v = x * f or x / (1/f) with a positive finite scalar constant: (x, f).
+std::optional<std::pair<Value, float>> scalarFactor(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !op->hasOneUse() || !isa<MulOp, DivOp>(op))
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    if (isa<DivOp>(op) && i == 1)
+      break;
+    auto c = splatF32(op->getOperand(1 - i));
+    if (!c || op->getOperand(i).getType() != v.getType())
+      continue;
+    float f = isa<DivOp>(op) ? 1.0f / *c : *c;
+    if (f > 0.0f && f < std::numeric_limits<float>::infinity())
+      return std::make_pair(op->getOperand(i), f);
+  }
+  return std::nullopt;
+}
+
+/// v, seen through single-use transposes and reshapes, is (x * f): the
+/// views (outermost first) and the factor. Attention exporters scale Q (or
+/// Q and K) by 1/sqrt(d) before the product; softmax(c * (Q K^T)) does the
+/// same in the kernel without a pass over Q.
+struct ScaledViews {
+  SmallVector<Operation *> views;
+  Value x;
+  float factor;
+};
+std::optional<ScaledViews> findFactorThroughViews(Value v) {
+  ScaledViews r;
+  Value cur = v;
+  while (Operation *def = cur.getDefiningOp()) {
+    if (!isa<TransposeOp, ReshapeOp>(def) || !def->hasOneUse())
+      break;
+    r.views.push_back(def);
+    cur = def->getOperand(0);
+  }
+  auto factor = scalarFactor(cur);
+  if (!factor)
+    return std::nullopt;
+  r.x = factor->first;
+  r.factor = factor->second;
+  return r;
+}
+
+/// The views of `s`, rebuilt on its unscaled x.
+Value rebuildViews(const ScaledViews &s, PatternRewriter &rw) {
+  Value rebuilt = s.x;
+  for (Operation *view : llvm::reverse(s.views)) {
+    rw.setInsertionPoint(view);
+    Operation *copy = rw.clone(*view);
+    copy->setOperand(0, rebuilt);
+    rebuilt = copy->getResult(0);
+  }
+  return rebuilt;
+}
+
+/// softmax(x * f), softmax(matmul(views(a * f), b)), and the same with b
+/// scaled: the factor becomes the softmax's scale.
+struct AbsorbSoftmaxScale : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rw) const override {
+    float scale = op.getScale().convertToFloat();
+    Value in = op.getInput();
+    if (auto f = scalarFactor(in)) {
+      in = f->first;
+      scale *= f->second;
+    } else if (auto mm = in.getDefiningOp<MatMulOp>(); mm && mm->hasOneUse()) {
+      auto l = findFactorThroughViews(mm.getLhs()), r = findFactorThroughViews(mm.getRhs());
+      if (!l && !r)
+        return failure();
+      scale *= (l ? l->factor : 1.0f) * (r ? r->factor : 1.0f);
+      if (!(scale > 0.0f) || scale == std::numeric_limits<float>::infinity())
+        return failure();
+      Value lhs = l ? rebuildViews(*l, rw) : mm.getLhs();
+      Value rhs = r ? rebuildViews(*r, rw) : mm.getRhs();
+      rw.setInsertionPoint(mm);
+      in = MatMulOp::create(rw, mm.getLoc(), mm.getType(), lhs, rhs);
+    } else {
+      return failure();
+    }
+    if (!(scale > 0.0f) || scale == std::numeric_limits<float>::infinity())
+      return failure();
+    rw.setInsertionPoint(op);
+    rw.replaceOpWithNewOp<SoftmaxOp>(op, op.getType(), in, op.getAxisAttr(), op.getLogAttr(),
+                                     rw.getF32FloatAttr(scale));
+    return success();
+  }
+};
+
 struct FuseRowOpsPass : impl::KilnFuseRowOpsBase<FuseRowOpsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -220,13 +316,8 @@ struct FuseRowOpsPass : impl::KilnFuseRowOpsBase<FuseRowOpsPass> {
 } // namespace
 
 void populateFuseRowOpsPatterns(RewritePatternSet &patterns) {
-  if (!getenv("KILN_NO_SM"))
-  patterns.add<FormSoftmax, FormLogSoftmax>(patterns.getContext());
-  if (!getenv("KILN_NO_LN"))
-  patterns.add<FormLayerNorm>(patterns.getContext());
-  if (!getenv("KILN_NO_AB"))
-  patterns.add<AbsorbScale, AbsorbBias>(
-      patterns.getContext());
+  patterns.add<FormSoftmax, FormLogSoftmax, FormLayerNorm, AbsorbScale, AbsorbBias,
+               AbsorbSoftmaxScale>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -7,7 +7,8 @@
 // CHECK-NEXT: return %[[S]]
 // KERNEL-LABEL: func.func @softmax
 // KERNEL: %[[P:.*]] = arith.constant dense<[6, 5, 0]> : tensor<3xi64>
-// KERNEL: kiln.call_kernel @kiln_softmax_f32(%[[P]], %arg0) into
+// KERNEL: %[[C:.*]] = arith.constant 1.000000e+00 : f32
+// KERNEL: kiln.call_kernel @kiln_softmax_f32(%[[P]], %arg0, %[[C]]) into
 func.func @softmax(%x: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
   %m = kiln.reduce_max %x {axes = array<i64: 2>, keepdims = true} : (tensor<2x3x5xf32>) -> tensor<2x3x1xf32>
   %s = kiln.sub %x, %m : (tensor<2x3x5xf32>, tensor<2x3x1xf32>) -> tensor<2x3x5xf32>
@@ -116,4 +117,47 @@ func.func @variance_by_moments_stays(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
   %d = kiln.sub %x, %mean : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
   %n = kiln.div %d, %sd : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
   return %n : tensor<3x8xf32>
+}
+
+// -----
+
+// Attention scores: Q scaled by 1/sqrt(d) = 1/8 before the product (seen
+// through a transpose), K by 0.5 after one: both factors become the
+// softmax's scale, and the products read the unscaled tensors.
+// CHECK-LABEL: func.func @attention_scale
+// CHECK-NOT: kiln.div
+// CHECK-NOT: kiln.mul
+// CHECK: %[[Q:.*]] = kiln.transpose %arg0
+// CHECK: %[[S:.*]] = kiln.matmul %[[Q]], %arg1
+// CHECK: kiln.softmax %[[S]] {axis = 2 : i64, log = false, scale = 6.250000e-02 : f32}
+func.func @attention_scale(%q: tensor<4x2x8xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+  %c = kiln.constant {value = dense<8.0> : tensor<f32>} : () -> tensor<f32>
+  %h = kiln.constant {value = dense<0.5> : tensor<1xf32>} : () -> tensor<1xf32>
+  %qs = kiln.div %q, %c : (tensor<4x2x8xf32>, tensor<f32>) -> tensor<4x2x8xf32>
+  %qt = kiln.transpose %qs {perm = array<i64: 1, 0, 2>} : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %ks = kiln.mul %h, %k : (tensor<1xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %s = kiln.matmul %qt, %ks : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %m = kiln.reduce_max %s {axes = array<i64: 2>, keepdims = true} : (tensor<2x4x4xf32>) -> tensor<2x4x1xf32>
+  %d = kiln.sub %s, %m : (tensor<2x4x4xf32>, tensor<2x4x1xf32>) -> tensor<2x4x4xf32>
+  %e = kiln.exp %d : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %z = kiln.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : (tensor<2x4x4xf32>) -> tensor<2x4x1xf32>
+  %y = kiln.div %e, %z : (tensor<2x4x4xf32>, tensor<2x4x1xf32>) -> tensor<2x4x4xf32>
+  return %y : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A negative factor would flip the maximum: it stays a multiply.
+// CHECK-LABEL: func.func @negative_scale_stays
+// CHECK: kiln.mul
+// CHECK: kiln.softmax %{{.*}} {axis = 1 : i64, log = false} : (tensor<3x5xf32>)
+func.func @negative_scale_stays(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
+  %c = kiln.constant {value = dense<-2.0> : tensor<f32>} : () -> tensor<f32>
+  %xs = kiln.mul %x, %c : (tensor<3x5xf32>, tensor<f32>) -> tensor<3x5xf32>
+  %m = kiln.reduce_max %xs {axes = array<i64: 1>, keepdims = true} : (tensor<3x5xf32>) -> tensor<3x1xf32>
+  %d = kiln.sub %xs, %m : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
+  %e = kiln.exp %d : (tensor<3x5xf32>) -> tensor<3x5xf32>
+  %z = kiln.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : (tensor<3x5xf32>) -> tensor<3x1xf32>
+  %y = kiln.div %e, %z : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
 }

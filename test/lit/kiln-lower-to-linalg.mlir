@@ -33,15 +33,43 @@ func.func @matmul_i32(%a: tensor<4x3xi32>, %b: tensor<3x5xi32>) -> tensor<4x5xi3
 // -----
 
 // f32 matmul with a run-time right operand: the matmul kernel, with its
-// parameter block [batch, M, N, K, batch strides A/B/C, lda, ldb, ldc, transB]
-// (a rank-2 right operand is broadcast: stride 0).
+// parameter block [batch, M, N, K, batch strides A/B/C, lda, ldb, ldc, transB,
+// offset A, offset B] (a rank-2 right operand is broadcast: stride 0).
 // CHECK-LABEL: func.func @matmul_f32
-// CHECK: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 12, 0, 20, 3, 5, 5, 0]> : tensor<11xi64>
+// CHECK: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 12, 0, 20, 3, 5, 5, 0, 0, 0]> : tensor<13xi64>
 // CHECK: %[[INIT:.*]] = tensor.empty() : tensor<2x4x5xf32>
 // CHECK: kiln.call_kernel @kiln_matmul_f32(%[[P]], %arg0, %arg1) into %[[INIT]] {result_position = 3 : i64}
 func.func @matmul_f32(%a: tensor<2x4x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x4x5xf32> {
   %0 = kiln.matmul %a, %b : (tensor<2x4x3xf32>, tensor<3x5xf32>) -> tensor<2x4x5xf32>
   return %0 : tensor<2x4x5xf32>
+}
+
+// -----
+
+// Attention heads: Q and K are slices of one projection [4 tokens, 12],
+// split into 2 heads of 3 and transposed. The kernel reads the projection
+// in place: A with batch stride 3 and lda 12; K^T as a transposed B (ldb
+// 12, transB) at offset 6. The slices, reshapes and transposes go.
+// CHECK-LABEL: func.func @attention_scores_read_in_place
+// CHECK: %[[P:.*]] = arith.constant dense<[2, 4, 4, 3, 3, 3, 16, 12, 12, 4, 1, 0, 6]> : tensor<13xi64>
+// CHECK-NOT: linalg.transpose
+// CHECK-NOT: tensor.extract_slice
+// CHECK: kiln.call_kernel @kiln_matmul_f32(%[[P]], %arg0, %arg0)
+func.func @attention_scores_read_in_place(%qkv: tensor<4x12xf32>) -> tensor<2x4x4xf32> {
+  %s0 = kiln.constant {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s6 = kiln.constant {value = dense<6> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s12 = kiln.constant {value = dense<12> : tensor<1xi64>} : () -> tensor<1xi64>
+  %ax = kiln.constant {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %st = kiln.constant {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %shape = kiln.constant {value = dense<[4, 2, 3]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %q = kiln.slice %qkv, %s0, %s6, %ax, %st : (tensor<4x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %k = kiln.slice %qkv, %s6, %s12, %ax, %st : (tensor<4x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %qh = kiln.reshape %q, %shape {allowzero = false} : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x2x3xf32>
+  %kh = kiln.reshape %k, %shape {allowzero = false} : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x2x3xf32>
+  %qt = kiln.transpose %qh {perm = array<i64: 1, 0, 2>} : (tensor<4x2x3xf32>) -> tensor<2x4x3xf32>
+  %kt = kiln.transpose %kh {perm = array<i64: 1, 2, 0>} : (tensor<4x2x3xf32>) -> tensor<2x3x4xf32>
+  %s = kiln.matmul %qt, %kt : (tensor<2x4x3xf32>, tensor<2x3x4xf32>) -> tensor<2x4x4xf32>
+  return %s : tensor<2x4x4xf32>
 }
 
 // -----

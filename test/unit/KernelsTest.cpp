@@ -237,27 +237,34 @@ TEST(Kernels, NaNPropagatesThroughMatMul) {
   int64_t K = 300;
   std::vector<float> a(K, 1.0f), b(K * 32, 1.0f), out(32, 0.0f);
   a[3] = std::nanf("");
-  int64_t params[] = {1, 1, 32, K, 0, 0, 0, K, 32, 32, 0};
+  int64_t params[] = {1, 1, 32, K, 0, 0, 0, K, 32, 32, 0, 0, 0};
   kiln_matmul_f32(addr(params), addr(a.data()), addr(b.data()), addr(out.data()));
   for (float v : out)
     EXPECT_TRUE(std::isnan(v));
 }
 
-void checkMatMul(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcastB, bool transB) {
-  auto a = randoms(batch * M * K, 5);
-  auto b = randoms((broadcastB ? 1 : batch) * K * N, 6);
+/// A and B may sit inside larger buffers, as attention heads inside one
+/// projection's output: `offset` floats in, rows `pad` floats longer than
+/// they need be.
+void checkMatMul(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcastB, bool transB,
+                 int64_t offset = 0, int64_t pad = 0) {
+  int64_t lda = K + pad, ldb = (transB ? K : N) + pad;
+  int64_t bRows = transB ? N : K;
+  auto a = randoms(offset + batch * M * lda, 5);
+  auto b = randoms(offset + (broadcastB ? 1 : batch) * bRows * ldb, 6);
   std::vector<double> want(batch * M * N);
   for (int64_t bi = 0; bi < batch; ++bi)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         double acc = 0;
-        const float *B = b.data() + (broadcastB ? 0 : bi * K * N);
+        const float *A = a.data() + offset + bi * M * lda;
+        const float *B = b.data() + offset + (broadcastB ? 0 : bi * bRows * ldb);
         for (int64_t k = 0; k < K; ++k)
-          acc += (double)a[(bi * M + m) * K + k] * (transB ? B[n * K + k] : B[k * N + n]);
+          acc += (double)A[m * lda + k] * (transB ? B[n * ldb + k] : B[k * ldb + n]);
         want[(bi * M + m) * N + n] = acc;
       }
-  int64_t params[] = {batch, M, N, K, M * K, broadcastB ? 0 : K * N, M * N,
-                      K,     transB ? K : N, N, transB ? 1 : 0};
+  int64_t params[] = {batch, M, N, K, M * lda, broadcastB ? 0 : bRows * ldb, M * N,
+                      lda,   ldb, N, transB ? 1 : 0, offset, offset};
   std::vector<float> out(want.size(), std::nanf(""));
   kiln_matmul_f32(addr(params), addr(a.data()), addr(b.data()), addr(out.data()));
   expectClose(out, want);
@@ -270,6 +277,10 @@ TEST(Kernels, MatMulBroadcastRhs) { checkMatMul(4, 5, 33, 3, true, false); }
 TEST(Kernels, MatMulLargeKCrossesBlocks) { checkMatMul(1, 14, 40, 600, false, false); }
 TEST(Kernels, MatMulTransposedRhs) { checkMatMul(2, 17, 19, 300, false, true); }
 TEST(Kernels, MatMulParallel) { checkMatMul(3, 401, 70, 290, false, false); }
+TEST(Kernels, MatMulStridedViewsWithOffsets) {
+  checkMatMul(4, 37, 64, 64, false, false, 256, 192);
+  checkMatMul(4, 37, 41, 64, false, true, 512, 192);
+}
 
 void checkPool(bool avg, bool countPad, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
                int64_t s, int64_t pad, int64_t extraEnd, int64_t inExtra = 0,

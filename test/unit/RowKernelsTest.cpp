@@ -11,7 +11,7 @@
 #include <vector>
 
 extern "C" {
-void kiln_softmax_f32(intptr_t, intptr_t, intptr_t);
+void kiln_softmax_f32(intptr_t, intptr_t, intptr_t, float);
 void kiln_layer_norm_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float);
 }
 
@@ -30,25 +30,27 @@ std::vector<float> randoms(size_t n, unsigned seed, float scale) {
   return v;
 }
 
-std::vector<float> softmax(const std::vector<float> &x, int64_t rows, int64_t n, bool log) {
+std::vector<float> softmax(const std::vector<float> &x, int64_t rows, int64_t n, bool log,
+                           float scale = 1.0f) {
   std::vector<float> y(x.size(), -1.0f);
   int64_t params[] = {rows, n, log ? 1 : 0};
-  kiln_softmax_f32(addr(params), addr(x.data()), addr(y.data()));
+  kiln_softmax_f32(addr(params), addr(x.data()), addr(y.data()), scale);
   return y;
 }
 
 std::vector<double> softmaxReference(const std::vector<float> &x, int64_t rows, int64_t n,
-                                     bool log) {
+                                     bool log, double scale = 1.0) {
   std::vector<double> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = x.data() + r * n;
     double mx = -INFINITY, sum = 0;
     for (int64_t i = 0; i < n; ++i)
-      mx = std::max(mx, (double)row[i]);
+      mx = std::max(mx, scale * row[i]);
     for (int64_t i = 0; i < n; ++i)
-      sum += std::exp(row[i] - mx);
+      sum += std::exp(scale * row[i] - mx);
     for (int64_t i = 0; i < n; ++i)
-      y[r * n + i] = log ? row[i] - mx - std::log(sum) : std::exp(row[i] - mx) / sum;
+      y[r * n + i] =
+          log ? scale * row[i] - mx - std::log(sum) : std::exp(scale * row[i] - mx) / sum;
   }
   return y;
 }
@@ -76,6 +78,20 @@ TEST(RowKernels, LogSoftmaxMatchesDoubleReference) {
       for (size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 2e-6 * std::fabs(want[i]) + 2e-6)
             << "n " << n << " rows " << rows << " index " << i;
+    }
+}
+
+// Attention's scores times 1/sqrt(d), folded into the softmax.
+TEST(RowKernels, ScaledSoftmaxAndLogSoftmax) {
+  for (int64_t n : {7, 64, 129})
+    for (bool log : {false, true}) {
+      int64_t rows = 9;
+      auto x = randoms(rows * n, 23 * n + log, 40.0f);
+      auto got = softmax(x, rows, n, log, 0.125f);
+      auto want = softmaxReference(x, rows, n, log, 0.125);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-6 * std::fabs(want[i]) + (log ? 2e-6 : 1e-12))
+            << "n " << n << " log " << log << " index " << i;
     }
 }
 

@@ -311,7 +311,8 @@ class Kiln_RowOp<string mnemonic, list<Trait> traits = []> : Kiln_Op<mnemonic, t
 def Kiln_SoftmaxOp : Kiln_RowOp<"softmax"> {
   let summary = "softmax or log-softmax over the trailing axes [axis, rank)";
   let description = [{
-    Each slice over the trailing axes `[axis, rank)` becomes
+    Each slice over the trailing axes `[axis, rank)` of `scale * input`
+    (`scale` > 0, default 1: attention's 1/sqrt(d)) becomes
     `exp(x - max) / sum(exp(x - max))`, or with `log`,
     `x - max - log(sum(exp(x - max)))`.
 
@@ -320,7 +321,8 @@ def Kiln_SoftmaxOp : Kiln_RowOp<"softmax"> {
          : (tensor<4x128x128xf32>) -> tensor<4x128x128xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, Kiln_I64Attr:$axis, BoolAttr:$log);
+  let arguments = (ins AnyRankedTensor:$input, Kiln_I64Attr:$axis, BoolAttr:$log,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
   let results = (outs AnyRankedTensor:$output);
 }
 
