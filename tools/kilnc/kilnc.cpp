@@ -16,7 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #ifdef __GLIBC__
+#include <cstdlib>
 #include <malloc.h>
+#include <sys/mman.h>
 #endif
 
 namespace cl = llvm::cl;
@@ -68,6 +70,20 @@ int main(int argc, char **argv) {
   // freed memory in the heap for the next copy (2.35 -> 2.00 s, same peak).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  // The faults that remain are first touches of the heap, one per 4 KiB
+  // page. Where the kernel gives transparent huge pages on request (the
+  // "madvise" setting, Debian's default), ask for them on the heap's first
+  // GiB: reserve it (address space only), mark it, and free it into the
+  // heap, which keeps it (trim threshold above) for every allocation after.
+  // ResNet-18: 1.9 -> 1.4 s.
+  constexpr size_t kHugeHeap = size_t(1) << 30, kHugePage = size_t(2) << 20;
+  if (void *block = std::malloc(kHugeHeap)) {
+    uintptr_t begin = (reinterpret_cast<uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);
+    uintptr_t end = (reinterpret_cast<uintptr_t>(block) + kHugeHeap) & ~(kHugePage - 1);
+    if (end > begin)
+      madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
+    std::free(block);
+  }
 #endif
   // Pass names must be known before parsing: --mlir-print-ir-after=PASS.
   kiln::registerKilnPassesAndPipelines();
