@@ -23,6 +23,11 @@ void declareKernelFunctions(mlir::ModuleOp module);
 /// kernel calls.
 void populateKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
 
+/// Patterns that replace several kiln ops by one kernel call (attention:
+/// matmul, softmax, matmul). Run greedily before the op-by-op lowering,
+/// which would otherwise lower the inner ops first.
+void populateFusedKernelPatterns(mlir::RewritePatternSet &patterns);
+
 /// Attaches kiln.call_kernel's BufferizableOpInterface model.
 void registerKernelCallBufferization(mlir::DialectRegistry &registry);
 

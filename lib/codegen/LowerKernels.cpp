@@ -31,6 +31,9 @@ constexpr const char *kMatMul = "kiln_matmul_f32";
 constexpr const char *kPool = "kiln_pool2d_nhwc_f32";
 constexpr const char *kSoftmax = "kiln_softmax_f32";
 constexpr const char *kLayerNorm = "kiln_layer_norm_f32";
+constexpr const char *kAttention = "kiln_attention_f32";
+// Must match kMaxAttentionKeys in lib/kernels/Kernels.cpp.
+constexpr int64_t kMaxAttentionKeys = 4096;
 
 Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
@@ -295,6 +298,67 @@ std::optional<MatrixView> matrixViewOf(Value v) {
   return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
 }
 
+/// `v` as `batch` matrices: a strided view of another tensor (see
+/// stridedViewOf) or itself, row-major. Every batch must be distinct (no
+/// broadcast).
+std::optional<MatrixView> batchedMatrix(Value v, int64_t batch) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape() || !t.getElementType().isF32() || t.getRank() < 2)
+    return std::nullopt;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  if (rows * cols == 0 || t.getNumElements() / (rows * cols) != batch)
+    return std::nullopt;
+  if (auto view = matrixViewOf(v))
+    return view;
+  return MatrixView{v, 0, rows * cols, cols, 1};
+}
+
+/// matmul(softmax(matmul(Q, K')), V), the softmax over the last axis and
+/// each intermediate used once: one kiln_attention_f32 call, so the scores
+/// stay on the stack (see attentionTask). Q, K' and V may be strided views
+/// of other tensors (heads of one projection), read in place.
+struct LowerAttention : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto sm = op.getLhs().getDefiningOp<SoftmaxOp>();
+    auto outT = dyn_cast<RankedTensorType>(op.getType());
+    if (!sm || !sm->hasOneUse() || sm.getLog() || !outT || !outT.hasStaticShape() ||
+        !outT.getElementType().isF32() || outT.getRank() < 2 ||
+        sm.getAxis() != outT.getRank() - 1)
+      return failure();
+    auto scores = sm.getInput().getDefiningOp<MatMulOp>();
+    if (!scores || !scores->hasOneUse())
+      return failure();
+    auto sT = cast<RankedTensorType>(scores.getType());
+    if (sT.getRank() != outT.getRank())
+      return failure();
+    int64_t r = outT.getRank(), M = outT.getDimSize(r - 2), DV = outT.getDimSize(r - 1);
+    int64_t N = sT.getDimSize(r - 1);
+    auto qT = dyn_cast<RankedTensorType>(scores.getLhs().getType());
+    if (!qT || qT.getRank() < 2 || N > kMaxAttentionKeys || M * DV * N == 0)
+      return failure();
+    int64_t D = qT.getDimSize(qT.getRank() - 1), batch = outT.getNumElements() / (M * DV);
+    auto qv = batchedMatrix(scores.getLhs(), batch);
+    auto kv = batchedMatrix(scores.getRhs(), batch);
+    auto vv = batchedMatrix(op.getRhs(), batch);
+    if (!qv || !kv || !vv || D == 0 || qv->colStride != 1 || vv->colStride != 1 ||
+        (kv->colStride != 1 && kv->rowStride != 1))
+      return failure();
+    bool kTransposed = kv->colStride != 1;
+    SmallVector<int64_t> params{batch, M, N, D, DV,
+                                qv->offset, qv->batchStride, qv->rowStride,
+                                kv->offset, kv->batchStride,
+                                kTransposed ? kv->colStride : kv->rowStride, kTransposed ? 1 : 0,
+                                vv->offset, vv->batchStride, vv->rowStride,
+                                M * DV, DV};
+    Location loc = op.getLoc();
+    SmallVector<Value> args{i64Block(rw, loc, params), qv->base, kv->base, vv->base,
+                            f32(rw, loc, sm.getScale().convertToFloat())};
+    rw.replaceOp(op, callWithResult(rw, loc, kAttention, outT, args, 4));
+    return success();
+  }
+};
+
 /// f32 matrix products. A constant right operand [K, N] is a 1x1
 /// convolution over the rows of the left operand (weights packed now); a
 /// run-time one goes to kiln_matmul_f32, which packs it on the fly. Batch
@@ -468,6 +532,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kPool, {i64, i64, i64, i64, i64});
   declare(kSoftmax, {i64, i64, i64, f32t});
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
+  declare(kAttention, {i64, i64, i64, i64, i64, f32t});
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
@@ -477,6 +542,10 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerLayerNorm);
   patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
       patterns.getContext(), /*benefit=*/2);
+}
+
+void populateFusedKernelPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAttention>(patterns.getContext());
 }
 
 } // namespace kiln::codegen

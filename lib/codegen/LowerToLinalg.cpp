@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERTOLINALG
@@ -99,6 +100,11 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
       ok &= succeeded(checkCodegenType(func, arg.getType(), "a model input"));
     if (!ok)
       return failure();
+
+    RewritePatternSet fused(&getContext());
+    codegen::populateFusedKernelPatterns(fused);
+    // An optimisation: whatever it leaves is lowered op by op below.
+    (void)applyPatternsGreedily(func, std::move(fused));
 
     RewritePatternSet patterns(&getContext());
     codegen::populateKernelLoweringPatterns(patterns);

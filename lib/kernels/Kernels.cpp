@@ -24,7 +24,7 @@
 // kiln_parallel_for (runtime/include/kiln/runtime.h), the only symbol this
 // file needs from outside; small calls stay on the calling thread.
 
-#include "KernelSupport.h"
+#include "RowSupport.h"
 
 namespace {
 
@@ -277,6 +277,57 @@ struct MatMulJob {
 /// own copy of the panel's B blocks: K x 32 loads against K x 32 x 192 FMAs.
 constexpr kiln_i64 kMatMulRows = 4 * kPixelBlock;
 
+constexpr kiln_i64 KC = 256; // K block of the matrix products
+
+/// C[m0, mStop) x [n0, n0 + cols) = A x B over K for one column panel
+/// (cols <= KILN_PANEL), B packed KC rows at a time into `packed`.
+INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 ldb, bool transB,
+                        float *C, kiln_i64 ldc, kiln_i64 m0Begin, kiln_i64 mStop, kiln_i64 n0,
+                        kiln_i64 cols, kiln_i64 K, float *packed) {
+  for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
+    kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
+    // The common case as whole-vector copies: in a task function the
+    // parameters are not constants that LLVM could specialise on, and a
+    // per-element test made this packing cost as much as the FMAs.
+    if (!transB && cols == KILN_PANEL) {
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (int v = 0; v < NV; ++v)
+          storev(packed + k * KILN_PANEL + v * KILN_VEC,
+                 loadv(B + (k0 + k) * ldb + n0 + v * KILN_VEC));
+    } else if (!transB) {
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+          packed[k * KILN_PANEL + c] = c < cols ? B[(k0 + k) * ldb + n0 + c] : 0.0f;
+    } else {
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+          packed[k * KILN_PANEL + c] = c < cols ? B[(n0 + c) * ldb + k0 + k] : 0.0f;
+    }
+    for (kiln_i64 m0 = m0Begin; m0 < mStop; m0 += MR) {
+      int rows = mStop - m0 < MR ? (int)(mStop - m0) : MR;
+      forTileRows(rows, [&](auto rowsTag) {
+        constexpr int R = decltype(rowsTag)::value;
+        const float *a[R];
+        float *o[R];
+        const float *r[R];
+        for (int i = 0; i < R; ++i) {
+          kiln_i64 row = m0 + (i < rows ? i : 0);
+          a[i] = A + row * lda + k0;
+          o[i] = C + row * ldc + n0;
+          r[i] = o[i];
+        }
+        vf acc[R][NV];
+        for (int i = 0; i < R; ++i)
+          for (int v = 0; v < NV; ++v)
+            acc[i][v] = splat(0);
+        accumulate(acc, a, packed, kc);
+        // Later K blocks add to what the earlier ones stored.
+        storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+      });
+    }
+  }
+}
+
 void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   const MatMulJob &j = *(const MatMulJob *)ctx;
   const kiln_i64 *q = j.q;
@@ -284,58 +335,64 @@ void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
            ldb = q[8], ldc = q[9], transB = q[10], offA = q[11], offB = q[12];
   kiln_i64 panels = (N + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 blocks = (M + kMatMulRows - 1) / kMatMulRows;
-  constexpr kiln_i64 KC = 256;
   alignas(64) float packed[KC * KILN_PANEL];
   for (kiln_i64 item = begin; item < end; ++item) {
     kiln_i64 mb = item % blocks, rest = item / blocks;
     kiln_i64 n0 = (rest % panels) * KILN_PANEL, bi = rest / panels;
-    const float *A = j.a + offA + bi * sa;
-    const float *B = j.b + offB + bi * sb;
-    float *C = j.c + bi * sc;
     kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
     kiln_i64 mStop = (mb + 1) * kMatMulRows < M ? (mb + 1) * kMatMulRows : M;
-    for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
-      kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
-      // The common case as whole-vector copies: in a task function the
-      // parameters are not constants that LLVM could specialise on, and a
-      // per-element test made this packing cost as much as the FMAs.
-      if (!transB && cols == KILN_PANEL) {
-        for (kiln_i64 k = 0; k < kc; ++k)
-          for (int v = 0; v < NV; ++v)
-            storev(packed + k * KILN_PANEL + v * KILN_VEC,
-                   loadv(B + (k0 + k) * ldb + n0 + v * KILN_VEC));
-      } else if (!transB) {
-        for (kiln_i64 k = 0; k < kc; ++k)
-          for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
-            packed[k * KILN_PANEL + c] = c < cols ? B[(k0 + k) * ldb + n0 + c] : 0.0f;
-      } else {
-        for (kiln_i64 k = 0; k < kc; ++k)
-          for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
-            packed[k * KILN_PANEL + c] = c < cols ? B[(n0 + c) * ldb + k0 + k] : 0.0f;
-      }
-      for (kiln_i64 m0 = mb * kMatMulRows; m0 < mStop; m0 += MR) {
-        int rows = mStop - m0 < MR ? (int)(mStop - m0) : MR;
-        forTileRows(rows, [&](auto rowsTag) {
-          constexpr int R = decltype(rowsTag)::value;
-          const float *a[R];
-          float *o[R];
-          const float *r[R];
-          for (int i = 0; i < R; ++i) {
-            kiln_i64 row = m0 + (i < rows ? i : 0);
-            a[i] = A + row * lda + k0;
-            o[i] = C + row * ldc + n0;
-            r[i] = o[i];
-          }
-          vf acc[R][NV];
-          for (int i = 0; i < R; ++i)
-            for (int v = 0; v < NV; ++v)
-              acc[i][v] = splat(0);
-          accumulate(acc, a, packed, kc);
-          // Later K blocks add to what the earlier ones stored.
-          storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
-        });
-      }
-    }
+    matmulPanel(j.a + offA + bi * sa, lda, j.b + offB + bi * sb, ldb, transB != 0,
+                j.c + bi * sc, ldc, mb * kMatMulRows, mStop, n0, cols, K, packed);
+  }
+}
+
+/// Fused attention, per (batch, block of query rows): the scores
+/// S = Q K^T for the block go to a stack buffer, softmax(scale * S) is taken
+/// in place row by row, and O = S V is written out; the scores never reach
+/// memory. params: batch, M (queries), N (keys, <= kMaxAttentionKeys), D,
+/// DV, then for Q: offset, batch stride, row stride; K: offset, batch
+/// stride, row stride, transposed (1: K is [N][D], 0: K^T is [D][N]); V:
+/// offset, batch stride, row stride; O: batch stride, row stride.
+constexpr kiln_i64 kMaxAttentionKeys = 4096;
+// The scores buffer (192 KB on the stack). A block takes as many query rows
+// as fit, up to kMatMulRows: each block packs K and V panel by panel, and
+// with one register tile of rows per block that packing cost 9 % of the
+// encoder's run time.
+constexpr kiln_i64 kAttentionScoreFloats = 49152;
+INLINE kiln_i64 attentionRows(kiln_i64 keys) {
+  kiln_i64 rows = kAttentionScoreFloats / keys / MR * MR;
+  return rows > kMatMulRows ? kMatMulRows : rows;
+}
+
+struct AttentionJob {
+  const kiln_i64 *q;
+  const float *qb, *kb, *vb;
+  float *out;
+  float scale;
+};
+
+void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const AttentionJob &j = *(const AttentionJob *)ctx;
+  const kiln_i64 *q = j.q;
+  kiln_i64 M = q[1], N = q[2], D = q[3], DV = q[4];
+  kiln_i64 blockRows = attentionRows(N), blocks = (M + blockRows - 1) / blockRows;
+  alignas(64) float packed[KC * KILN_PANEL];
+  alignas(64) float scores[kAttentionScoreFloats];
+  for (kiln_i64 item = begin; item < end; ++item) {
+    kiln_i64 bi = item / blocks, m0 = (item % blocks) * blockRows;
+    kiln_i64 rows = M - m0 < blockRows ? M - m0 : blockRows;
+    const float *Q = j.qb + q[5] + bi * q[6] + m0 * q[7];
+    const float *K = j.kb + q[8] + bi * q[9];
+    const float *V = j.vb + q[12] + bi * q[13];
+    float *O = j.out + bi * q[15] + m0 * q[16];
+    for (kiln_i64 n0 = 0; n0 < N; n0 += KILN_PANEL)
+      matmulPanel(Q, q[7], K, q[10], q[11] != 0, scores, N, 0, rows, n0,
+                  N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL, D, packed);
+    for (kiln_i64 i = 0; i < rows; ++i)
+      softmaxRow(scores + i * N, scores + i * N, N, false, j.scale);
+    for (kiln_i64 n0 = 0; n0 < DV; n0 += KILN_PANEL)
+      matmulPanel(scores, N, V, q[14], false, O, q[16], 0, rows, n0,
+                  DV - n0 < KILN_PANEL ? DV - n0 : KILN_PANEL, N, packed);
   }
 }
 
@@ -491,6 +548,16 @@ void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_ad
   kiln_i64 items = batch * ((N + KILN_PANEL - 1) / KILN_PANEL) *
                    ((M + kMatMulRows - 1) / kMatMulRows);
   parallelFor<matmulTask>(items, kMatMulRows * KILN_PANEL * K, &job);
+}
+
+/// softmax(scale * Q K^T) V for each batch; see attentionTask for params.
+void kiln_attention_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln_addr vAddr,
+                        kiln_addr outAddr, float scale) {
+  const kiln_i64 *q = (const kiln_i64 *)params;
+  AttentionJob job{q, (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
+                   (float *)outAddr, scale};
+  kiln_i64 blockRows = attentionRows(q[2]), blocks = (q[1] + blockRows - 1) / blockRows;
+  parallelFor<attentionTask>(q[0] * blocks, blockRows * q[2] * (q[3] + q[4]), &job);
 }
 
 /// Max or average pooling over NHWC, vectorised over channels. Ceil-mode

@@ -74,6 +74,26 @@ func.func @attention_scores_read_in_place(%qkv: tensor<4x12xf32>) -> tensor<2x4x
 
 // -----
 
+// matmul(softmax(scale * matmul(Q, K^T)), V): one attention kernel call;
+// the scores never become a tensor. params: batch 2, M 4, N 5, D 3, DV 3;
+// Q offset 0, batch stride 12, row stride 3; K^T offset 0, batch stride 15,
+// row stride 5, not transposed; V offset 0, batch stride 15, row stride 3;
+// O batch stride 12, row stride 3.
+// CHECK-LABEL: func.func @attention
+// CHECK-DAG: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 3, 0, 12, 3, 0, 15, 5, 0, 0, 15, 3, 12, 3]> : tensor<17xi64>
+// CHECK-DAG: %[[S:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK: kiln.call_kernel @kiln_attention_f32(%[[P]], %arg0, %arg1, %arg2, %[[S]]) into %{{.*}} {result_position = 4 : i64}
+// CHECK-NOT: kiln_matmul_f32
+// CHECK-NOT: kiln_softmax_f32
+func.func @attention(%q: tensor<2x4x3xf32>, %kt: tensor<2x3x5xf32>, %v: tensor<2x5x3xf32>) -> tensor<2x4x3xf32> {
+  %s = kiln.matmul %q, %kt : (tensor<2x4x3xf32>, tensor<2x3x5xf32>) -> tensor<2x4x5xf32>
+  %p = kiln.softmax %s {axis = 2 : i64, log = false, scale = 0.25 : f32} : (tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x5xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
+  return %o : tensor<2x4x3xf32>
+}
+
+// -----
+
 // A constant right operand is a 1x1 convolution over the 8 rows: its
 // weights are packed at compile time into a zero-padded 32-wide panel
 // (B[k][n] lands at k * 32 + n).

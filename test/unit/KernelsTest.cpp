@@ -20,6 +20,7 @@ void kiln_conv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intp
 void kiln_dwconv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float,
                             float, int64_t, int64_t);
 void kiln_matmul_f32(intptr_t, intptr_t, intptr_t, intptr_t);
+void kiln_attention_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float);
 void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
 }
 
@@ -269,6 +270,62 @@ void checkMatMul(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcastB
   kiln_matmul_f32(addr(params), addr(a.data()), addr(b.data()), addr(out.data()));
   expectClose(out, want);
 }
+
+/// softmax(scale * Q K^T) V with Q, K, V as heads of one [tokens, 3 * H * D]
+/// projection (token-major, as exporters cut them), K read transposed or
+/// given as K^T, against a double-precision reference.
+void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransposed) {
+  int64_t width = 3 * heads * D, tokens = std::max(M, N);
+  auto qkv = randoms(tokens * width, 13);
+  std::vector<float> kt;                  // K^T per head: [heads][D][N]
+  if (!kTransposed) {
+    kt.resize(heads * D * N);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t n = 0; n < N; ++n)
+          kt[(h * D + d) * N + n] = qkv[n * width + heads * D + h * D + d];
+  }
+  float scale = 1.0f / std::sqrt((float)D);
+  std::vector<double> want(heads * M * D);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t m = 0; m < M; ++m) {
+      std::vector<double> s(N);
+      double mx = -INFINITY, sum = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t d = 0; d < D; ++d)
+          acc += (double)qkv[m * width + h * D + d] * qkv[n * width + heads * D + h * D + d];
+        s[n] = scale * acc;
+        mx = std::max(mx, s[n]);
+      }
+      for (int64_t n = 0; n < N; ++n)
+        sum += (s[n] = std::exp(s[n] - mx));
+      for (int64_t d = 0; d < D; ++d) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; ++n)
+          acc += s[n] / sum * qkv[n * width + 2 * heads * D + h * D + d];
+        want[(h * M + m) * D + d] = acc;
+      }
+    }
+  const float *kBase = kTransposed ? qkv.data() : kt.data();
+  int64_t params[] = {heads, M, N, D, D,
+                      0, D, width,                                  // Q
+                      kTransposed ? heads * D : 0, kTransposed ? D : D * N,
+                      kTransposed ? width : N, kTransposed ? 1 : 0, // K
+                      2 * heads * D, D, width,                      // V
+                      M * D, D};                                    // O
+  std::vector<float> out(want.size(), std::nanf(""));
+  kiln_attention_f32(addr(params), addr(qkv.data()), addr(kBase), addr(qkv.data()),
+                     addr(out.data()), scale);
+  expectClose(out, want);
+}
+
+TEST(Kernels, AttentionHeadsOfOneProjection) { checkAttention(3, 13, 37, 16, true); }
+TEST(Kernels, AttentionWithKTransposedAndTails) { checkAttention(2, 5, 33, 24, false); }
+TEST(Kernels, AttentionParallel) { checkAttention(4, 128, 128, 64, true); }
+// 2000 keys: the scores buffer holds only a few dozen query rows, so the
+// 50 queries go in several blocks.
+TEST(Kernels, AttentionLongSequenceInRowBlocks) { checkAttention(2, 50, 2000, 8, true); }
 
 TEST(Kernels, MatMulTiny) { checkMatMul(1, 1, 1, 1, false, false); }
 TEST(Kernels, MatMulPrimes) { checkMatMul(1, 13, 37, 7, false, false); }
