@@ -12,6 +12,7 @@
 #include "LoweringUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Matchers.h"
 
 #include <limits>
@@ -166,23 +167,6 @@ struct StridedView {
   SmallVector<int64_t> strides;
 };
 
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> s(shape.size(), 1);
-  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
-    s[i] = s[i + 1] * shape[i + 1];
-  return s;
-}
-
-std::optional<SmallVector<int64_t>> constantI64s(Value v) {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger(64))
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &x : attr.getValues<APInt>())
-    out.push_back(x.getSExtValue());
-  return out;
-}
-
 /// Strides of `to`, a reshape of a tensor of shape `from` with strides
 /// `strides`, when it only splits or merges dimensions that are laid out
 /// contiguously with respect to each other (unit dimensions are free).
@@ -228,7 +212,7 @@ std::optional<SmallVector<int64_t>> reshapeStrides(ArrayRef<int64_t> from,
 /// heads and transposed).
 StridedView stridedViewOf(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  StridedView self{v, 0, t ? rowMajorStrides(t.getShape()) : SmallVector<int64_t>()};
+  StridedView self{v, 0, t ? computeStrides(t.getShape()) : SmallVector<int64_t>()};
   if (!t || !t.hasStaticShape())
     return self;
   if (auto tr = v.getDefiningOp<TransposeOp>()) {
@@ -249,21 +233,18 @@ StridedView stridedViewOf(Value v) {
   }
   if (auto sl = v.getDefiningOp<SliceOp>()) {
     auto inT = cast<RankedTensorType>(sl.getInput().getType());
-    auto starts = constantI64s(sl.getStarts());
-    auto axes = constantI64s(sl.getAxes());
-    auto steps = constantI64s(sl.getSteps());
-    if (!inT.hasStaticShape() || !starts || !axes || (steps && !llvm::all_of(*steps, [](int64_t s) {
-          return s == 1;
-        })))
+    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
+         axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
+    if (!inT.hasStaticShape() || !starts || !ends || !axes || !steps)
       return self;
     StridedView in = stridedViewOf(sl.getInput());
     StridedView out = in;
-    for (size_t i = 0; i < axes->size() && i < starts->size(); ++i) {
+    for (size_t i = 0; i < axes->size(); ++i) {
       int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
-      int64_t dim = inT.getDimSize(a), st = (*starts)[i];
-      st = st < 0 ? st + dim : st;
-      st = std::clamp<int64_t>(st, 0, dim);
-      out.offset += st * in.strides[a];
+      auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
+      if (!bounds || bounds->step != 1)
+        return self;
+      out.offset += bounds->start * in.strides[a];
     }
     return out;
   }

@@ -1,6 +1,6 @@
 // Kiln's CPU microkernels: convolution (direct, "indirect GEMM" style),
-// depthwise convolution, matrix product with a run-time right operand, and
-// NHWC pooling.
+// depthwise convolution, matrix product with a run-time right operand,
+// fused attention, and NHWC pooling.
 //
 // Why hand-written kernels and not MLIR vector codegen: the register tile
 // must keep MR x NV vector accumulators live across the whole reduction,

@@ -21,7 +21,7 @@ struct RowJob {
   const RowParams *q;
   const float *in, *scale, *bias;
   float *out;
-  float epsilon; // layer norm; softmax: the scale of its input
+  float scalar; // layer norm: epsilon; softmax: the scale of its input
 };
 
 /// Rows [begin, end): see softmaxRow.
@@ -30,7 +30,7 @@ void softmaxTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 n = j.q->n;
   bool log = (j.q->flags & kLogSoftmax) != 0;
   for (kiln_i64 row = begin; row < end; ++row)
-    softmaxRow(j.in + row * n, j.out + row * n, n, log, j.epsilon);
+    softmaxRow(j.in + row * n, j.out + row * n, n, log, j.scalar);
 }
 
 /// Rows [begin, end): mean, then the variance as the mean of squared
@@ -71,7 +71,7 @@ void layerNormTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       s1 += d * d;
     }
     float var = sumLanes(s0 + s1) / (float)n;
-    vf inv = splat(1.0f / __builtin_sqrtf(var + j.epsilon));
+    vf inv = splat(1.0f / __builtin_sqrtf(var + j.scalar));
     for (i = 0; i < n; i += KILN_VEC) {
       kiln_i64 len = n - i < KILN_VEC ? n - i : KILN_VEC;
       bool whole = len == KILN_VEC;

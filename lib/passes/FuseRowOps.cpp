@@ -276,27 +276,28 @@ Value rebuildViews(const ScaledViews &s, PatternRewriter &rw) {
 struct AbsorbSoftmaxScale : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rw) const override {
-    float scale = op.getScale().convertToFloat();
     Value in = op.getInput();
-    if (auto f = scalarFactor(in)) {
-      in = f->first;
-      scale *= f->second;
-    } else if (auto mm = in.getDefiningOp<MatMulOp>(); mm && mm->hasOneUse()) {
-      auto l = findFactorThroughViews(mm.getLhs()), r = findFactorThroughViews(mm.getRhs());
-      if (!l && !r)
-        return failure();
-      scale *= (l ? l->factor : 1.0f) * (r ? r->factor : 1.0f);
-      if (!(scale > 0.0f) || scale == std::numeric_limits<float>::infinity())
-        return failure();
+    auto direct = scalarFactor(in);
+    auto mm = direct ? MatMulOp() : in.getDefiningOp<MatMulOp>();
+    std::optional<ScaledViews> l, r;
+    if (mm && mm->hasOneUse()) {
+      l = findFactorThroughViews(mm.getLhs());
+      r = findFactorThroughViews(mm.getRhs());
+    }
+    if (!direct && !l && !r)
+      return failure();
+    float scale = op.getScale().convertToFloat() * (direct ? direct->second : 1.0f) *
+                  (l ? l->factor : 1.0f) * (r ? r->factor : 1.0f);
+    if (!(scale > 0.0f) || scale == std::numeric_limits<float>::infinity())
+      return failure();
+    if (direct) {
+      in = direct->first;
+    } else {
       Value lhs = l ? rebuildViews(*l, rw) : mm.getLhs();
       Value rhs = r ? rebuildViews(*r, rw) : mm.getRhs();
       rw.setInsertionPoint(mm);
       in = MatMulOp::create(rw, mm.getLoc(), mm.getType(), lhs, rhs);
-    } else {
-      return failure();
     }
-    if (!(scale > 0.0f) || scale == std::numeric_limits<float>::infinity())
-      return failure();
     rw.setInsertionPoint(op);
     rw.replaceOpWithNewOp<SoftmaxOp>(op, op.getType(), in, op.getAxisAttr(), op.getLogAttr(),
                                      rw.getF32FloatAttr(scale));
