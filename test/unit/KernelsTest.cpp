@@ -170,6 +170,12 @@ TEST(Kernels, ConvPanelAndRowTails) {
   // 37 output channels: one full panel and a 5-wide tail; 13x13 pixels.
   checkConv({2, 13, 13, 17, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, true});
 }
+TEST(Kernels, ConvEightRowTiles) {
+  // 64 pixels per image: a 48-pixel block, then 16 pixels as two 8-row
+  // tiles; 55 pixels: a block, then 7 rows in an 8-row tile.
+  checkConv({2, 8, 8, 19, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
+  checkConv({1, 5, 11, 6, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false});
+}
 TEST(Kernels, ConvStride2AsymmetricPads) {
   checkConv({1, 15, 12, 8, 64, 3, 3, 2, 2, 0, 1, 2, 0, 1, 1, 1, true, false});
 }
