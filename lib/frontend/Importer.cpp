@@ -2,6 +2,7 @@
 // order, value names, locations. Per-op semantics are in Rules*.cpp.
 #include "kiln/Frontend/Importer.h"
 #include "NodeImporter.h"
+#include "Sequences.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -62,6 +63,13 @@ std::optional<SmallVector<int64_t>> NodeImporter::getInts(llvm::StringRef name) 
   if (!a)
     return std::nullopt;
   return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::optional<SmallVector<float>> NodeImporter::getFloats(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<float>(a->floats().begin(), a->floats().end());
 }
 
 std::optional<int64_t> NodeImporter::rankOf(Value v) {
@@ -197,6 +205,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addResizeRules(all);
     addRecurrentRules(all);
     addEinsumRules(all);
+    addLegacyRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);
@@ -245,6 +254,8 @@ private:
   const ImportOptions &opts;
   OpBuilder b;
   llvm::StringMap<Value> values;
+  /// Sequence values by name: lists of tensors (Sequences.cpp).
+  llvm::StringMap<SmallVector<Value>> sequences;
   int64_t opset = 1;
 };
 } // namespace
@@ -295,9 +306,20 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return emitError(loc) << "operator '" << node.op_type() << "' of domain '"
                           << node.domain() << "' is not supported";
+  bool sequenceOp = isSequenceOperator(node.op_type());
   SmallVector<Value> inputs;
+  SmallVector<const SmallVector<Value> *> seqInputs;
   for (const std::string &name : node.input()) {
+    seqInputs.push_back(nullptr);
     if (name.empty()) {
+      inputs.push_back({});
+      continue;
+    }
+    if (auto seq = sequences.find(name); seq != sequences.end()) {
+      if (!sequenceOp)
+        return emitError(loc) << "input '" << name
+                              << "' is a sequence; only sequence operators read sequences";
+      seqInputs.back() = &seq->second;
       inputs.push_back({});
       continue;
     }
@@ -307,6 +329,22 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
                             << "' is not produced by any earlier node, initializer or "
                                "graph input";
     inputs.push_back(it->second);
+  }
+  if (sequenceOp) {
+    NodeImporter ni(b, loc, node, nodeOpset, inputs);
+    SmallVector<Value> seqOut;
+    Value tensorOut;
+    if (failed(importSequenceNode(ni, seqInputs, seqOut, tensorOut)) || ni.failed()) {
+      (void)ni.error("cannot import this " + node.op_type() + " node");
+      return failure();
+    }
+    if (node.output_size() > 0 && !node.output(0).empty()) {
+      if (tensorOut)
+        values[node.output(0)] = tensorOut;
+      else
+        sequences[node.output(0)] = std::move(seqOut);
+    }
+    return success();
   }
   const auto &table = ruleTable();
   auto rules = table.find(node.op_type());
@@ -410,6 +448,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const auto &out : graph.output()) {
+    if (sequences.count(out.name())) {
+      emitError(moduleLoc) << "graph output '" << out.name()
+                           << "' is a sequence; Kiln's executables return tensors only";
+      return {};
+    }
     auto it = values.find(out.name());
     if (it == values.end() || !it->second) {
       emitError(moduleLoc) << "graph output '" << out.name() << "' is never produced";

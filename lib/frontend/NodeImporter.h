@@ -43,6 +43,7 @@ public:
   float getFloat(llvm::StringRef name, float dflt) const;
   std::string getString(llvm::StringRef name, const std::string &dflt) const;
   std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<float>> getFloats(llvm::StringRef name) const;
 
   // ---- type helpers ----
   /// The ranked type of v; null for a missing value (after a failure) or an
@@ -111,6 +112,7 @@ void addLossRules(std::vector<ImportRule> &rules);
 void addResizeRules(std::vector<ImportRule> &rules);
 void addRecurrentRules(std::vector<ImportRule> &rules);
 void addEinsumRules(std::vector<ImportRule> &rules);
+void addLegacyRules(std::vector<ImportRule> &rules);
 
 /// softmax(x) or, with `log`, log_softmax(x) over `axes`, shifted by the
 /// maximum for stability (lib/frontend/RulesNN.cpp).

@@ -72,10 +72,30 @@ LogicalResult where(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// Opsets 1-5 name Cast's target type as a string ("FLOAT", "INT64", ...).
+int32_t legacyTypeCode(const std::string &name) {
+  static const char *const names[] = {"UNDEFINED", "FLOAT",  "UINT8",   "INT8",   "UINT16",
+                                      "INT16",     "INT32",  "INT64",   "STRING", "BOOL",
+                                      "FLOAT16",   "DOUBLE", "UINT32",  "UINT64", "COMPLEX64",
+                                      "COMPLEX128", "BFLOAT16"};
+  for (int32_t i = 1; i < (int32_t)(sizeof names / sizeof *names); ++i)
+    if (name == names[i])
+      return i;
+  return 0;
+}
+
 LogicalResult cast(NodeImporter &n, Outs &out) {
-  Type to = onnxElementType(n.b.getContext(), n.getInt("to", 0));
+  const onnx::AttributeProto *toAttr = n.attr("to");
+  if (!toAttr)
+    return n.error("Cast needs a 'to' attribute");
+  int32_t code = toAttr->type() == onnx::AttributeProto::STRING
+                     ? legacyTypeCode(toAttr->s())
+                     : (int32_t)n.getInt("to", 0);
+  Type to = onnxElementType(n.b.getContext(), code);
   if (!to)
-    return n.error("unsupported Cast target type " + Twine(n.getInt("to", 0)));
+    return n.error("unsupported Cast target type " +
+                   (toAttr->type() == onnx::AttributeProto::STRING ? "'" + toAttr->s() + "'"
+                                                                    : std::to_string(code)));
   out.push_back(n.make<CastOp>(n.required(0), TypeAttr::get(to)));
   return success();
 }
@@ -275,7 +295,7 @@ void addElementwiseRules(std::vector<ImportRule> &r) {
       {"Acosh", 9, M, unary<AcoshOp>},
       {"Atanh", 9, M, unary<AtanhOp>},
       {"Identity", 1, M, identity},
-      // Opsets below 7 used explicit broadcast attributes; not supported.
+      // Opsets 1-6 of the binary operators and PRelu: RulesLegacy.cpp.
       {"Add", 7, M, binary<AddOp>},
       {"Sub", 7, M, binary<SubOp>},
       {"Mul", 7, M, binary<MulOp>},
@@ -290,20 +310,21 @@ void addElementwiseRules(std::vector<ImportRule> &r) {
       {"LessOrEqual", 12, M, lessOrEqual},
       {"Greater", 7, M, binary<GreaterOp>},
       {"GreaterOrEqual", 12, M, binary<GreaterEqualOp>},
-      {"Max", 8, M, variadic<MaxOp>},
-      {"Min", 8, M, variadic<MinOp>},
-      {"Sum", 8, M, variadic<AddOp>},
-      {"Mean", 8, M, mean},
+      // Before opset 8 the inputs had one shape: a case of broadcasting.
+      {"Max", 1, M, variadic<MaxOp>},
+      {"Min", 1, M, variadic<MinOp>},
+      {"Sum", 1, M, variadic<AddOp>},
+      {"Mean", 1, M, mean},
       {"Where", 9, M, where},
-      {"Cast", 6, M, cast},
+      {"Cast", 1, M, cast},
       {"CastLike", 15, M, castLike},
-      {"Clip", 6, M, clip},
-      {"LeakyRelu", 6, M, leakyRelu},
+      {"Clip", 1, M, clip},
+      {"LeakyRelu", 1, M, leakyRelu},
       {"PRelu", 7, M, prelu},
-      {"Elu", 6, M, elu},
-      {"Selu", 6, M, selu},
+      {"Elu", 1, M, elu},
+      {"Selu", 1, M, selu},
       {"Celu", 12, M, celu},
-      {"HardSigmoid", 6, M, hardSigmoid},
+      {"HardSigmoid", 1, M, hardSigmoid},
       {"HardSwish", 14, M, hardSwish},
       {"Softplus", 1, M, softplus},
       {"Softsign", 1, M, softsign},

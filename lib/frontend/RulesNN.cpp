@@ -356,6 +356,12 @@ LogicalResult batchNorm(NodeImporter &n, Outs &out) {
     return failure();
   if (n.getInt("training_mode", 0))
     return n.error("BatchNormalization in training mode is not supported");
+  // Before opset 7, is_test = 0 (the default) with the statistics outputs
+  // asked for is training; with only Y asked for, every exporter meant
+  // inference (PyTorch writes is_test = 1, Caffe2 converters left it out).
+  if (n.opset < 7 && !n.getInt("is_test", 0) && n.node.output_size() > 1)
+    return n.error("BatchNormalization in training mode (is_test = 0 with statistics outputs) "
+                   "is not supported");
   if (*rank < 2)
     return n.error("BatchNormalization needs rank >= 2");
   Value eps = n.scalarLike(var, n.getFloat("epsilon", 1e-5f));
@@ -363,7 +369,9 @@ LogicalResult batchNorm(NodeImporter &n, Outs &out) {
   // shift fold to constants for inference models.
   Value f = n.make<DivOp>(scale, n.make<SqrtOp>(n.make<AddOp>(var, eps)));
   Value shift = n.make<SubOp>(bias, n.make<MulOp>(mean, f));
-  if (*rank > 2) {
+  // spatial = 0 (opsets 1-8): one statistic per activation, shaped like
+  // x's dims after the batch, which broadcast as they are.
+  if (*rank > 2 && (n.opset >= 9 || n.getInt("spatial", 1) != 0)) {
     f = perChannel(n, f, *rank);
     shift = perChannel(n, shift, *rank);
   }
@@ -487,12 +495,12 @@ void addNNRules(std::vector<ImportRule> &r) {
       {"GlobalAveragePool", 1, M, globalPool<ReduceMeanOp>},
       {"GlobalMaxPool", 1, M, globalPool<ReduceMaxOp>},
       {"MatMul", 1, M, matmul},
-      {"Gemm", 7, M, gemm},
+      {"Gemm", 1, M, gemm}, // opsets 1-6: `broadcast` is a case of broadcasting
       {"Softmax", 1, M, softmax<false>},
       {"LogSoftmax", 1, M, softmax<true>},
       {"Hardmax", 1, M, hardmax},
-      {"BatchNormalization", 7, M, batchNorm},
-      {"InstanceNormalization", 6, M, instanceNorm},
+      {"BatchNormalization", 1, M, batchNorm},
+      {"InstanceNormalization", 1, M, instanceNorm},
       {"LayerNormalization", 17, M, layerNorm},
       {"LRN", 1, M, lrn},
       {"MeanVarianceNormalization", 9, M, meanVarianceNorm},

@@ -210,9 +210,11 @@ LogicalResult lstm(NodeImporter &n, Outs &out) { return Recurrence{n, Cell::LSTM
 void addRecurrentRules(std::vector<ImportRule> &r) {
   constexpr int64_t M = kMaxSupportedOpset;
   r.insert(r.end(), {
-      {"RNN", 7, M, rnn},
-      {"GRU", 7, M, gru},
-      {"LSTM", 7, M, lstm},
+      // Opsets 1-6 differ only in attributes that did not change the result
+      // (output_sequence; GRU's linear_before_reset arrived at 3, default 0).
+      {"RNN", 1, M, rnn},
+      {"GRU", 1, M, gru},
+      {"LSTM", 1, M, lstm},
   });
 }
 

@@ -234,10 +234,24 @@ LogicalResult resize(NodeImporter &n, Outs &out) {
 }
 
 LogicalResult upsample(NodeImporter &n, Outs &out) {
-  ResizeParams p{n.getString("mode", "nearest"), "asymmetric", "floor", -0.75, false};
-  auto scales = n.constFloats(1);
+  std::string mode = n.getString("mode", "nearest");
+  if (mode == "bilinear") // Upsample-1's name for it
+    mode = "linear";
+  ResizeParams p{mode, "asymmetric", "floor", -0.75, false};
+  std::optional<SmallVector<double>> scales;
+  if (n.opset >= 9) {
+    scales = n.constFloats(1);
+  } else if (n.opset >= 7) {
+    if (auto s = n.getFloats("scales"))
+      scales = SmallVector<double>(s->begin(), s->end());
+  } else if (n.attr("height_scale") && n.attr("width_scale")) {
+    // Upsample-1: NCHW, the two spatial scales as attributes.
+    scales = SmallVector<double>{1.0, 1.0, n.getFloat("height_scale", 1.0f),
+                                 n.getFloat("width_scale", 1.0f)};
+  }
   if (!scales)
-    return n.error("Upsample scales must be a constant");
+    return n.error(n.opset >= 9 ? "Upsample scales must be a constant"
+                                : "Upsample needs its scales attribute(s)");
   return resizeWith(n, out, n.required(0), scales, std::nullopt, {}, p);
 }
 
@@ -247,7 +261,7 @@ void addResizeRules(std::vector<ImportRule> &r) {
   constexpr int64_t M = kMaxSupportedOpset;
   r.insert(r.end(), {
       {"Resize", 10, M, resize},
-      {"Upsample", 9, 9, upsample},
+      {"Upsample", 1, 9, upsample},
   });
 }
 

@@ -58,6 +58,13 @@ LogicalResult constant(NodeImporter &n, Outs &out) {
 }
 
 LogicalResult reshape(NodeImporter &n, Outs &out) {
+  if (n.opset < 5) { // the shape was an attribute
+    auto shape = n.getInts("shape");
+    if (!shape)
+      return n.error("Reshape needs a 'shape' attribute before opset 5");
+    out.push_back(n.make<ReshapeOp>(n.required(0), n.i64Tensor(*shape), n.b.getBoolAttr(false)));
+    return success();
+  }
   out.push_back(n.make<ReshapeOp>(n.required(0), n.required(1),
                                   n.b.getBoolAttr(n.getInt("allowzero", 0) != 0)));
   return success();
@@ -105,7 +112,10 @@ LogicalResult concat(NodeImporter &n, Outs &out) {
     ins.push_back(n.required(i));
   if (n.failed())
     return failure();
-  out.push_back(n.make<ConcatOp>(ins, n.b.getI64IntegerAttr(n.getInt("axis", 0))));
+  // Before opset 4 the axis was optional, with 1 as its default.
+  if (n.opset >= 4 && !n.attr("axis"))
+    return n.error("Concat needs an 'axis' attribute");
+  out.push_back(n.make<ConcatOp>(ins, n.b.getI64IntegerAttr(n.getInt("axis", 1))));
   return success();
 }
 
@@ -199,6 +209,24 @@ LogicalResult expand(NodeImporter &n, Outs &out) {
 }
 
 LogicalResult tile(NodeImporter &n, Outs &out) {
+  if (n.opset < 6) {
+    // Tile-1: one axis (input 2) repeated `tiles` (input 1) times.
+    Value x = n.required(0);
+    auto rank = n.rankOf(x);
+    auto tiles = n.constInts(1), axis = n.constInts(2);
+    if (!rank)
+      return failure();
+    if (!tiles || tiles->size() != 1 || !axis || axis->size() != 1)
+      return n.error("Tile before opset 6 needs constant scalar 'tiles' and 'axis' inputs");
+    int64_t a = (*axis)[0] < 0 ? (*axis)[0] + *rank : (*axis)[0];
+    if (a < 0 || a >= *rank)
+      return n.error("Tile axis " + Twine((*axis)[0]) + " is out of range for rank " +
+                     Twine(*rank));
+    SmallVector<int64_t> repeats(*rank, 1);
+    repeats[a] = (*tiles)[0];
+    out.push_back(n.make<TileOp>(x, n.i64Tensor(repeats)));
+    return success();
+  }
   out.push_back(n.make<TileOp>(n.required(0), n.required(1)));
   return success();
 }
@@ -210,9 +238,10 @@ LogicalResult pad(NodeImporter &n, Outs &out) {
   std::string mode = n.getString("mode", "constant");
   Value pads, value;
   if (n.opset < 11) {
-    auto p = n.getInts("pads");
+    // Pad-1 called them "paddings", in the same order.
+    auto p = n.getInts(n.opset < 2 ? "paddings" : "pads");
     if (!p)
-      return n.error("Pad needs pads");
+      return n.error(n.opset < 2 ? "Pad needs paddings" : "Pad needs pads");
     pads = n.i64Tensor(*p);
     value = n.scalarLike(x, n.getFloat("value", 0.0f));
   } else {
@@ -278,7 +307,7 @@ LogicalResult split(NodeImporter &n, Outs &out) {
     return n.error("Split along a dimension of unknown size is not supported");
   int64_t dim = t.getDimSize(axis), parts = n.node.output_size();
   SmallVector<int64_t> sizes;
-  if (n.opset >= 13 && n.hasInput(1)) {
+  if ((n.opset >= 13 || n.opset == 1) && n.hasInput(1)) { // Split-1 had both forms
     auto s = n.constInts(1);
     if (!s)
       return n.error("Split sizes must be a constant");
@@ -480,12 +509,12 @@ void addTensorRules(std::vector<ImportRule> &r) {
   constexpr int64_t M = kMaxSupportedOpset;
   r.insert(r.end(), {
       {"Constant", 1, M, constant},
-      {"Reshape", 5, M, reshape},
+      {"Reshape", 1, M, reshape},
       {"Flatten", 1, M, flatten},
       {"Squeeze", 1, M, squeeze},
       {"Unsqueeze", 1, M, unsqueeze},
       {"Transpose", 1, M, transpose},
-      {"Concat", 4, M, concat},
+      {"Concat", 1, M, concat},
       {"Slice", 1, M, slice},
       {"Gather", 1, M, gather},
       {"GatherElements", 11, M, gatherElements},
@@ -495,13 +524,13 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"ScatterElements", 11, M, scatterElements},
       {"ScatterND", 11, M, scatterND},
       {"Expand", 8, M, expand},
-      {"Tile", 6, M, tile},
-      {"Pad", 2, M, pad},
+      {"Tile", 1, M, tile},
+      {"Pad", 1, M, pad},
       {"Shape", 1, M, shape},
       {"Size", 1, M, size},
       {"ConstantOfShape", 9, M, constantOfShape},
       {"Range", 11, M, range},
-      {"Split", 2, M, split},
+      {"Split", 1, M, split},
       {"DepthToSpace", 1, M, depthToSpace},
       {"SpaceToDepth", 1, M, spaceToDepth},
       {"Dropout", 1, M, dropout},

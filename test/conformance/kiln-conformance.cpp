@@ -1,6 +1,12 @@
-// Runs the ONNX backend node tests (model.onnx + test_data_set_K) through
-// Kiln's JIT and compares with the reference outputs. Each test runs in a
-// forked child, so a crash or a hang in generated code fails that test only.
+// Runs the ONNX backend tests (model.onnx + test_data_set_K) through Kiln's
+// JIT and compares with the reference outputs. Each test runs in a forked
+// child, so a crash or a hang in generated code fails that test only.
+//
+// By default it runs the four suites of libonnx-testdata (node,
+// pytorch-converted, pytorch-operator, simple) and prints each one's count;
+// --data DIR (repeatable) runs the suites in DIR instead. A test is named by
+// its directory, prefixed with its suite ("simple/test_sequence_model1")
+// except in the node suite.
 //
 // With --xfail FILE, failures listed there (one "test_name: reason" per
 // line) are expected: the run fails on any other failure (a regression) and
@@ -25,7 +31,7 @@
 namespace fs = std::filesystem;
 
 struct Options {
-  std::string dataDir = "/usr/share/libonnx-testdata/data/node";
+  std::vector<std::string> dataDirs;
   std::string xfailFile;
   std::string filter;
   int jobs = 2;
@@ -86,6 +92,7 @@ struct Running {
   pid_t pid;
   int fd;
   std::string name;
+  size_t test;
   std::chrono::steady_clock::time_point start;
 };
 
@@ -124,7 +131,7 @@ int main(int argc, char **argv) {
       return argv[++i];
     };
     if (a == "--data")
-      opts.dataDir = next();
+      opts.dataDirs.push_back(next());
     else if (a == "--xfail")
       opts.xfailFile = next();
     else if (a == "--filter")
@@ -137,9 +144,11 @@ int main(int argc, char **argv) {
       opts.listFailures = true;
     else {
       std::fprintf(stderr,
-                   "usage: kiln-conformance [--data DIR] [--xfail FILE] [--filter SUBSTR]\n"
+                   "usage: kiln-conformance [--data DIR]... [--xfail FILE] [--filter SUBSTR]\n"
                    "                        [--jobs N] [--timeout SECONDS] [--list-failures]\n"
-                   "--list-failures prints failures in the xfail-file format.\n");
+                   "--list-failures prints failures in the xfail-file format.\n"
+                   "Without --data: the node, pytorch-converted, pytorch-operator and simple\n"
+                   "suites under /usr/share/libonnx-testdata/data.\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -149,23 +158,52 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kiln-conformance: cannot read %s\n", opts.xfailFile.c_str());
     return 2;
   }
-  std::vector<fs::path> tests;
-  std::error_code ec;
-  for (const auto &e : fs::directory_iterator(opts.dataDir, ec))
-    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
-        e.path().filename().string().find(opts.filter) != std::string::npos)
-      tests.push_back(e.path());
-  if (ec || tests.empty()) {
-    std::fprintf(stderr, "kiln-conformance: no tests under %s\n", opts.dataDir.c_str());
+  if (opts.dataDirs.empty())
+    for (const char *suite : {"node", "pytorch-converted", "pytorch-operator", "simple"})
+      opts.dataDirs.push_back(std::string("/usr/share/libonnx-testdata/data/") + suite);
+  struct Test {
+    fs::path dir;
+    std::string suite, name; // name: as in the xfail file
+  };
+  std::vector<Test> tests;
+  std::vector<std::string> suites;
+  for (const std::string &dataDir : opts.dataDirs) {
+    std::string suite = fs::path(dataDir).lexically_normal().filename().string();
+    if (suite.empty())
+      suite = fs::path(dataDir).lexically_normal().parent_path().filename().string();
+    std::vector<Test> found;
+    std::error_code ec;
+    for (const auto &e : fs::directory_iterator(dataDir, ec)) {
+      std::string dirName = e.path().filename().string();
+      std::string name = suite == "node" ? dirName : suite + "/" + dirName;
+      if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+          name.find(opts.filter) != std::string::npos)
+        found.push_back({e.path(), suite, name});
+    }
+    if (ec) {
+      std::fprintf(stderr, "kiln-conformance: cannot read %s\n", dataDir.c_str());
+      return 2;
+    }
+    std::sort(found.begin(), found.end(),
+              [](const Test &a, const Test &b) { return a.name < b.name; });
+    tests.insert(tests.end(), found.begin(), found.end());
+    suites.push_back(suite);
+  }
+  if (tests.empty()) {
+    std::fprintf(stderr, "kiln-conformance: no tests matched\n");
     return 2;
   }
-  std::sort(tests.begin(), tests.end());
+  struct Counts {
+    int passed = 0, failed = 0, skipped = 0;
+  };
+  std::map<std::string, Counts> perSuite;
 
   int passed = 0, failed = 0, skipped = 0, regressions = 0, unexpectedPasses = 0;
   std::vector<std::string> failureLines;
   std::vector<Running> running;
   size_t next = 0;
-  auto finish = [&](Running &r, int status, bool timedOut) {
+  auto finish = [&](Running &r, const Test &test, int status, bool timedOut) {
+    Counts &counts = perSuite[test.suite];
     std::string msg;
     char buf[4096];
     ssize_t n;
@@ -190,19 +228,22 @@ int main(int argc, char **argv) {
       if (c == '\n')
         c = ' ';
     // Diagnostics start with the model's path; the test name says it already.
-    std::string modelPath = (fs::path(opts.dataDir) / r.name / "model.onnx").string();
+    std::string modelPath = (test.dir / "model.onnx").string();
     for (size_t at; (at = msg.find(modelPath + ": ")) != std::string::npos;)
       msg.erase(at, modelPath.size() + 2);
     bool expectedFail = xfail.count(r.name) > 0;
     if (verdict == "P") {
       ++passed;
+      ++counts.passed;
       std::printf("PASS %s%s\n", r.name.c_str(), expectedFail ? "  (UNEXPECTED PASS: remove it from the xfail file)" : "");
       unexpectedPasses += expectedFail;
     } else if (verdict == "S") {
       ++skipped;
+      ++counts.skipped;
       std::printf("SKIP %s: %s\n", r.name.c_str(), msg.c_str());
     } else {
       ++failed;
+      ++counts.failed;
       std::printf("%s %s: %s\n", expectedFail ? "XFAIL" : "FAIL", r.name.c_str(), msg.c_str());
       regressions += !expectedFail && !opts.xfailFile.empty();
       failureLines.push_back(r.name + ": " + msg.substr(0, 200));
@@ -217,7 +258,8 @@ int main(int argc, char **argv) {
         std::perror("pipe");
         return 2;
       }
-      const fs::path &dir = tests[next++];
+      size_t index = next++;
+      const fs::path &dir = tests[index].dir;
       std::fflush(stdout);
       pid_t pid = fork();
       if (pid == 0) {
@@ -229,7 +271,7 @@ int main(int argc, char **argv) {
         _exit(0);
       }
       close(fds[1]);
-      running.push_back({pid, fds[0], dir.filename().string(), std::chrono::steady_clock::now()});
+      running.push_back({pid, fds[0], tests[index].name, index, std::chrono::steady_clock::now()});
     }
     bool progressed = false;
     for (size_t i = 0; i < running.size();) {
@@ -242,7 +284,7 @@ int main(int argc, char **argv) {
         waitpid(running[i].pid, &status, 0);
       }
       if (r != 0 || timedOut) {
-        finish(running[i], status, timedOut);
+        finish(running[i], tests[running[i].test], status, timedOut);
         running.erase(running.begin() + i);
         progressed = true;
       } else {
@@ -260,13 +302,17 @@ int main(int argc, char **argv) {
   }
   for (const auto &entry : xfail) {
     const std::string &name = entry.first;
-    if (std::none_of(tests.begin(), tests.end(),
-                     [&](const fs::path &p) { return p.filename().string() == name; }) &&
+    if (std::none_of(tests.begin(), tests.end(), [&](const Test &t) { return t.name == name; }) &&
         opts.filter.empty())
       std::printf("note: xfail entry %s names no test\n", name.c_str());
   }
   if (!opts.xfailFile.empty())
     std::printf("regressions: %d, unexpected passes: %d\n", regressions, unexpectedPasses);
+  for (const std::string &suite : suites) {
+    const Counts &c = perSuite[suite];
+    std::printf("%-18s %d passed, %d failed, %d skipped\n", (suite + ":").c_str(), c.passed,
+                c.failed, c.skipped);
+  }
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return regressions || unexpectedPasses ? 1 : 0;
 }

@@ -8,16 +8,17 @@ import re
 import sys
 
 run, path = sys.argv[1], sys.argv[2]
+ENTRY = re.compile(r"^([\w-]+/)?test_")  # node tests, or SUITE/test_ for the other suites
 passed = {line.split()[1] for line in open(run)
           if line.startswith("PASS ") and "UNEXPECTED PASS" in line}
 lines = [l for l in open(path).read().splitlines()
-         if not (l.startswith("test_") and l.split(":")[0] in passed)]
+         if not (ENTRY.match(l) and l.split(":")[0] in passed)]
 out, i = [], 0
 while i < len(lines):
     line = lines[i]
     if line.startswith("# ") and re.search(r"\(\d+\)$", line):
         j = i + 1
-        while j < len(lines) and lines[j].startswith("test_"):
+        while j < len(lines) and ENTRY.match(lines[j]):
             j += 1
         members = lines[i + 1:j]
         if members:
