@@ -206,6 +206,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addRecurrentRules(all);
     addEinsumRules(all);
     addLegacyRules(all);
+    addQuantizationRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);

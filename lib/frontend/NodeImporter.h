@@ -113,10 +113,16 @@ void addResizeRules(std::vector<ImportRule> &rules);
 void addRecurrentRules(std::vector<ImportRule> &rules);
 void addEinsumRules(std::vector<ImportRule> &rules);
 void addLegacyRules(std::vector<ImportRule> &rules);
+void addQuantizationRules(std::vector<ImportRule> &rules);
 
 /// softmax(x) or, with `log`, log_softmax(x) over `axes`, shifted by the
 /// maximum for stability (lib/frontend/RulesNN.cpp).
 mlir::Value buildSoftmax(NodeImporter &n, mlir::Value x, llvm::ArrayRef<int64_t> axes, bool log);
+
+/// A Conv of x and w (plus bias, if given) with the node's Conv attributes
+/// (kernel_shape, strides, dilations, pads/auto_pad, group); null after an
+/// error (lib/frontend/RulesNN.cpp).
+mlir::Value buildConv(NodeImporter &n, mlir::Value x, mlir::Value w, mlir::Value bias);
 
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,

@@ -51,13 +51,14 @@ SmallVector<int64_t> intsOr(NodeImporter &n, StringRef name, size_t count, int64
   return SmallVector<int64_t>(count, dflt);
 }
 
-LogicalResult conv(NodeImporter &n, Outs &out) {
-  Value x = n.required(0), w = n.required(1);
+} // namespace
+
+Value buildConv(NodeImporter &n, Value x, Value w, Value bias) {
   if (n.failed())
-    return failure();
+    return {};
   auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
   if (!xt || !wt || xt.getRank() < 3)
-    return n.error("Conv needs input and weight of known rank >= 3");
+    return (void)n.error("Conv needs input and weight of known rank >= 3"), Value();
   size_t spatial = xt.getRank() - 2;
   SmallVector<int64_t> kernel =
       n.getInts("kernel_shape") ? *n.getInts("kernel_shape")
@@ -65,14 +66,22 @@ LogicalResult conv(NodeImporter &n, Outs &out) {
   SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
   SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
   if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial)
-    return n.error("kernel_shape/strides/dilations do not match the input rank");
+    return (void)n.error("kernel_shape/strides/dilations do not match the input rank"), Value();
   SmallVector<int64_t> pads;
   if (failed(resolvePads(n, xt, kernel, strides, dilations, pads)))
+    return {};
+  return n.make<ConvOp>(x, w, bias, n.b.getDenseI64ArrayAttr(strides),
+                        n.b.getDenseI64ArrayAttr(pads), n.b.getDenseI64ArrayAttr(dilations),
+                        n.b.getI64IntegerAttr(n.getInt("group", 1)));
+}
+
+namespace {
+
+LogicalResult conv(NodeImporter &n, Outs &out) {
+  Value y = buildConv(n, n.required(0), n.required(1), n.input(2));
+  if (!y)
     return failure();
-  out.push_back(n.make<ConvOp>(x, w, n.input(2), n.b.getDenseI64ArrayAttr(strides),
-                               n.b.getDenseI64ArrayAttr(pads),
-                               n.b.getDenseI64ArrayAttr(dilations),
-                               n.b.getI64IntegerAttr(n.getInt("group", 1))));
+  out.push_back(y);
   return success();
 }
 
