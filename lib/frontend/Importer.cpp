@@ -90,6 +90,16 @@ Value NodeImporter::i64Tensor(ArrayRef<int64_t> values) {
   return constant(DenseIntElementsAttr::get(type, values));
 }
 
+Value NodeImporter::alongAxis(Value v, int64_t rank, int64_t axis) {
+  auto vRank = rankOf(v);
+  if (!vRank)
+    return {};
+  if (axis + *vRank >= rank)
+    return v;
+  return make<UnsqueezeOp>(
+      v, b.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(*vRank, rank - axis))));
+}
+
 Value NodeImporter::positionsAlong(int64_t rank, int64_t axis, int64_t size) {
   SmallVector<int64_t> shape(rank, 1);
   shape[axis] = size;

@@ -80,6 +80,10 @@ public:
   /// shape that is 1 elsewhere: compared with an index tensor it selects
   /// the position the index names (one-hot, arg-max masks).
   mlir::Value positionsAlong(int64_t rank, int64_t axis, int64_t size);
+  /// `v` laid along a rank-`rank` tensor from `axis` on: unit dims appended
+  /// after it, so that it broadcasts (per-channel parameters: a vector at
+  /// axis 1).
+  mlir::Value alongAxis(mlir::Value v, int64_t rank, int64_t axis);
   /// A rank-0 constant of the element type of `like`.
   mlir::Value scalarLike(mlir::Value like, double value);
 

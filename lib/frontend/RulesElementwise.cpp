@@ -145,6 +145,13 @@ LogicalResult leakyRelu(NodeImporter &n, Outs &out) {
 
 LogicalResult prelu(NodeImporter &n, Outs &out) {
   Value x = n.required(0), slope = n.required(1);
+  if (n.failed())
+    return failure();
+  // Opsets 1-6 apply a one-dimensional slope of C values per channel (axis
+  // 1), where opset 7 broadcasts it against the last axis.
+  auto xt = NodeImporter::rankedType(x), st = NodeImporter::rankedType(slope);
+  if (n.opset < 7 && xt && st && st.getRank() == 1 && st.getDimSize(0) != 1)
+    slope = n.alongAxis(slope, xt.getRank(), 1);
   out.push_back(negativeBranch(n, x, n.make<MulOp>(x, slope)));
   return success();
 }
@@ -295,7 +302,7 @@ void addElementwiseRules(std::vector<ImportRule> &r) {
       {"Acosh", 9, M, unary<AcoshOp>},
       {"Atanh", 9, M, unary<AtanhOp>},
       {"Identity", 1, M, identity},
-      // Opsets 1-6 of the binary operators and PRelu: RulesLegacy.cpp.
+      // Opsets 1-6 of the binary operators: RulesLegacy.cpp.
       {"Add", 7, M, binary<AddOp>},
       {"Sub", 7, M, binary<SubOp>},
       {"Mul", 7, M, binary<MulOp>},
@@ -320,7 +327,7 @@ void addElementwiseRules(std::vector<ImportRule> &r) {
       {"CastLike", 15, M, castLike},
       {"Clip", 1, M, clip},
       {"LeakyRelu", 1, M, leakyRelu},
-      {"PRelu", 7, M, prelu},
+      {"PRelu", 1, M, prelu},
       {"Elu", 1, M, elu},
       {"Selu", 1, M, selu},
       {"Celu", 12, M, celu},

@@ -1,9 +1,9 @@
 // Import rules for the semantics of opsets 1-6 that later versions changed:
-// binary operators with explicit `broadcast`/`axis` attributes and PRelu's
-// per-channel slope. Old versions that only dropped an attribute (Clip's
-// consumed_inputs, Concat's default axis, Reshape's shape attribute, ...)
-// are handled by the current rules, which look at the node's opset; this
-// file is for the rules that would otherwise read differently.
+// binary operators with explicit `broadcast`/`axis` attributes. Old versions
+// that only dropped an attribute (Clip's consumed_inputs, Concat's default
+// axis, Reshape's shape attribute, ...) and PRelu's per-channel slope are
+// handled by the current rules, which look at the node's opset; this file is
+// for the rules that would otherwise read differently.
 //
 // Why rules and not ONNX's version converter: libonnx's converter has no
 // adapters for several of these steps (PRelu 6 -> 7 keeps a [C] slope that
@@ -38,12 +38,7 @@ Value alignLegacyOperand(NodeImporter &n, Value a, Value b) {
                   " first input");
     return {};
   }
-  if (trailing == 0)
-    return b;
-  SmallVector<int64_t> axes;
-  for (int64_t i = 0; i < trailing; ++i)
-    axes.push_back(*rankB + i);
-  return n.make<UnsqueezeOp>(b, n.b.getDenseI64ArrayAttr(axes));
+  return n.alongAxis(b, *rankA, axis);
 }
 
 template <typename OpTy>
@@ -55,24 +50,6 @@ LogicalResult legacyBinary(NodeImporter &n, Outs &out) {
   if (!b)
     return failure();
   out.push_back(n.make<OpTy>(a, b));
-  return success();
-}
-
-/// Opsets 1-6 apply a one-dimensional slope of C values per channel (axis
-/// 1), where opset 7 would broadcast it against the last axis.
-LogicalResult legacyPRelu(NodeImporter &n, Outs &out) {
-  Value x = n.required(0), slope = n.required(1);
-  if (n.failed())
-    return failure();
-  auto xt = NodeImporter::rankedType(x), st = NodeImporter::rankedType(slope);
-  if (xt && st && xt.getRank() > 2 && st.getRank() == 1 && st.getDimSize(0) != 1) {
-    SmallVector<int64_t> axes;
-    for (int64_t i = 1; i + 1 < xt.getRank(); ++i)
-      axes.push_back(i);
-    slope = n.make<UnsqueezeOp>(slope, n.b.getDenseI64ArrayAttr(axes));
-  }
-  Value zero = n.scalarLike(x, 0.0);
-  out.push_back(n.make<SelectOp>(n.make<LessOp>(x, zero), n.make<MulOp>(x, slope), x));
   return success();
 }
 
@@ -91,7 +68,6 @@ void addLegacyRules(std::vector<ImportRule> &r) {
       {"Equal", 1, 6, legacyBinary<EqualOp>},
       {"Less", 1, 6, legacyBinary<LessOp>},
       {"Greater", 1, 6, legacyBinary<GreaterOp>},
-      {"PRelu", 1, 6, legacyPRelu},
   });
 }
 

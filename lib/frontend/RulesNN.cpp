@@ -353,9 +353,7 @@ LogicalResult hardmax(NodeImporter &n, Outs &out) {
 
 /// Reshapes a per-channel vector [C] to [C, 1, ...] so that it broadcasts
 /// against an N, C, spatial... tensor of `rank`.
-Value perChannel(NodeImporter &n, Value v, int64_t rank) {
-  return n.make<UnsqueezeOp>(v, n.b.getDenseI64ArrayAttr(spatialAxes(rank - 1, 1)));
-}
+Value perChannel(NodeImporter &n, Value v, int64_t rank) { return n.alongAxis(v, rank, 1); }
 
 LogicalResult batchNorm(NodeImporter &n, Outs &out) {
   Value x = n.required(0), scale = n.required(1), bias = n.required(2),

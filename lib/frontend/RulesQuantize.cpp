@@ -29,12 +29,16 @@ FailureOr<Value> alongAxis(NodeImporter &n, Value param, int64_t rank, int64_t a
   if (axis < 0 || axis >= rank)
     return n.error("axis " + Twine(n.getInt("axis", 1)) + " is out of range for rank " +
                    Twine(rank));
-  SmallVector<int64_t> axes;
-  for (int64_t i = axis + 1; i < rank; ++i)
-    axes.push_back(i - axis);
-  if (axes.empty())
-    return param;
-  return n.make<UnsqueezeOp>(param, n.b.getDenseI64ArrayAttr(axes));
+  return n.alongAxis(param, rank, axis);
+}
+
+/// `v` along `axis` when it is a vector of several values; a scalar or a
+/// one-element vector broadcasts as it is.
+Value perVector(NodeImporter &n, Value v, int64_t rank, int64_t axis) {
+  auto t = NodeImporter::rankedType(v);
+  if (!t || t.getRank() != 1 || t.getDimSize(0) == 1)
+    return v;
+  return n.alongAxis(v, rank, axis);
 }
 
 /// round_half_even(v) + zp, saturated to the range of `to` and cast to it.
@@ -117,9 +121,8 @@ LogicalResult dynamicQuantizeLinear(NodeImporter &n, Outs &out) {
   Value scale = n.make<DivOp>(n.make<SubOp>(hi, lo), n.scalarLike(x, 255.0));
   Type u8 = IntegerType::get(n.b.getContext(), 8, IntegerType::Unsigned);
   Value zp = saturateCast(n, n.make<NegOp>(n.make<DivOp>(lo, scale)), Value(), u8);
-  Value y = saturateCast(n, n.make<DivOp>(x, scale), n.make<CastOp>(zp, TypeAttr::get(
-                                                         NodeImporter::elementType(x))),
-                         u8);
+  Value y = saturateCast(n, n.make<DivOp>(x, scale),
+                         toFloat(n, zp, NodeImporter::elementType(x)), u8);
   out.append({y, scale, zp});
   return success();
 }
@@ -163,16 +166,6 @@ LogicalResult qlinearMatMul(NodeImporter &n, Outs &out) {
   return success();
 }
 
-/// (w - w_zp) as `t`; a per-output-channel zero point (or scale) of M values
-/// lies along the weight's first axis.
-Value alongOutputChannels(NodeImporter &n, Value v, int64_t rank) {
-  auto t = NodeImporter::rankedType(v);
-  if (!t || t.getRank() != 1 || t.getDimSize(0) == 1)
-    return v;
-  return n.make<UnsqueezeOp>(v, n.b.getDenseI64ArrayAttr(
-                                    llvm::to_vector(llvm::seq<int64_t>(1, rank))));
-}
-
 /// The convolution of (x - x_zp) and (w - w_zp) accumulated in `acc` (i32:
 /// exact for 8-bit operands), with zero padding of the centred input (the
 /// padded positions contribute nothing, as in ONNX's reference). It runs on
@@ -186,8 +179,8 @@ Value centeredConv(NodeImporter &n, Value x, Value xZp, Value w, Value wZp, Type
     xc = n.make<SubOp>(xc, n.make<CastOp>(xZp, TypeAttr::get(acc)));
   Value wc = n.make<CastOp>(w, TypeAttr::get(acc));
   if (wZp)
-    wc = n.make<SubOp>(wc, alongOutputChannels(n, n.make<CastOp>(wZp, TypeAttr::get(acc)),
-                                               wt.getRank()));
+    wc = n.make<SubOp>(wc, perVector(n, n.make<CastOp>(wZp, TypeAttr::get(acc)), wt.getRank(),
+                                     0)); // per output channel: the weight's first axis
   return buildConv(n, xc, wc, Value());
 }
 
@@ -218,20 +211,11 @@ LogicalResult qlinearConv(NodeImporter &n, Outs &out) {
   Value acc = centeredConv(n, x, xZp, w, wZp, n.b.getI32Type());
   if (!acc)
     return failure();
-  if (bias) {
-    auto bt = NodeImporter::rankedType(bias);
-    Value b = bt && bt.getRank() == 1
-                  ? n.make<UnsqueezeOp>(bias, n.b.getDenseI64ArrayAttr(llvm::to_vector(
-                                                  llvm::seq<int64_t>(1, xt.getRank() - 1))))
-                  : bias;
-    acc = n.make<AddOp>(acc, b);
-  }
-  // Per-output-channel weight scales lie along the output's channel axis.
-  Value ws = wScale;
-  auto wst = NodeImporter::rankedType(wScale);
-  if (wst && wst.getRank() == 1 && wst.getDimSize(0) != 1)
-    ws = n.make<UnsqueezeOp>(wScale, n.b.getDenseI64ArrayAttr(llvm::to_vector(
-                                         llvm::seq<int64_t>(1, xt.getRank() - 1))));
+  // The bias and per-output-channel weight scales lie along the output's
+  // channel axis.
+  if (bias)
+    acc = n.make<AddOp>(acc, perVector(n, bias, xt.getRank(), 1));
+  Value ws = perVector(n, wScale, xt.getRank(), 1);
   Value factor = n.make<DivOp>(n.make<MulOp>(xScale, ws), yScale);
   Value v = n.make<MulOp>(n.make<CastOp>(acc, TypeAttr::get(f)), factor);
   out.push_back(saturateCast(n, v, toFloat(n, yZp, f), NodeImporter::elementType(yZp)));
