@@ -83,8 +83,10 @@ constexpr int64_t kMaxSpecialisedElements = 64;
 
 static bool isValueCandidate(const kiln_tensor *t) {
   int32_t dt = kiln_tensor_dtype(t);
+  // Booleans too: a Loop's initial condition decides its number of
+  // iterations, and so the shapes of its scan outputs.
   bool supported = dt == KILN_INT64 || dt == KILN_INT32 || dt == KILN_FLOAT32 ||
-                   dt == KILN_FLOAT64;
+                   dt == KILN_FLOAT64 || dt == KILN_BOOL;
   return supported && kiln_tensor_num_elements(t) <= kMaxSpecialisedElements;
 }
 

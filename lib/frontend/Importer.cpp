@@ -2,7 +2,12 @@
 // order, value names, locations. Per-op semantics are in Rules*.cpp.
 #include "kiln/Frontend/Importer.h"
 #include "NodeImporter.h"
+#include "ControlFlow.h"
 #include "Sequences.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -79,6 +84,27 @@ std::optional<int64_t> NodeImporter::rankOf(Value v) {
     return t.getRank();
   (void)error("needs an input of known rank");
   return std::nullopt;
+}
+
+Value NodeImporter::foldConstantOperands(Operation *op) {
+  Value result = op->getResult(0);
+  if (op->getNumResults() != 1 || op->getNumOperands() == 0 ||
+      !llvm::all_of(op->getOperands(), [](Value v) {
+        return matchPattern(v, m_Constant());
+      }))
+    return result;
+  SmallVector<OpFoldResult> folded;
+  if (mlir::failed(op->fold(folded)) || folded.size() != 1)
+    return result;
+  if (auto same = dyn_cast_if_present<Value>(folded[0]); same && same.getType() == result.getType()) {
+    op->erase();
+    return same;
+  }
+  auto attr = dyn_cast_if_present<ElementsAttr>(dyn_cast_if_present<Attribute>(folded[0]));
+  if (!attr || attr.getType() != result.getType())
+    return result;
+  op->erase();
+  return constant(attr);
 }
 
 Value NodeImporter::constant(ElementsAttr value) {
@@ -256,6 +282,17 @@ public:
   OwningOpRef<ModuleOp> run();
 
 private:
+  /// An importer for a subgraph of `parent`'s graph, building at `parent`'s
+  /// builder's insertion point.
+  GraphImporter(GraphImporter &parent)
+      : ctx(parent.ctx), model(parent.model), opts(parent.opts), b(&parent.ctx),
+        parent(&parent), opset(parent.opset) {}
+
+  /// The value a name refers to here or in an enclosing graph (null if none).
+  Value lookup(llvm::StringRef name) const;
+  bool isSequence(llvm::StringRef name) const;
+  LogicalResult importSubgraph(OpBuilder &at, const onnx::GraphProto &graph,
+                               ArrayRef<Value> args, SmallVectorImpl<Value> &outputs);
   FailureOr<Type> inputType(const onnx::ValueInfoProto &info, size_t index);
   Location nodeLoc(const onnx::NodeProto &node, size_t index);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
@@ -267,9 +304,62 @@ private:
   llvm::StringMap<Value> values;
   /// Sequence values by name: lists of tensors (Sequences.cpp).
   llvm::StringMap<SmallVector<Value>> sequences;
+  GraphImporter *parent = nullptr;
   int64_t opset = 1;
 };
 } // namespace
+
+Value GraphImporter::lookup(llvm::StringRef name) const {
+  for (const GraphImporter *g = this; g; g = g->parent)
+    if (auto it = g->values.find(name); it != g->values.end())
+      return it->second;
+  return {};
+}
+
+bool GraphImporter::isSequence(llvm::StringRef name) const {
+  for (const GraphImporter *g = this; g; g = g->parent) {
+    if (g->values.count(name))
+      return false;
+    if (g->sequences.count(name))
+      return true;
+  }
+  return false;
+}
+
+LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProto &graph,
+                                            ArrayRef<Value> args,
+                                            SmallVectorImpl<Value> &outputs) {
+  GraphImporter sub(*this);
+  sub.b.setInsertionPoint(at.getInsertionBlock(), at.getInsertionPoint());
+  Location loc = NameLoc::get(StringAttr::get(&ctx, "subgraph '" + graph.name() + "'"));
+  if ((size_t)graph.input_size() != args.size())
+    return emitError(loc) << "the subgraph has " << graph.input_size() << " inputs; "
+                          << args.size() << " are passed to it";
+  for (auto [in, arg] : llvm::zip(graph.input(), args))
+    sub.values[in.name()] = arg;
+  for (const auto &init : graph.initializer()) {
+    std::string err;
+    auto attr = tensorToAttr(&ctx, init, err);
+    if (failed(attr))
+      return emitError(loc) << err;
+    sub.values[init.name()] = ConstantOp::create(sub.b, loc, attr->getType(), *attr);
+  }
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    if (failed(sub.importNode(node, i)))
+      return failure();
+  for (const auto &out : graph.output()) {
+    Value v = sub.lookup(out.name());
+    if (!v)
+      return emitError(loc) << "subgraph output '" << out.name() << "' is "
+                            << (sub.isSequence(out.name()) ? "a sequence; sequences do not "
+                                                             "leave a subgraph"
+                                                           : "never produced");
+    outputs.push_back(v);
+  }
+  // The caller's builder continues after what the subgraph built.
+  at.setInsertionPoint(sub.b.getInsertionBlock(), sub.b.getInsertionPoint());
+  return success();
+}
 
 FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &info, size_t index) {
   Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + info.name() + "'"));
@@ -318,6 +408,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return emitError(loc) << "operator '" << node.op_type() << "' of domain '"
                           << node.domain() << "' is not supported";
   bool sequenceOp = isSequenceOperator(node.op_type());
+  bool controlFlowOp = isControlFlowOperator(node.op_type());
   SmallVector<Value> inputs;
   SmallVector<const SmallVector<Value> *> seqInputs;
   for (const std::string &name : node.input()) {
@@ -326,7 +417,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       inputs.push_back({});
       continue;
     }
-    if (auto seq = sequences.find(name); seq != sequences.end()) {
+    if (auto seq = sequences.find(name); seq != sequences.end() && !values.count(name)) {
       if (!sequenceOp)
         return emitError(loc) << "input '" << name
                               << "' is a sequence; only sequence operators read sequences";
@@ -334,12 +425,32 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       inputs.push_back({});
       continue;
     }
-    auto it = values.find(name);
-    if (it == values.end() || !it->second)
+    Value v = lookup(name);
+    if (!v)
       return emitError(loc) << "input '" << name
-                            << "' is not produced by any earlier node, initializer or "
-                               "graph input";
-    inputs.push_back(it->second);
+                            << (isSequence(name)
+                                    ? "' is a sequence of an enclosing graph; sequences do "
+                                      "not cross into subgraphs"
+                                    : "' is not produced by any earlier node, initializer or "
+                                      "graph input");
+    inputs.push_back(v);
+  }
+  if (controlFlowOp) {
+    NodeImporter ni(b, loc, node, nodeOpset, inputs);
+    SmallVector<Value> outputs;
+    auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args,
+                   SmallVectorImpl<Value> &outs) { return importSubgraph(b, g, args, outs); };
+    if (failed(importControlFlowNode(ni, sub, outputs)) || ni.failed()) {
+      (void)ni.error("cannot import this " + node.op_type() + " node");
+      return failure();
+    }
+    if (outputs.size() < (size_t)node.output_size())
+      return emitError(loc) << node.op_type() << " gives " << outputs.size()
+                            << " results but the node names " << node.output_size();
+    for (auto [i, name] : llvm::enumerate(node.output()))
+      if (!name.empty())
+        values[name] = outputs[i];
+    return success();
   }
   if (sequenceOp) {
     NodeImporter ni(b, loc, node, nodeOpset, inputs);
@@ -391,7 +502,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
-  ctx.loadDialect<KilnDialect, func::FuncDialect>();
+  ctx.loadDialect<KilnDialect, func::FuncDialect, scf::SCFDialect, tensor::TensorDialect,
+                  arith::ArithDialect>();
   const onnx::GraphProto &graph = model.proto->graph();
   opset = defaultDomainOpset(*model.proto);
   Location moduleLoc = FileLineColLoc::get(&ctx, model.sourceName, 0, 0);
@@ -430,15 +542,21 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     auto type = dyn_cast<RankedTensorType>(argTypes[i]);
     Type elt = type ? type.getElementType() : Type();
     const std::string &bytes = fixed->second;
-    if (!type || !type.hasStaticShape() || !elt.isIntOrFloat() || elt.isInteger(1) ||
-        (int64_t)bytes.size() != type.getNumElements() * elt.getIntOrFloatBitWidth() / 8) {
+    bool isBool = elt && elt.isInteger(1);
+    if (!type || !type.hasStaticShape() || !elt.isIntOrFloat() ||
+        (int64_t)bytes.size() !=
+            type.getNumElements() * (isBool ? 1 : elt.getIntOrFloatBitWidth() / 8)) {
       emitError(moduleLoc) << "cannot specialise on the value of input '" << in->name() << "'";
       return {};
     }
     Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + in->name() + "'"));
-    values[in->name()] = ConstantOp::create(
-        b, loc, type,
-        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size())));
+    DenseElementsAttr value;
+    if (isBool) // i1 attributes are bit-packed; the input has a byte each
+      value = DenseElementsAttr::get(
+          type, llvm::map_to_vector(bytes, [](char c) { return c != 0; }));
+    else
+      value = DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()));
+    values[in->name()] = ConstantOp::create(b, loc, type, value);
   }
 
   for (const auto &init : graph.initializer()) {

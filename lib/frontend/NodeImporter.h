@@ -72,7 +72,7 @@ public:
       failed_ = true;
       return {};
     }
-    return op->getResult(0);
+    return foldConstantOperands(op);
   }
   mlir::Value constant(mlir::ElementsAttr value);
   mlir::Value i64Tensor(llvm::ArrayRef<int64_t> values);
@@ -92,6 +92,12 @@ public:
   bool failed() const { return failed_; }
 
 private:
+  /// `op`'s result, or a constant in its place when all its operands are
+  /// constants and it folds: shape arithmetic on constants (and on inputs
+  /// the executable is specialised on) stays visible to later rules that
+  /// need a constant, such as a Loop's trip count or a Reshape's target.
+  mlir::Value foldConstantOperands(mlir::Operation *op);
+
   llvm::ArrayRef<mlir::Value> inputs;
   bool failed_ = false;
 };

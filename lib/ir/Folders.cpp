@@ -338,7 +338,9 @@ OpFoldResult CastOp::fold(FoldAdaptor a) {
   if (toFloat) {
     SmallVector<APFloat> out;
     for (const APInt &v : in.getValues<APInt>()) {
-      APFloat f((double)(fromBool ? v.getZExtValue() : v.getSExtValue()));
+      // Each branch converts on its own: a conditional of uint64_t and int64_t
+      // is unsigned, which turned -4 into 1.8e19.
+      APFloat f(fromBool ? (double)v.getZExtValue() : (double)v.getSExtValue());
       bool lost;
       f.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
       out.push_back(f);

@@ -44,6 +44,9 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
 
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;
+  // Loop-carried values of ONNX Loop/Scan bodies are new tensors each
+  // iteration; they need not be written in place of the iter_arg.
+  bufOpts.allowReturnAllocsFromLoops = true;
   bufOpts.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));

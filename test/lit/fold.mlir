@@ -167,3 +167,20 @@ func.func @reshape_of_reshape(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<3x1
   %c = kiln.reshape %i, %s012 {allowzero = false} : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<3x1x2xf32>
   return %b, %c : tensor<6xf32>, tensor<3x1x2xf32>
 }
+
+// -----
+
+// A negative integer casts to a negative float (it once went through
+// uint64 and became 1.8e19); ceil(-4 / -3) = 2.
+// CHECK-LABEL: func.func @signed_int_to_float
+// CHECK-DAG: kiln.constant {value = dense<-4.000000e+00> : tensor<f32>}
+// CHECK-DAG: kiln.constant {value = dense<2.000000e+00> : tensor<f32>}
+func.func @signed_int_to_float() -> (tensor<f32>, tensor<f32>) {
+  %a = kiln.constant {value = dense<-4> : tensor<i32>} : () -> tensor<i32>
+  %b = kiln.constant {value = dense<-3> : tensor<i32>} : () -> tensor<i32>
+  %fa = kiln.cast %a {to = f32} : (tensor<i32>) -> tensor<f32>
+  %fb = kiln.cast %b {to = f32} : (tensor<i32>) -> tensor<f32>
+  %d = kiln.div %fa, %fb : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %c = kiln.ceil %d : (tensor<f32>) -> tensor<f32>
+  return %fa, %c : tensor<f32>, tensor<f32>
+}

@@ -1,0 +1,548 @@
+// ONNX If, Loop and Scan, imported as upstream structured control flow
+// around kiln ops: If -> scf.if, Loop -> scf.while (a run-time trip count
+// and early exit both work), Scan -> scf.for over the scanned axis. The
+// kiln passes and one-shot bufferization see through these ops, so the
+// subgraphs compile to native code like the rest of the model.
+//
+// A subgraph is imported into a detached block first, because the types of
+// its results (and so of the enclosing op) are known only afterwards; the
+// block is then moved into the op. Subgraphs read values of the enclosing
+// graphs directly (scf regions are not isolated from above).
+//
+// Limits, each reported as an error at the node: branch results must have
+// the same static type in both branches; loop-carried values keep their
+// type from one iteration to the next; a Loop with scan outputs needs its
+// number of iterations when compiling (a constant trip count and initial
+// condition, and a body that cannot end early), since its outputs have
+// static shapes. Sequences do not cross a subgraph boundary.
+#include "ControlFlow.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// No Loop runs more iterations than this when the count is known while
+/// compiling; a larger count is almost surely a corrupt model.
+constexpr int64_t kMaxStaticTripCount = int64_t(1) << 31;
+/// Scan outputs of a Loop are preallocated; this bounds their size.
+constexpr int64_t kMaxScanOutputBytes = int64_t(1) << 34;
+
+const onnx::GraphProto *graphAttr(NodeImporter &n, StringRef name) {
+  const onnx::AttributeProto *a = n.attr(name);
+  if (!a || !a->has_g()) {
+    (void)n.error("the subgraph attribute '" + name + "' is missing");
+    return nullptr;
+  }
+  return &a->g();
+}
+
+std::optional<bool> constantBool(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
+      !attr.getElementType().isInteger(1))
+    return std::nullopt;
+  return *attr.getValues<bool>().begin();
+}
+
+/// The one element of a one-element tensor, as a scalar.
+Value toScalar(NodeImporter &n, Value t, StringRef what) {
+  auto type = NodeImporter::rankedType(t);
+  if (!type || !type.hasStaticShape() || type.getNumElements() != 1) {
+    (void)n.error(what + " must be a tensor of one element");
+    return {};
+  }
+  SmallVector<Value> zeros(type.getRank(), arith::ConstantIndexOp::create(n.b, n.loc, 0));
+  return tensor::ExtractOp::create(n.b, n.loc, t, zeros);
+}
+
+Value toTensor(NodeImporter &n, Value scalar) {
+  return tensor::FromElementsOp::create(
+      n.b, n.loc, RankedTensorType::get({}, scalar.getType()), ValueRange{scalar});
+}
+
+/// Moves the ops of `from` to the end of `to`, whose leading arguments take
+/// the place of `from`'s.
+void moveBody(Block *from, Block *to) {
+  for (auto [a, b] : llvm::zip(from->getArguments(), to->getArguments()))
+    a.replaceAllUsesWith(b);
+  if (!to->empty() && to->back().hasTrait<OpTrait::IsTerminator>())
+    to->back().erase();
+  to->getOperations().splice(to->end(), from->getOperations());
+}
+
+/// Initial values of scan-output buffers (the null entries of `inits`):
+/// empty tensors of the type of the matching body argument.
+void fillEmptyBuffers(OpBuilder &b, Location loc, SmallVectorImpl<Value> &inits,
+                      ValueRange bodyArgs) {
+  for (auto [init, arg] : llvm::zip(inits, bodyArgs))
+    if (!init) {
+      auto t = cast<RankedTensorType>(arg.getType());
+      init = tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType());
+    }
+}
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// Checks that a loop-carried value keeps its type.
+LogicalResult checkCarried(NodeImporter &n, const onnx::GraphProto &body, size_t outIndex,
+                           Value out, Type expected) {
+  if (out && out.getType() == expected)
+    return success();
+  std::string name = outIndex < (size_t)body.output_size() ? body.output(outIndex).name() : "";
+  return n.error("loop-carried value '" + name + "' enters the body as " +
+                 typeString(expected) + " but leaves it as " +
+                 (out ? typeString(out.getType()) : std::string("nothing")) +
+                 "; Kiln needs it to keep its type");
+}
+
+//===----------------------------------------------------------------------===//
+// If
+//===----------------------------------------------------------------------===//
+
+LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs) {
+  const onnx::GraphProto *thenGraph = graphAttr(n, "then_branch");
+  const onnx::GraphProto *elseGraph = thenGraph ? graphAttr(n, "else_branch") : nullptr;
+  Value cond = n.required(0);
+  if (!thenGraph || !elseGraph || !cond)
+    return failure();
+  // A condition known while compiling (a constant, or a graph input the
+  // executable is specialised on) imports only the branch it takes.
+  if (auto known = constantBool(cond))
+    return sub(*known ? *thenGraph : *elseGraph, {}, outputs);
+
+  Value c = toScalar(n, cond, "If's condition");
+  if (!c)
+    return failure();
+  auto thenBlock = std::make_unique<Block>(), elseBlock = std::make_unique<Block>();
+  SmallVector<Value> thenValues, elseValues;
+  {
+    OpBuilder::InsertionGuard guard(n.b);
+    n.b.setInsertionPointToEnd(thenBlock.get());
+    if (failed(sub(*thenGraph, {}, thenValues)))
+      return failure();
+    n.b.setInsertionPointToEnd(elseBlock.get());
+    if (failed(sub(*elseGraph, {}, elseValues)))
+      return failure();
+  }
+  if (thenValues.size() != elseValues.size())
+    return n.error("then_branch has " + Twine(thenValues.size()) + " outputs and else_branch " +
+                   Twine(elseValues.size()));
+  SmallVector<Type> types;
+  for (auto [i, t, e] : llvm::enumerate(thenValues, elseValues)) {
+    if (t.getType() != e.getType())
+      return n.error("output " + Twine(i) + " is " + typeString(t.getType()) +
+                     " in then_branch but " + typeString(e.getType()) +
+                     " in else_branch; Kiln needs both branches to give the same static type");
+    types.push_back(t.getType());
+  }
+  for (auto [block, values] : {std::pair{thenBlock.get(), &thenValues},
+                               std::pair{elseBlock.get(), &elseValues}}) {
+    OpBuilder::InsertionGuard guard(n.b);
+    n.b.setInsertionPointToEnd(block);
+    scf::YieldOp::create(n.b, n.loc, *values);
+  }
+  auto ifOp = scf::IfOp::create(n.b, n.loc, types, c, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
+  moveBody(thenBlock.get(), &ifOp.getThenRegion().front());
+  moveBody(elseBlock.get(), &ifOp.getElseRegion().front());
+  llvm::append_range(outputs, ifOp.getResults());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loop
+//===----------------------------------------------------------------------===//
+
+LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs) {
+  const onnx::GraphProto *body = graphAttr(n, "body");
+  if (!body)
+    return failure();
+  OpBuilder &b = n.b;
+  Location loc = n.loc;
+  size_t numCarried = n.numInputs() > 2 ? n.numInputs() - 2 : 0;
+  if ((size_t)body->input_size() != numCarried + 2)
+    return n.error("the body has " + Twine(body->input_size()) + " inputs; with " +
+                   Twine(numCarried) + " loop-carried values it needs " +
+                   Twine(numCarried + 2));
+  int64_t numScan = body->output_size() - 1 - (int64_t)numCarried;
+  if (numScan < 0)
+    return n.error("the body has " + Twine(body->output_size()) + " outputs; with " +
+                   Twine(numCarried) + " loop-carried values it needs at least " +
+                   Twine(numCarried + 1));
+  if (!n.hasInput(0) && !n.hasInput(1))
+    return n.error("a Loop with neither a trip count nor a condition never ends");
+
+  SmallVector<Value> carried;
+  for (size_t i = 0; i < numCarried; ++i) {
+    Value v = n.required(2 + i);
+    if (!v)
+      return failure();
+    if (!NodeImporter::rankedType(v))
+      return n.error("loop-carried value " + Twine(i) + " has no known shape");
+    carried.push_back(v);
+  }
+
+  std::optional<int64_t> trip;
+  Value tripScalar;
+  if (n.hasInput(0)) {
+    if (auto c = n.constInts(0); c && c->size() == 1) {
+      trip = (*c)[0];
+      if (*trip < 0)
+        return n.error("the trip count " + Twine(*trip) + " is negative");
+      if (*trip > kMaxStaticTripCount)
+        return n.error("the trip count " + Twine(*trip) + " is over Kiln's limit of " +
+                       Twine(kMaxStaticTripCount) + " iterations");
+      tripScalar = arith::ConstantIntOp::create(b, loc, *trip, 64);
+    } else if (!(tripScalar = toScalar(n, n.input(0), "the trip count M"))) {
+      return failure();
+    }
+  }
+  std::optional<bool> condInit = n.hasInput(1) ? constantBool(n.input(1)) : true;
+  Value condScalar = condInit ? arith::ConstantIntOp::create(b, loc, *condInit, 1)
+                              : toScalar(n, n.input(1), "the condition");
+  if (!condScalar)
+    return failure();
+
+  // Scan outputs are preallocated with one row per iteration, so their
+  // number must be known now.
+  int64_t iterations = 0;
+  if (numScan > 0) {
+    if (!trip)
+      return n.error("a Loop with scan outputs needs its trip count M; it must be a constant");
+    if (!condInit)
+      return n.error("a Loop with scan outputs needs its initial condition; it must be a "
+                     "constant");
+    iterations = *condInit ? *trip : 0;
+  }
+
+  // The body: (iteration, condition, carried..., scan buffers...).
+  auto bodyBlock = std::make_unique<Block>();
+  Value iterArg = bodyBlock->addArgument(b.getI64Type(), loc);
+  Value condArg = bodyBlock->addArgument(b.getI1Type(), loc);
+  SmallVector<Value> bodyArgs;
+  SmallVector<Value> inits{arith::ConstantIntOp::create(b, loc, 0, 64), condScalar};
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(bodyBlock.get());
+    Value condTensor = toTensor(n, condArg);
+    bodyArgs = {toTensor(n, iterArg), condTensor};
+    for (Value v : carried) {
+      bodyArgs.push_back(bodyBlock->addArgument(v.getType(), loc));
+      inits.push_back(v);
+    }
+    SmallVector<Value> results;
+    if (failed(sub(*body, bodyArgs, results)))
+      return failure();
+    Value condOut = results[0];
+    if (numScan > 0 && condOut != condTensor && constantBool(condOut) != true)
+      return n.error("a Loop with scan outputs must run all its iterations: its body's "
+                     "condition output must be its condition input or true");
+    for (size_t i = 0; i < numCarried; ++i)
+      if (failed(checkCarried(n, *body, 1 + i, results[1 + i], carried[i].getType())))
+        return failure();
+    Value nextCond = toScalar(n, condOut, "the body's condition output");
+    if (!nextCond)
+      return failure();
+    SmallVector<Value> yields{
+        arith::AddIOp::create(b, loc, iterArg, arith::ConstantIntOp::create(b, loc, 1, 64)),
+        nextCond};
+    llvm::append_range(yields, ArrayRef<Value>(results).slice(1, numCarried));
+    Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), iterArg);
+    for (int64_t j = 0; j < numScan; ++j) {
+      Value slice = results[1 + numCarried + j];
+      auto st = NodeImporter::rankedType(slice);
+      if (!st || !st.hasStaticShape())
+        return n.error("scan output '" + body->output(1 + numCarried + j).name() +
+                       "' has no static shape");
+      int64_t bytes = iterations * st.getNumElements() *
+                      std::max<int64_t>(1, st.getElementTypeBitWidth() / 8);
+      if (bytes > kMaxScanOutputBytes)
+        return n.error("scan output '" + body->output(1 + numCarried + j).name() +
+                       "' would take " + Twine(bytes) + " bytes");
+      SmallVector<int64_t> shape{iterations};
+      llvm::append_range(shape, st.getShape());
+      auto bufType = RankedTensorType::get(shape, st.getElementType());
+      Value buf = bodyBlock->addArgument(bufType, loc);
+      inits.push_back(Value()); // an empty buffer, made outside the body below
+      SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+      offsets[0] = row;
+      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+      for (int64_t d : st.getShape())
+        sizes.push_back(b.getIndexAttr(d));
+      SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
+      yields.push_back(tensor::InsertSliceOp::create(b, loc, slice, buf, offsets, sizes, strides));
+    }
+    scf::YieldOp::create(b, loc, yields);
+  }
+
+  fillEmptyBuffers(b, loc, inits, bodyBlock->getArguments());
+  SmallVector<Type> types(bodyBlock->getArgumentTypes());
+  SmallVector<Location> locs(types.size(), loc);
+  auto whileOp = scf::WhileOp::create(b, loc, types, inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&whileOp.getBefore(), {}, types, locs);
+    Value go = before->getArgument(1);
+    if (tripScalar)
+      go = arith::AndIOp::create(b, loc, go,
+                                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                                       before->getArgument(0), tripScalar));
+    scf::ConditionOp::create(b, loc, go, before->getArguments());
+    Block *after = b.createBlock(&whileOp.getAfter(), {}, types, locs);
+    moveBody(bodyBlock.get(), after);
+  }
+  llvm::append_range(outputs, whileOp.getResults().drop_front(2));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Scan
+//===----------------------------------------------------------------------===//
+
+/// The scan proper, over axis 0 of each of `scanned`: final states and the
+/// scan outputs stacked along a new axis 0.
+LogicalResult scanAlongFirstAxis(NodeImporter &n, SubgraphImporter sub,
+                                 const onnx::GraphProto &body, ArrayRef<Value> states,
+                                 ArrayRef<Value> scanned, ArrayRef<int64_t> inReverse,
+                                 ArrayRef<int64_t> outReverse, SmallVectorImpl<Value> &outputs) {
+  OpBuilder &b = n.b;
+  Location loc = n.loc;
+  int64_t steps = -1;
+  for (Value x : scanned) {
+    auto t = NodeImporter::rankedType(x);
+    if (!t || t.getRank() == 0 || t.isDynamicDim(0))
+      return n.error("a scanned input needs a static length along its scan axis");
+    if (steps >= 0 && t.getDimSize(0) != steps)
+      return n.error("the scanned inputs have different lengths (" + Twine(steps) + " and " +
+                     Twine(t.getDimSize(0)) + ")");
+    steps = t.getDimSize(0);
+  }
+  if (steps < 0)
+    return n.error("Scan has no scanned input");
+  for (Value s : states)
+    if (!NodeImporter::rankedType(s))
+      return n.error("a Scan state has no known shape");
+  size_t numOut = body.output_size() - states.size();
+
+  auto bodyBlock = std::make_unique<Block>();
+  Value iv = bodyBlock->addArgument(b.getIndexType(), loc);
+  SmallVector<Value> inits(states);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(bodyBlock.get());
+    SmallVector<Value> args;
+    for (Value s : states)
+      args.push_back(bodyBlock->addArgument(s.getType(), loc));
+    Value last = arith::ConstantIndexOp::create(b, loc, steps - 1);
+    Value backwards = arith::SubIOp::create(b, loc, last, iv);
+    auto stepOf = [&](bool reverse) -> OpFoldResult { return reverse ? backwards : iv; };
+    for (auto [k, x] : llvm::enumerate(scanned)) {
+      auto t = cast<RankedTensorType>(x.getType());
+      SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0));
+      offsets[0] = stepOf(k < inReverse.size() && inReverse[k]);
+      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+      for (int64_t d : t.getShape().drop_front())
+        sizes.push_back(b.getIndexAttr(d));
+      SmallVector<OpFoldResult> strides(t.getRank(), b.getIndexAttr(1));
+      auto sliceType = RankedTensorType::get(t.getShape().drop_front(), t.getElementType());
+      args.push_back(tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets, sizes, strides));
+    }
+    SmallVector<Value> results;
+    if (failed(sub(body, args, results)))
+      return failure();
+    SmallVector<Value> yields;
+    for (size_t i = 0; i < states.size(); ++i) {
+      if (failed(checkCarried(n, body, i, results[i], states[i].getType())))
+        return failure();
+      yields.push_back(results[i]);
+    }
+    for (size_t j = 0; j < numOut; ++j) {
+      Value slice = results[states.size() + j];
+      auto st = NodeImporter::rankedType(slice);
+      if (!st || !st.hasStaticShape())
+        return n.error("scan output '" + body.output(states.size() + j).name() +
+                       "' has no static shape");
+      SmallVector<int64_t> shape{steps};
+      llvm::append_range(shape, st.getShape());
+      Value buf = bodyBlock->addArgument(RankedTensorType::get(shape, st.getElementType()), loc);
+      inits.push_back(Value()); // an empty buffer, made outside the body below
+      SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+      offsets[0] = stepOf(j < outReverse.size() && outReverse[j]);
+      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+      for (int64_t d : st.getShape())
+        sizes.push_back(b.getIndexAttr(d));
+      SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
+      yields.push_back(tensor::InsertSliceOp::create(b, loc, slice, buf, offsets, sizes, strides));
+    }
+    scf::YieldOp::create(b, loc, yields);
+  }
+  fillEmptyBuffers(b, loc, inits, bodyBlock->getArguments().drop_front());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value ub = arith::ConstantIndexOp::create(b, loc, steps);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto forOp = scf::ForOp::create(b, loc, zero, ub, one, inits);
+  moveBody(bodyBlock.get(), forOp.getBody());
+  llvm::append_range(outputs, forOp.getResults());
+  return success();
+}
+
+/// Moves axis `from` of a rank-`rank` tensor to position `to`.
+Value moveAxis(NodeImporter &n, Value x, int64_t rank, int64_t from, int64_t to) {
+  if (from == to)
+    return x;
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != from)
+      perm.push_back(d);
+  perm.insert(perm.begin() + to, from);
+  return n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr(perm));
+}
+
+/// A list attribute of `count` entries (default all 0), axes normalised by
+/// `rankOf(i)`.
+FailureOr<SmallVector<int64_t>> listAttr(NodeImporter &n, StringRef name, size_t count,
+                                         function_ref<int64_t(size_t)> rankOf) {
+  SmallVector<int64_t> v(count, 0);
+  if (auto given = n.getInts(name)) {
+    if (given->size() != count)
+      return n.error("'" + name + "' has " + Twine(given->size()) + " entries; expected " +
+                     Twine(count));
+    v = *given;
+  }
+  if (rankOf)
+    for (size_t i = 0; i < count; ++i) {
+      int64_t r = rankOf(i);
+      int64_t a = v[i] < 0 ? v[i] + r : v[i];
+      if (a < 0 || a >= r)
+        return n.error("'" + name + "' entry " + Twine(v[i]) + " is out of range for rank " +
+                       Twine(r));
+      v[i] = a;
+    }
+  return v;
+}
+
+LogicalResult importScan(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs) {
+  const onnx::GraphProto *body = graphAttr(n, "body");
+  if (!body)
+    return failure();
+  int64_t numScanIn = n.getInt("num_scan_inputs", -1);
+  bool batched = n.opset < 9; // Scan-8: a batch axis 0 and sequence_lens first
+  size_t first = batched ? 1 : 0;
+  if (numScanIn < 1 || (size_t)numScanIn + first > n.numInputs())
+    return n.error("num_scan_inputs " + Twine(numScanIn) + " does not fit the " +
+                   Twine(n.numInputs()) + " inputs");
+  size_t numStates = n.numInputs() - first - numScanIn;
+  if ((size_t)body->input_size() != numStates + numScanIn ||
+      (size_t)body->output_size() < numStates)
+    return n.error("the body's inputs and outputs do not match " + Twine(numStates) +
+                   " states and " + Twine(numScanIn) + " scanned inputs");
+  size_t numOut = body->output_size() - numStates;
+  SmallVector<Value> states, scanned;
+  for (size_t i = 0; i < numStates; ++i)
+    states.push_back(n.required(first + i));
+  for (int64_t i = 0; i < numScanIn; ++i)
+    scanned.push_back(n.required(first + numStates + i));
+  for (Value v : llvm::concat<Value>(states, scanned))
+    if (!v || !n.rankOf(v))
+      return failure();
+
+  if (batched) {
+    if (n.hasInput(0))
+      return n.error("Scan-8 with sequence_lens is not supported");
+    auto inReverse = listAttr(n, "directions", numScanIn, nullptr);
+    if (failed(inReverse))
+      return failure();
+    // Each batch entry is its own scan (over axis 1 of the batched inputs).
+    int64_t batch = -1;
+    for (Value v : llvm::concat<Value>(states, scanned)) {
+      auto t = NodeImporter::rankedType(v);
+      if (t.getRank() == 0 || t.isDynamicDim(0) || (batch >= 0 && t.getDimSize(0) != batch))
+        return n.error("Scan-8 needs a static batch axis 0 shared by all inputs");
+      batch = t.getDimSize(0);
+    }
+    SmallVector<SmallVector<Value>> perBatch(numStates + numOut);
+    auto zeroAxis = n.b.getDenseI64ArrayAttr({0});
+    for (int64_t bIdx = 0; bIdx < batch; ++bIdx) {
+      auto pick = [&](Value v) {
+        auto t = NodeImporter::rankedType(v);
+        SmallVector<int64_t> starts(1, bIdx), ends(1, bIdx + 1), axes(1, 0), steps(1, 1);
+        Value s = n.make<SliceOp>(v, n.i64Tensor(starts), n.i64Tensor(ends), n.i64Tensor(axes),
+                                  n.i64Tensor(steps));
+        (void)t;
+        return n.make<SqueezeOp>(s, zeroAxis);
+      };
+      SmallVector<Value> bStates, bScanned, results;
+      for (Value s : states)
+        bStates.push_back(pick(s));
+      for (Value x : scanned)
+        bScanned.push_back(pick(x));
+      if (n.failed() || failed(scanAlongFirstAxis(n, sub, *body, bStates, bScanned,
+                                                  *inReverse, {}, results)))
+        return failure();
+      for (auto [i, r] : llvm::enumerate(results))
+        perBatch[i].push_back(n.make<UnsqueezeOp>(r, zeroAxis));
+    }
+    for (auto &parts : perBatch)
+      outputs.push_back(n.make<ConcatOp>(parts, n.b.getI64IntegerAttr(0)));
+    return failure(n.failed());
+  }
+
+  auto inAxes = listAttr(n, "scan_input_axes", numScanIn, [&](size_t i) {
+    return NodeImporter::rankedType(scanned[i]).getRank();
+  });
+  if (failed(inAxes))
+    return failure();
+  auto inReverse = listAttr(n, "scan_input_directions", numScanIn, nullptr);
+  auto outReverse = listAttr(n, "scan_output_directions", numOut, nullptr);
+  if (failed(inReverse) || failed(outReverse))
+    return failure();
+  for (auto [i, x] : llvm::enumerate(scanned))
+    x = moveAxis(n, x, NodeImporter::rankedType(x).getRank(), (*inAxes)[i], 0);
+  if (n.failed())
+    return failure();
+  SmallVector<Value> results;
+  if (failed(scanAlongFirstAxis(n, sub, *body, states, scanned, *inReverse, *outReverse,
+                                results)))
+    return failure();
+  auto outAxes = listAttr(n, "scan_output_axes", numOut, [&](size_t j) {
+    return NodeImporter::rankedType(results[numStates + j]).getRank();
+  });
+  if (failed(outAxes))
+    return failure();
+  for (size_t i = 0; i < results.size(); ++i) {
+    Value r = results[i];
+    if (i >= numStates)
+      r = moveAxis(n, r, NodeImporter::rankedType(r).getRank(), 0, (*outAxes)[i - numStates]);
+    outputs.push_back(r);
+  }
+  return failure(n.failed());
+}
+
+} // namespace
+
+bool isControlFlowOperator(StringRef opType) {
+  return opType == "If" || opType == "Loop" || opType == "Scan";
+}
+
+LogicalResult importControlFlowNode(NodeImporter &n, SubgraphImporter importSubgraph,
+                                    SmallVectorImpl<Value> &outputs) {
+  StringRef op = n.node.op_type();
+  if (op == "If")
+    return importIf(n, importSubgraph, outputs);
+  if (op == "Loop")
+    return importLoop(n, importSubgraph, outputs);
+  return importScan(n, importSubgraph, outputs);
+}
+
+} // namespace kiln

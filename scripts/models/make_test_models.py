@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Writes the small exported models of test/e2e/models (checked in: CI has
+neither PyTorch nor ONNX Runtime, and each model is a few kilobytes).
+
+    /usr/bin/python3 scripts/models/make_test_models.py [--out DIR]
+
+Each model goes to OUT/NAME/model.onnx with test_data_set_K/input_J.pb and
+output_J.pb, the outputs computed by ONNX Runtime (onnxruntime-node, through
+ort_reference.js) and kept only when they agree with PyTorch's own outputs
+where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
+`kiln-run --check` on every set.
+
+| model | what it exercises |
+| --- | --- |
+| loop_if | TorchScript export: a Loop with a run-time trip count and loop-carried state, then an If on a value computed at run time |
+| scan_rnn | Scan (opset 16) with a reversed scanned input, a scan output along axis 1, an RNN-style tanh cell |
+
+Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
+README.md beside this script).
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+import torch  # noqa: E402
+
+from export_models import check_ort, ort_dir, ort_reference  # noqa: E402
+
+ATOL = 1e-4
+RTOL = 1e-4
+
+
+class LoopIf(torch.nn.Module):
+    """h <- tanh(W h + b) + h, `steps` times; then one of two heads, picked by
+    the sign of a gate computed from h."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+        self.gate = torch.nn.Linear(16, 1)
+
+    def forward(self, x, steps: torch.Tensor):
+        h = x
+        for _ in range(int(steps)):
+            h = torch.tanh(self.lin(h)) + h
+        if bool(self.gate(h).sum() > 0):
+            y = torch.relu(h) * 2.0
+        else:
+            y = torch.sigmoid(h) - 1.0
+        return y
+
+
+def loop_if(folder):
+    torch.manual_seed(0)
+    module = LoopIf()
+    scripted = torch.jit.script(module)
+    x = torch.randn(4, 16)
+    model_path = os.path.join(folder, "model.onnx")
+    torch.onnx.export(scripted, (x, torch.tensor(3)), model_path, opset_version=13,
+                      input_names=["x", "steps"], output_names=["y"])
+    ops = {n.op_type for n in onnx.load(model_path).graph.node}
+    assert {"Loop", "If"} <= ops, f"the export has no Loop/If: {sorted(ops)}"
+    # Two sets that take different branches, one with no iterations at all.
+    sets = []
+    for steps, sign in ((3, 1.0), (0, -1.0), (5, -1.0)):
+        xs = sign * x
+        with torch.no_grad():
+            ref = module(xs, torch.tensor(steps)).numpy()
+        sets.append(([xs.numpy(), np.array(steps, dtype=np.int64)], [ref]))
+    return sets
+
+
+def scan_rnn(folder):
+    """A Scan built with ONNX's helpers (PyTorch does not export Scan): an
+    RNN cell h' = tanh(x W + h R) over the time axis of x (1x? layout [B, T,
+    D], scanned along axis 1, backwards), emitting h' along axis 1."""
+    rng = np.random.default_rng(3)
+    d, hdim, t, b = 5, 6, 7, 2
+    w = rng.standard_normal((d, hdim)).astype(np.float32) * 0.5
+    r = rng.standard_normal((hdim, hdim)).astype(np.float32) * 0.5
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["x_t", "W"], ["xw"]),
+         helper.make_node("MatMul", ["h", "R"], ["hr"]),
+         helper.make_node("Add", ["xw", "hr"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_next"]),
+         helper.make_node("Identity", ["h_next"], ["y_t"])],
+        "cell",
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, [b, hdim]),
+         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [b, d])],
+        [helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [b, hdim]),
+         helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [b, hdim])])
+    node = helper.make_node("Scan", ["h0", "x"], ["h_last", "ys"], body=body,
+                            num_scan_inputs=1, scan_input_axes=[1],
+                            scan_input_directions=[1], scan_output_axes=[1])
+    graph = helper.make_graph(
+        [node], "scan_rnn",
+        [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [b, hdim]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, t, d])],
+        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [b, hdim]),
+         helper.make_tensor_value_info("ys", TensorProto.FLOAT, [b, t, hdim])],
+        initializer=[numpy_helper.from_array(w, "W"), numpy_helper.from_array(r, "R")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    h0 = rng.standard_normal((b, hdim)).astype(np.float32)
+    x = rng.standard_normal((b, t, d)).astype(np.float32)
+    return [([h0, x], None)]
+
+
+MODELS = {"loop_if": loop_if, "scan_rnn": scan_rnn}
+
+
+def write_sets(folder, sets, ort):
+    model_path = os.path.join(folder, "model.onnx")
+    for k, (inputs, torch_refs) in enumerate(sets):
+        data = os.path.join(folder, f"test_data_set_{k}")
+        os.makedirs(data, exist_ok=True)
+        for j, value in enumerate(inputs):
+            onnx.save_tensor(numpy_helper.from_array(value), os.path.join(data, f"input_{j}.pb"))
+        ort_reference(ort, model_path, data)
+        if torch_refs is None:
+            continue
+        for j, ref in enumerate(torch_refs):
+            got = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"output_{j}.pb")))
+            err = np.max(np.abs(got - ref) - RTOL * np.abs(ref))
+            if got.shape != ref.shape or err > ATOL:
+                raise RuntimeError(f"set {k} output {j}: ONNX Runtime and PyTorch disagree "
+                                   f"(shape {got.shape} vs {ref.shape}, excess {err})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "test", "e2e", "models"))
+    ap.add_argument("--only", nargs="*", default=sorted(MODELS))
+    args = ap.parse_args()
+    ort = ort_dir()
+    check_ort(ort)
+    for name in args.only:
+        folder = os.path.join(args.out, name)
+        os.makedirs(folder, exist_ok=True)
+        sets = MODELS[name](folder)
+        write_sets(folder, sets, ort)
+        print(f"{name}: {len(sets)} set(s) in {folder}")
+
+
+if __name__ == "__main__":
+    main()
