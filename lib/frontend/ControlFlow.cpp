@@ -42,14 +42,6 @@ const onnx::GraphProto *graphAttr(NodeImporter &n, StringRef name) {
   return &a->g();
 }
 
-std::optional<bool> constantBool(Value v) {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
-      !attr.getElementType().isInteger(1))
-    return std::nullopt;
-  return *attr.getValues<bool>().begin();
-}
-
 /// The one element of a one-element tensor, as a scalar.
 Value toScalar(NodeImporter &n, Value t, StringRef what) {
   auto type = NodeImporter::rankedType(t);
@@ -118,7 +110,7 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
     return failure();
   // A condition known while compiling (a constant, or a graph input the
   // executable is specialised on) imports only the branch it takes.
-  if (auto known = constantBool(cond))
+  if (auto known = getConstantBool(cond))
     return sub(*known ? *thenGraph : *elseGraph, {}, outputs);
 
   Value c = toScalar(n, cond, "If's condition");
@@ -208,7 +200,7 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<
       return failure();
     }
   }
-  std::optional<bool> condInit = n.hasInput(1) ? constantBool(n.input(1)) : true;
+  std::optional<bool> condInit = n.hasInput(1) ? getConstantBool(n.input(1)) : true;
   Value condScalar = condInit ? arith::ConstantIntOp::create(b, loc, *condInit, 1)
                               : toScalar(n, n.input(1), "the condition");
   if (!condScalar)
@@ -245,7 +237,7 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<
     if (failed(sub(*body, bodyArgs, results)))
       return failure();
     Value condOut = results[0];
-    if (numScan > 0 && condOut != condTensor && constantBool(condOut) != true)
+    if (numScan > 0 && condOut != condTensor && getConstantBool(condOut) != true)
       return n.error("a Loop with scan outputs must run all its iterations: its body's "
                      "condition output must be its condition input or true");
     for (size_t i = 0; i < numCarried; ++i)

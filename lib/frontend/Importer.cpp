@@ -86,6 +86,14 @@ std::optional<int64_t> NodeImporter::rankOf(Value v) {
   return std::nullopt;
 }
 
+std::optional<bool> getConstantBool(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
+      !attr.getElementType().isInteger(1))
+    return std::nullopt;
+  return *attr.getValues<bool>().begin();
+}
+
 Value NodeImporter::foldConstantOperands(Operation *op) {
   Value result = op->getResult(0);
   if (op->getNumResults() != 1 || op->getNumOperands() == 0 ||
@@ -243,6 +251,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addEinsumRules(all);
     addLegacyRules(all);
     addQuantizationRules(all);
+    addTrainingRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);
@@ -404,9 +413,19 @@ Location GraphImporter::nodeLoc(const onnx::NodeProto &node, size_t index) {
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
   Location loc = nodeLoc(node, index);
   int64_t nodeOpset = opset;
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  bool trainingDomain = node.domain() == "ai.onnx.preview.training";
+  if (trainingDomain && isTrainingDomainOperator(node.op_type())) {
+    nodeOpset = 1;
+    for (const auto &o : model.proto->opset_import())
+      if (o.domain() == node.domain())
+        nodeOpset = o.version();
+  } else if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return emitError(loc) << "operator '" << node.op_type() << "' of domain '"
                           << node.domain() << "' is not supported";
+  } else if (isTrainingDomainOperator(node.op_type())) {
+    return emitError(loc) << "operator '" << node.op_type()
+                          << "' belongs to the domain 'ai.onnx.preview.training'";
+  }
   bool sequenceOp = isSequenceOperator(node.op_type());
   bool controlFlowOp = isControlFlowOperator(node.op_type());
   SmallVector<Value> inputs;

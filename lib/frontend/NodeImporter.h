@@ -124,6 +124,9 @@ void addRecurrentRules(std::vector<ImportRule> &rules);
 void addEinsumRules(std::vector<ImportRule> &rules);
 void addLegacyRules(std::vector<ImportRule> &rules);
 void addQuantizationRules(std::vector<ImportRule> &rules);
+/// Rules of the ai.onnx.preview.training domain, by that domain's opset.
+void addTrainingRules(std::vector<ImportRule> &rules);
+bool isTrainingDomainOperator(llvm::StringRef opType);
 
 /// softmax(x) or, with `log`, log_softmax(x) over `axes`, shifted by the
 /// maximum for stability (lib/frontend/RulesNN.cpp).
@@ -133,6 +136,9 @@ mlir::Value buildSoftmax(NodeImporter &n, mlir::Value x, llvm::ArrayRef<int64_t>
 /// (kernel_shape, strides, dilations, pads/auto_pad, group); null after an
 /// error (lib/frontend/RulesNN.cpp).
 mlir::Value buildConv(NodeImporter &n, mlir::Value x, mlir::Value w, mlir::Value bias);
+
+/// The value of a one-element boolean constant.
+std::optional<bool> getConstantBool(mlir::Value v);
 
 /// Converts an ONNX TensorProto into an attribute, or fails with a message.
 mlir::FailureOr<mlir::ElementsAttr> tensorToAttr(mlir::MLIRContext *ctx,

@@ -355,6 +355,36 @@ LogicalResult hardmax(NodeImporter &n, Outs &out) {
 /// against an N, C, spatial... tensor of `rank`.
 Value perChannel(NodeImporter &n, Value v, int64_t rank) { return n.alongAxis(v, rank, 1); }
 
+/// Training mode (opset 14+): normalised with the batch's own mean and
+/// (population) variance over every axis but 1; the running statistics come
+/// back updated as mean * momentum + batch_mean * (1 - momentum).
+LogicalResult batchNormTraining(NodeImporter &n, Value x, Value scale, Value bias, Value mean,
+                                Value var, int64_t rank, Outs &out) {
+  if (rank < 2)
+    return n.error("BatchNormalization needs rank >= 2");
+  SmallVector<int64_t> axesList{0};
+  for (int64_t d = 2; d < rank; ++d)
+    axesList.push_back(d);
+  auto axes = n.b.getDenseI64ArrayAttr(axesList);
+  Value batchMean = n.make<ReduceMeanOp>(x, axes, n.b.getBoolAttr(true));
+  Value centered = n.make<SubOp>(x, batchMean);
+  Value batchVar = n.make<ReduceMeanOp>(n.make<MulOp>(centered, centered), axes,
+                                        n.b.getBoolAttr(true));
+  Value inv = n.make<ReciprocalOp>(
+      n.make<SqrtOp>(n.make<AddOp>(batchVar, n.scalarLike(x, n.getFloat("epsilon", 1e-5f)))));
+  Value y = n.make<MulOp>(n.make<MulOp>(centered, inv), perChannel(n, scale, rank));
+  out.push_back(n.make<AddOp>(y, perChannel(n, bias, rank)));
+  float momentum = n.getFloat("momentum", 0.9f);
+  auto running = [&](Value old, Value batch) {
+    Value flat = n.make<ReshapeOp>(batch, n.i64Tensor({-1}), n.b.getBoolAttr(false));
+    return n.make<AddOp>(n.make<MulOp>(old, n.scalarLike(old, momentum)),
+                         n.make<MulOp>(flat, n.scalarLike(old, 1.0 - momentum)));
+  };
+  out.push_back(running(mean, batchMean));
+  out.push_back(running(var, batchVar));
+  return failure(n.failed());
+}
+
 LogicalResult batchNorm(NodeImporter &n, Outs &out) {
   Value x = n.required(0), scale = n.required(1), bias = n.required(2),
         mean = n.required(3), var = n.required(4);
@@ -362,7 +392,7 @@ LogicalResult batchNorm(NodeImporter &n, Outs &out) {
   if (!rank)
     return failure();
   if (n.getInt("training_mode", 0))
-    return n.error("BatchNormalization in training mode is not supported");
+    return batchNormTraining(n, x, scale, bias, mean, var, *rank, out);
   // Before opset 7, is_test = 0 (the default) with the statistics outputs
   // asked for is training; with only Y asked for, every exporter meant
   // inference (PyTorch writes is_test = 1, Caffe2 converters left it out).

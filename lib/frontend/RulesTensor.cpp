@@ -367,11 +367,17 @@ LogicalResult spaceToDepth(NodeImporter &n, Outs &out) {
 }
 
 LogicalResult dropout(NodeImporter &n, Outs &out) {
-  // Inference: the identity. The optional mask output is not produced.
+  // Inference, or training with a zero ratio: the identity, and a mask
+  // that keeps everything. Other training ratios draw random numbers.
   if (n.opset >= 12 && n.hasInput(2)) {
-    auto mode = n.constInts(2);
-    if (!mode || (*mode)[0] != 0)
-      return n.error("Dropout in training mode is not supported");
+    auto training = getConstantBool(n.input(2));
+    if (!training)
+      return n.error("Dropout's training_mode must be a constant");
+    std::optional<SmallVector<double>> ratio =
+        n.hasInput(1) ? n.constFloats(1) : SmallVector<double>{0.5};
+    if (*training && (!ratio || ratio->size() != 1 || (*ratio)[0] != 0.0))
+      return n.error("Dropout in training mode with a non-zero ratio draws random numbers; "
+                     "this is not supported");
   }
   Value x = n.required(0);
   out.push_back(x);
