@@ -252,6 +252,8 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addLegacyRules(all);
     addQuantizationRules(all);
     addTrainingRules(all);
+    addSignalRules(all);
+    addSelectionRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);

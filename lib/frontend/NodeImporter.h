@@ -124,6 +124,8 @@ void addRecurrentRules(std::vector<ImportRule> &rules);
 void addEinsumRules(std::vector<ImportRule> &rules);
 void addLegacyRules(std::vector<ImportRule> &rules);
 void addQuantizationRules(std::vector<ImportRule> &rules);
+void addSignalRules(std::vector<ImportRule> &rules);
+void addSelectionRules(std::vector<ImportRule> &rules);
 /// Rules of the ai.onnx.preview.training domain, by that domain's opset.
 void addTrainingRules(std::vector<ImportRule> &rules);
 bool isTrainingDomainOperator(llvm::StringRef opType);

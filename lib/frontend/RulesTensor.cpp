@@ -391,6 +391,35 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// Reverses the first sequence_lens[b] entries along the time axis of each
+/// batch entry b: a GatherElements with index t' = t < len ? len - 1 - t : t,
+/// computed at run time from the lengths.
+LogicalResult reverseSequence(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), lens = n.required(1);
+  auto t = NodeImporter::rankedType(x);
+  if (!t || !t.hasStaticShape() || t.getRank() < 2)
+    return n.error("ReverseSequence needs an input of static shape and rank >= 2");
+  int64_t timeAxis = n.getInt("time_axis", 0), batchAxis = n.getInt("batch_axis", 1);
+  if (!((timeAxis == 0 && batchAxis == 1) || (timeAxis == 1 && batchAxis == 0)))
+    return n.error("ReverseSequence needs time_axis and batch_axis to be 0 and 1 (got " +
+                   Twine(timeAxis) + " and " + Twine(batchAxis) + ")");
+  auto lt = NodeImporter::rankedType(lens);
+  if (!lt || lt.getRank() != 1 || lt.getDimSize(0) != t.getDimSize(batchAxis))
+    return n.error("ReverseSequence's sequence_lens must be a vector of the batch size " +
+                   Twine(t.getDimSize(batchAxis)));
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> lenShape(rank, 1);
+  lenShape[batchAxis] = t.getDimSize(batchAxis);
+  Value len = n.make<ReshapeOp>(n.make<CastOp>(lens, TypeAttr::get(n.b.getI64Type())),
+                                n.i64Tensor(lenShape), n.b.getBoolAttr(false));
+  Value pos = n.positionsAlong(rank, timeAxis, t.getDimSize(timeAxis));
+  Value reversed = n.make<SubOp>(n.make<SubOp>(len, n.scalarLike(len, 1)), pos);
+  Value index = n.make<SelectOp>(n.make<LessOp>(pos, len), reversed, pos);
+  index = n.make<ExpandOp>(index, n.i64Tensor(t.getShape()));
+  out.push_back(n.make<GatherElementsOp>(x, index, n.b.getI64IntegerAttr(timeAxis)));
+  return failure(n.failed());
+}
+
 /// Keeps the upper (or lower) triangle of the last two dims, shifted by k.
 LogicalResult trilu(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
@@ -541,6 +570,7 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"SpaceToDepth", 1, M, spaceToDepth},
       {"Dropout", 1, M, dropout},
       {"Trilu", 14, M, trilu},
+      {"ReverseSequence", 10, M, reverseSequence},
       {"CumSum", 11, M, cumsum},
       {"EyeLike", 9, M, eyeLike},
       {"OneHot", 9, M, oneHot},
