@@ -254,6 +254,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addTrainingRules(all);
     addSignalRules(all);
     addSelectionRules(all);
+    addGridSampleRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);

@@ -6,7 +6,10 @@
 //   - two operands contract as one batched matmul: A is permuted to
 //     [batch, left, contracted] and B to [batch, contracted, right], both
 //     reshaped to 3-D, multiplied, reshaped back and permuted to the output.
+// Det, the other linear-algebra operator, is here too.
 #include "NodeImporter.h"
+
+#include <numeric>
 
 using namespace mlir;
 
@@ -180,8 +183,53 @@ LogicalResult einsum(NodeImporter &n, Outs &out) {
 
 } // namespace
 
+/// Det of [..., n, n] by the Leibniz formula: the signed sum over the n!
+/// permutations p of prod_i a[i, p(i)], each product one Gather of n
+/// elements and a ReduceProd. Exact up to rounding and branch-free, which
+/// suits the small matrices (2x2 to 4x4: transforms, Jacobians) that models
+/// take determinants of; larger n would need a pivoted LU.
+LogicalResult det(NodeImporter &n, SmallVectorImpl<Value> &out) {
+  Value x = n.required(0);
+  auto t = NodeImporter::rankedType(x);
+  if (!t || !t.hasStaticShape() || t.getRank() < 2)
+    return n.error("Det needs an input [..., n, n] of static shape");
+  int64_t rank = t.getRank(), size = t.getDimSize(rank - 1);
+  if (t.getDimSize(rank - 2) != size)
+    return n.error("Det needs square matrices, got " + Twine(t.getDimSize(rank - 2)) + "x" +
+                   Twine(size));
+  if (size < 1 || size > 4)
+    return n.error("Det of " + Twine(size) + "x" + Twine(size) +
+                   " matrices is not supported (Kiln handles 1x1 to 4x4)");
+  SmallVector<int64_t> flatShape(t.getShape().drop_back(2));
+  flatShape.push_back(size * size);
+  Value flat = n.make<ReshapeOp>(x, n.i64Tensor(flatShape), n.b.getBoolAttr(false));
+  SmallVector<int64_t> perm(size);
+  std::iota(perm.begin(), perm.end(), 0);
+  Value sum;
+  do {
+    int64_t inversions = 0;
+    for (int64_t i = 0; i < size; ++i)
+      for (int64_t j = i + 1; j < size; ++j)
+        inversions += perm[i] > perm[j];
+    SmallVector<int64_t> idx;
+    for (int64_t i = 0; i < size; ++i)
+      idx.push_back(i * size + perm[i]);
+    Value picked = n.make<GatherOp>(flat, n.i64Tensor(idx), n.b.getI64IntegerAttr(rank - 2));
+    Value term = n.make<ReduceProdOp>(picked, n.b.getDenseI64ArrayAttr({rank - 2}),
+                                      n.b.getBoolAttr(false));
+    bool negative = inversions % 2;
+    if (!sum)
+      sum = negative ? n.make<NegOp>(term) : term;
+    else
+      sum = negative ? n.make<SubOp>(sum, term) : n.make<AddOp>(sum, term);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  out.push_back(sum);
+  return failure(n.failed());
+}
+
 void addEinsumRules(std::vector<ImportRule> &r) {
   r.push_back({"Einsum", 12, kMaxSupportedOpset, einsum});
+  r.push_back({"Det", 11, kMaxSupportedOpset, det});
 }
 
 } // namespace kiln

@@ -1,7 +1,7 @@
 // Operators whose output size depends on input values: Compress, NonZero,
-// Unique. Kiln's executables have static shapes, so these need the values
+// Unique, NonMaxSuppression. Kiln's executables have static shapes, so these need the values
 // that decide the size while compiling: Compress its condition, NonZero and
-// Unique their whole input. That holds for constants and for small graph
+// Unique their whole input, NonMaxSuppression its boxes and scores. That holds for constants and for small graph
 // inputs, on whose values kiln::Model specialises the executable when an
 // error says they "must be a constant". Values computed at run time inside
 // the graph are reported as not supported.
@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -172,6 +173,88 @@ LogicalResult unique(NodeImporter &n, Outs &out) {
   return failure(n.failed());
 }
 
+/// Intersection over union of two boxes, each [y1, x1, y2, x2] with the
+/// corners in either order, or [x_center, y_center, width, height].
+double iou(const double *a, const double *b, bool centerBox) {
+  auto corners = [&](const double *p, double &y1, double &x1, double &y2, double &x2) {
+    if (centerBox) {
+      x1 = p[0] - p[2] / 2;
+      x2 = p[0] + p[2] / 2;
+      y1 = p[1] - p[3] / 2;
+      y2 = p[1] + p[3] / 2;
+    } else {
+      y1 = std::min(p[0], p[2]);
+      y2 = std::max(p[0], p[2]);
+      x1 = std::min(p[1], p[3]);
+      x2 = std::max(p[1], p[3]);
+    }
+  };
+  double ay1, ax1, ay2, ax2, by1, bx1, by2, bx2;
+  corners(a, ay1, ax1, ay2, ax2);
+  corners(b, by1, bx1, by2, bx2);
+  double ih = std::max(0.0, std::min(ay2, by2) - std::max(ay1, by1));
+  double iw = std::max(0.0, std::min(ax2, bx2) - std::max(ax1, bx1));
+  double inter = ih * iw;
+  double uni = (ay2 - ay1) * (ax2 - ax1) + (by2 - by1) * (bx2 - bx1) - inter;
+  return uni > 0 ? inter / uni : 0.0;
+}
+
+/// Greedy per-class NMS, as ONNX Runtime does it: boxes above the score
+/// threshold by descending score (ties by index), each kept unless its IoU
+/// with a kept box exceeds the threshold, at most max_output per class.
+LogicalResult nonMaxSuppression(NodeImporter &n, Outs &out) {
+  DenseElementsAttr boxes = constantOf(n.required(0)), scores = constantOf(n.required(1));
+  if (n.failed())
+    return failure();
+  auto optionalScalar = [&](size_t i, double dflt) -> std::optional<double> {
+    if (!n.hasInput(i))
+      return dflt;
+    DenseElementsAttr a = constantOf(n.input(i));
+    if (!a || a.getNumElements() != 1)
+      return std::nullopt;
+    return asDoubles(a)[0];
+  };
+  auto maxOut = optionalScalar(2, 0), iouThreshold = optionalScalar(3, 0),
+       scoreThreshold = optionalScalar(4, -INFINITY);
+  if (!boxes || !scores || !maxOut || !iouThreshold || !scoreThreshold)
+    return n.error("NonMaxSuppression's inputs decide the output size; they must be a constant "
+                   "(detection models whose boxes are computed at run time are not supported "
+                   "yet)");
+  auto bt = cast<RankedTensorType>(boxes.getType()), st = cast<RankedTensorType>(scores.getType());
+  if (bt.getRank() != 3 || bt.getDimSize(2) != 4 || st.getRank() != 3 ||
+      st.getDimSize(0) != bt.getDimSize(0) || st.getDimSize(2) != bt.getDimSize(1))
+    return n.error("NonMaxSuppression needs boxes [batch, boxes, 4] and scores "
+                   "[batch, classes, boxes]");
+  bool centerBox = n.getInt("center_point_box", 0);
+  int64_t batches = bt.getDimSize(0), numBoxes = bt.getDimSize(1), classes = st.getDimSize(1);
+  SmallVector<double> b = asDoubles(boxes), s = asDoubles(scores);
+  int64_t limit = (int64_t)*maxOut;
+  SmallVector<int64_t> selected;
+  for (int64_t bi = 0; bi < batches; ++bi)
+    for (int64_t c = 0; c < classes; ++c) {
+      const double *score = &s[(bi * classes + c) * numBoxes];
+      SmallVector<int64_t> order;
+      for (int64_t i = 0; i < numBoxes; ++i)
+        if (score[i] > *scoreThreshold)
+          order.push_back(i);
+      llvm::stable_sort(order, [&](int64_t x, int64_t y) { return score[x] > score[y]; });
+      SmallVector<int64_t> kept;
+      for (int64_t i : order) {
+        if ((int64_t)kept.size() >= limit)
+          break;
+        const double *box = &b[(bi * numBoxes + i) * 4];
+        if (llvm::all_of(kept, [&](int64_t k) {
+              return iou(box, &b[(bi * numBoxes + k) * 4], centerBox) <= *iouThreshold;
+            }))
+          kept.push_back(i);
+      }
+      for (int64_t k : kept)
+        selected.append({bi, c, k});
+    }
+  out.push_back(i64Constant(n, {(int64_t)selected.size() / 3, 3}, selected));
+  return success();
+}
+
 } // namespace
 
 void addSelectionRules(std::vector<ImportRule> &rules) {
@@ -180,6 +263,7 @@ void addSelectionRules(std::vector<ImportRule> &rules) {
       {"Compress", 9, M, compress},
       {"NonZero", 9, M, nonZero},
       {"Unique", 11, M, unique},
+      {"NonMaxSuppression", 10, M, nonMaxSuppression},
   });
 }
 
