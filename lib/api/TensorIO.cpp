@@ -76,6 +76,12 @@ static double valueAt(const Tensor &t, int64_t i) {
                            : std::ldexp(mant + 1024, exp - 25);
     return sign ? -v : v;
   }
+  case KILN_BFLOAT16: {
+    uint32_t bits = (uint32_t)t.data<uint16_t>()[i] << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
   default: return NAN;
   }
 }
