@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace kiln::codegen {
@@ -109,6 +111,60 @@ LogicalResult lowerRange(RangeOp op, PatternRewriter &rw) {
           Value ci = elt.isInteger(64) ? i : (Value)arith::TruncIOp::create(b, l, elt, i);
           r = arith::AddIOp::create(b, l, start, arith::MulIOp::create(b, l, ci, delta));
         }
+        linalg::YieldOp::create(b, l, r);
+      });
+  rw.replaceOp(op, g.getResult(0));
+  return success();
+}
+
+/// SplitMix64 of (seed, flat index): one 64-bit hash per element, whose top
+/// bits make the uniform number. Stateless, so vectorisable and the same
+/// whatever the loop order or thread split.
+LogicalResult lowerRandomUniformLike(RandomUniformLikeOp op, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto outT = dyn_cast<RankedTensorType>(op.getType());
+  if (!outT || !outT.hasStaticShape())
+    return failure();
+  auto ft = dyn_cast<FloatType>(outT.getElementType());
+  if (!ft || ft.getWidth() > 64)
+    return failure();
+  int64_t rank = outT.getRank();
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, rw.getContext())};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  double low = op.getLow().convertToDouble(), high = op.getHigh().convertToDouble();
+  uint64_t seedMix = (uint64_t)op.getSeed() * 0x9E3779B97F4A7C15ull;
+  auto g = linalg::GenericOp::create(
+      rw, loc, outT, ValueRange{}, emptyTensor(rw, loc, outT), maps, iters,
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Type i64 = b.getI64Type();
+        auto c = [&](uint64_t v) { return arith::ConstantIntOp::create(b, l, (int64_t)v, 64); };
+        Value flat = c(0);
+        for (int64_t d = 0; d < rank; ++d) {
+          Value i = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, d));
+          flat = arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, flat, c(outT.getDimSize(d))), i);
+        }
+        Value z = arith::AddIOp::create(b, l, flat, c(seedMix + 0x9E3779B97F4A7C15ull));
+        auto mix = [&](Value v, uint64_t shift, uint64_t mul) {
+          Value x = arith::XOrIOp::create(b, l, v, arith::ShRUIOp::create(b, l, v, c(shift)));
+          return mul ? (Value)arith::MulIOp::create(b, l, x, c(mul)) : x;
+        };
+        z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
+        z = mix(z, 27, 0x94D049BB133111EBull);
+        z = mix(z, 31, 0);
+        // The top 24 (f32 and narrower) or 53 (f64) bits, scaled to [0, 1).
+        unsigned bits = ft.getWidth() == 64 ? 53 : 24;
+        Value top = arith::ShRUIOp::create(b, l, z, c(64 - bits));
+        Type wide = ft.getWidth() == 64 ? (Type)b.getF64Type() : (Type)b.getF32Type();
+        Value u = arith::MulFOp::create(
+            b, l, arith::UIToFPOp::create(b, l, wide, top),
+            arith::ConstantOp::create(b, l, wide, b.getFloatAttr(wide, std::ldexp(1.0, -(int)bits))));
+        Value r = arith::AddFOp::create(
+            b, l, arith::ConstantOp::create(b, l, wide, b.getFloatAttr(wide, low)),
+            arith::MulFOp::create(b, l, u,
+                                  arith::ConstantOp::create(b, l, wide,
+                                                            b.getFloatAttr(wide, high - low))));
+        if (wide != ft)
+          r = arith::TruncFOp::create(b, l, ft, r);
         linalg::YieldOp::create(b, l, r);
       });
   rw.replaceOp(op, g.getResult(0));
@@ -342,6 +398,7 @@ void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerShape);
   patterns.add(lowerConstantOfShape);
   patterns.add(lowerRange);
+  patterns.add(lowerRandomUniformLike);
   patterns.add(lowerReshapeLike<ReshapeOp>);
   patterns.add(lowerReshapeLike<UnsqueezeOp>);
   patterns.add(lowerReshapeLike<SqueezeOp>);

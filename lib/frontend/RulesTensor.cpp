@@ -366,18 +366,78 @@ LogicalResult spaceToDepth(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// The node's `seed` attribute, or one derived from its first output's name
+/// (ONNX leaves an unseeded generator's seed to the implementation; this
+/// one is repeatable).
+int64_t seedOf(NodeImporter &n) {
+  if (n.attr("seed"))
+    return (int64_t)n.getFloat("seed", 0);
+  return (int64_t)llvm::hash_value(n.node.output_size() ? n.node.output(0) : n.node.name());
+}
+
+/// Uniform numbers in [0, 1) of `type`'s element type, shaped like `like`.
+Value uniformLike(NodeImporter &n, Value like, Type elt) {
+  return n.make<RandomUniformLikeOp>(like, TypeAttr::get(elt), n.b.getF64FloatAttr(0.0),
+                                     n.b.getF64FloatAttr(1.0), n.b.getI64IntegerAttr(seedOf(n)));
+}
+
+Type dtypeAttr(NodeImporter &n, Value input) {
+  if (!n.attr("dtype"))
+    return NodeImporter::elementType(input);
+  return onnxElementType(n.b.getContext(), (int32_t)n.getInt("dtype", 1));
+}
+
+LogicalResult randomUniformLike(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  if (!x)
+    return failure();
+  Type elt = dtypeAttr(n, x);
+  if (!isa_and_present<FloatType>(elt))
+    return n.error("RandomUniformLike needs a floating-point dtype");
+  float low = n.getFloat("low", 0.0f), high = n.getFloat("high", 1.0f);
+  out.push_back(n.make<RandomUniformLikeOp>(x, TypeAttr::get(elt), n.b.getF64FloatAttr(low),
+                                            n.b.getF64FloatAttr(high),
+                                            n.b.getI64IntegerAttr(seedOf(n))));
+  return failure(n.failed());
+}
+
+/// 1 with probability p (the input), else 0: uniform u < p.
+LogicalResult bernoulli(NodeImporter &n, Outs &out) {
+  Value p = n.required(0);
+  if (!p)
+    return failure();
+  Type elt = dtypeAttr(n, p);
+  if (!elt)
+    return n.error("unsupported dtype " + Twine(n.getInt("dtype", 0)));
+  Value u = uniformLike(n, p, NodeImporter::elementType(p));
+  out.push_back(n.make<CastOp>(n.make<LessOp>(u, p), TypeAttr::get(elt)));
+  return failure(n.failed());
+}
+
 LogicalResult dropout(NodeImporter &n, Outs &out) {
   // Inference, or training with a zero ratio: the identity, and a mask
-  // that keeps everything. Other training ratios draw random numbers.
+  // that keeps everything. Training with a ratio r keeps each element with
+  // probability 1 - r, scaled by 1 / (1 - r).
   if (n.opset >= 12 && n.hasInput(2)) {
     auto training = getConstantBool(n.input(2));
     if (!training)
       return n.error("Dropout's training_mode must be a constant");
     std::optional<SmallVector<double>> ratio =
         n.hasInput(1) ? n.constFloats(1) : SmallVector<double>{0.5};
-    if (*training && (!ratio || ratio->size() != 1 || (*ratio)[0] != 0.0))
-      return n.error("Dropout in training mode with a non-zero ratio draws random numbers; "
-                     "this is not supported");
+    if (*training && !(ratio && ratio->size() == 1 && (*ratio)[0] == 0.0)) {
+      Value x = n.required(0);
+      Value r = n.hasInput(1) ? n.input(1) : n.scalarLike(x, 0.5);
+      if (!x)
+        return failure();
+      if (ratio && ((*ratio)[0] < 0 || (*ratio)[0] >= 1))
+        return n.error("Dropout's ratio " + std::to_string((*ratio)[0]) + " is outside [0, 1)");
+      Value keep = n.make<GreaterEqualOp>(uniformLike(n, x, NodeImporter::elementType(x)), r);
+      Value scale = n.make<DivOp>(n.scalarLike(x, 1.0), n.make<SubOp>(n.scalarLike(x, 1.0), r));
+      Value kept = n.make<CastOp>(keep, TypeAttr::get(NodeImporter::elementType(x)));
+      out.push_back(n.make<MulOp>(n.make<MulOp>(x, kept), scale));
+      out.push_back(keep);
+      return failure(n.failed());
+    }
   }
   Value x = n.required(0);
   out.push_back(x);
@@ -569,6 +629,8 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"DepthToSpace", 1, M, depthToSpace},
       {"SpaceToDepth", 1, M, spaceToDepth},
       {"Dropout", 1, M, dropout},
+      {"RandomUniformLike", 1, M, randomUniformLike},
+      {"Bernoulli", 15, M, bernoulli},
       {"Trilu", 14, M, trilu},
       {"ReverseSequence", 10, M, reverseSequence},
       {"CumSum", 11, M, cumsum},

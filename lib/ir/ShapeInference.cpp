@@ -217,6 +217,16 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
+LogicalResult RandomUniformLikeOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                   Adaptor a, SmallVectorImpl<Type> &types) {
+  Type to = a.getDtype();
+  if (auto t = ranked(a.getInput()))
+    types.push_back(t.clone(to));
+  else
+    types.push_back(UnrankedTensorType::get(to));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getLhs());

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -48,6 +49,82 @@ static kiln::Tensor bfloat16FromUint16(kiln::Tensor t, kiln_dtype wanted) {
   kiln::Tensor out(KILN_BFLOAT16, t.dims());
   std::memcpy(out.data(), t.data(), t.numElements() * sizeof(uint16_t));
   return out;
+}
+
+/// Tests whose outputs are random draws: values cannot match the reference,
+/// so the draw's invariants are checked instead, plus a loose statistical
+/// bound (4 standard deviations) on how many elements came out 1 / kept.
+enum class RandomDraw { None, Bernoulli, Dropout };
+
+static RandomDraw randomDrawOf(const std::string &name) {
+  if (name.rfind("test_bernoulli", 0) == 0)
+    return RandomDraw::Bernoulli;
+  if (name.rfind("test_training_dropout", 0) == 0 && name.find("zero_ratio") == std::string::npos)
+    return RandomDraw::Dropout;
+  return RandomDraw::None;
+}
+
+static double numberAt(const kiln::Tensor &t, int64_t i) {
+  switch (t.dtype()) {
+  case KILN_FLOAT32: return t.data<float>()[i];
+  case KILN_FLOAT64: return t.data<double>()[i];
+  case KILN_BOOL: case KILN_UINT8: return t.data<uint8_t>()[i];
+  case KILN_INT32: return t.data<int32_t>()[i];
+  case KILN_INT64: return (double)t.data<int64_t>()[i];
+  default: return NAN;
+  }
+}
+
+/// Checks a random draw; "" when it is plausible, else why not.
+static std::string checkRandomDraw(RandomDraw kind, const std::vector<kiln::Tensor> &inputs,
+                                   const std::vector<kiln::Tensor> &outputs,
+                                   const std::vector<kiln::Tensor> &refs) {
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (outputs[k].dtype() != refs[k].dtype() || outputs[k].dims() != refs[k].dims())
+      return "output " + std::to_string(k) + " differs from the reference in type or shape";
+  const kiln::Tensor &x = inputs[0], &y = outputs[0];
+  int64_t n = y.numElements();
+  double hits = 0, expected = 0, variance = 0;
+  if (kind == RandomDraw::Bernoulli) {
+    for (int64_t i = 0; i < n; ++i) {
+      double p = numberAt(x, i), v = numberAt(y, i);
+      if (v != 0 && v != 1)
+        return "element " + std::to_string(i) + " is " + std::to_string(v) + ", not 0 or 1";
+      if ((p == 0 && v != 0) || (p == 1 && v != 1))
+        return "element " + std::to_string(i) + " is " + std::to_string(v) +
+               " with probability " + std::to_string(p);
+      hits += v;
+      expected += p;
+      variance += p * (1 - p);
+    }
+  } else {
+    double r = inputs.size() > 1 ? numberAt(inputs[1], 0) : 0.5;
+    const kiln::Tensor *mask = outputs.size() > 1 ? &outputs[1] : nullptr;
+    int64_t counted = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double xi = numberAt(x, i), v = numberAt(y, i), scaled = xi / (1 - r);
+      if (xi == 0) {
+        if (v != 0)
+          return "element " + std::to_string(i) + " is " + std::to_string(v) + " for an input 0";
+        continue; // kept or dropped, it reads 0: no evidence either way
+      }
+      bool kept = std::fabs(v - scaled) <= 1e-5 + 1e-5 * std::fabs(scaled);
+      if (!kept && v != 0)
+        return "element " + std::to_string(i) + " is " + std::to_string(v) + ", neither 0 nor " +
+               std::to_string(scaled);
+      if (mask && (numberAt(*mask, i) != 0) != kept)
+        return "mask element " + std::to_string(i) + " disagrees with the output";
+      hits += kept;
+      ++counted;
+    }
+    n = counted;
+    expected = n * (1 - r);
+    variance = n * r * (1 - r);
+  }
+  if (std::fabs(hits - expected) > 4 * std::sqrt(variance) + 1)
+    return std::to_string(hits) + " of " + std::to_string(n) + " drawn, expected about " +
+           std::to_string(expected);
+  return "";
 }
 
 /// The body of one test, run in the child. Returns "" on pass, else why.
@@ -85,6 +162,19 @@ static std::string runOneTest(const fs::path &dir, const Options &opts, bool &sk
     std::vector<kiln::Tensor> outputs;
     if (kiln::Status s = model->run(raw, outputs); !s.ok())
       return s.message;
+    if (RandomDraw draw = randomDrawOf(dir.filename().string()); draw != RandomDraw::None) {
+      std::vector<kiln::Tensor> refs;
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        kiln::Tensor ref;
+        fs::path p = set / ("output_" + std::to_string(k) + ".pb");
+        if (kiln::Status s = kiln::readTensorFile(p.string(), ref); !s.ok())
+          return "reference is not a tensor: " + s.message;
+        refs.push_back(std::move(ref));
+      }
+      if (std::string why = checkRandomDraw(draw, inputs, outputs, refs); !why.empty())
+        return set.filename().string() + ": random draw: " + why;
+      continue;
+    }
     for (size_t k = 0; k < outputs.size(); ++k) {
       fs::path p = set / ("output_" + std::to_string(k) + ".pb");
       kiln::Tensor ref;

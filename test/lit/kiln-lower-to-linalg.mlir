@@ -201,3 +201,19 @@ func.func @scatter_add(%x: tensor<1x5xf32>, %i: tensor<1x2xi64>, %u: tensor<1x2x
   %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<1x5xf32>, tensor<1x2xi64>, tensor<1x2xf32>) -> tensor<1x5xf32>
   return %0 : tensor<1x5xf32>
 }
+
+// -----
+
+// Random numbers: SplitMix64 of the flat index (from linalg.index) and the
+// seed, its top 24 bits scaled into [low, high).
+// CHECK-LABEL: func.func @random_uniform
+// CHECK: linalg.generic
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: arith.shrui
+// CHECK: arith.uitofp
+// CHECK: linalg.yield
+func.func @random_uniform(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %u = kiln.random_uniform_like %x {dtype = f32, low = -1.0 : f64, high = 1.0 : f64, seed = 3 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %u : tensor<3x4xf32>
+}

@@ -640,4 +640,21 @@ def Kiln_RangeOp : Kiln_Op<"range"> {
   let hasFolder = 1;
 }
 
+def Kiln_RandomUniformLikeOp : Kiln_Op<"random_uniform_like"> {
+  let summary = "uniform random numbers in [low, high), shaped like the input";
+  let description = [{
+    A counter-based generator (SplitMix64 of the seed and the element's flat
+    index), so elements are independent of evaluation order and threads,
+    and a given seed always gives the same tensor.
+
+    ```mlir
+    %u = kiln.random_uniform_like %x {dtype = f32, low = 0.0, high = 1.0, seed = 7 : i64}
+         : (tensor<3x4xf64>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, TypeAttr:$dtype, F64Attr:$low, F64Attr:$high,
+                       Kiln_I64Attr:$seed);
+  let results = (outs AnyTensor:$output);
+}
+
 #endif
