@@ -255,6 +255,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addSignalRules(all);
     addSelectionRules(all);
     addGridSampleRules(all);
+    addTfIdfRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)
       t[r.opType].push_back(r);
