@@ -254,7 +254,7 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
     addTrainingRules(all);
     addSignalRules(all);
     addSelectionRules(all);
-    addGridSampleRules(all);
+    addSamplingRules(all);
     addTfIdfRules(all);
     llvm::StringMap<std::vector<ImportRule>> t;
     for (const ImportRule &r : all)

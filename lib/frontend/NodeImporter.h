@@ -126,7 +126,7 @@ void addLegacyRules(std::vector<ImportRule> &rules);
 void addQuantizationRules(std::vector<ImportRule> &rules);
 void addSignalRules(std::vector<ImportRule> &rules);
 void addSelectionRules(std::vector<ImportRule> &rules);
-void addGridSampleRules(std::vector<ImportRule> &rules);
+void addSamplingRules(std::vector<ImportRule> &rules);
 void addTfIdfRules(std::vector<ImportRule> &rules);
 /// Rules of the ai.onnx.preview.training domain, by that domain's opset.
 void addTrainingRules(std::vector<ImportRule> &rules);

@@ -218,6 +218,75 @@ SmallVector<int64_t> ceilModePads(RankedTensorType in, ArrayRef<int64_t> kernel,
   return extra;
 }
 
+/// MaxPool's Indices: for each output, the flat index (row-major, or with
+/// storage_order = 1 column-major over the two spatial axes) of the first
+/// input element in its window that equals the maximum. One strided slice
+/// of the -inf-padded input per kernel tap is compared with the result;
+/// taps are visited last to first so that the first match wins.
+Value maxPoolIndices(NodeImporter &n, Value x, Value y, ArrayRef<int64_t> kernel,
+                     ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                     ArrayRef<int64_t> dilations) {
+  auto xt = NodeImporter::rankedType(x), yt = NodeImporter::rankedType(y);
+  if (!xt || !yt)
+    return {};
+  int64_t spatial = kernel.size(), rank = xt.getRank();
+  bool columnMajor = n.getInt("storage_order", 0) != 0;
+  if (columnMajor && spatial != 2) {
+    (void)n.error("MaxPool's storage_order = 1 is defined for 2-D pooling only");
+    return {};
+  }
+  SmallVector<int64_t> padAll(2 * rank, 0);
+  for (int64_t i = 0; i < spatial; ++i) {
+    padAll[2 + i] = pads[i];
+    padAll[rank + 2 + i] = pads[spatial + i];
+  }
+  Value padded = n.make<PadOp>(x, n.i64Tensor(padAll), n.scalarLike(x, -INFINITY),
+                               n.b.getStringAttr("constant"));
+  // Element strides of the spatial axes in the chosen storage order, and
+  // the offset of each (batch, channel) plane.
+  SmallVector<int64_t> elemStride(spatial, 1);
+  int64_t plane = 1;
+  for (int64_t i = spatial - 1; i >= 0; --i) {
+    elemStride[i] = plane;
+    plane *= xt.getDimSize(2 + i);
+  }
+  if (columnMajor)
+    elemStride = {1, xt.getDimSize(2)};
+  Value planeBase = n.make<MulOp>(
+      n.make<AddOp>(n.make<MulOp>(n.positionsAlong(rank, 0, xt.getDimSize(0)),
+                                  n.i64Tensor({xt.getDimSize(1)})),
+                    n.positionsAlong(rank, 1, xt.getDimSize(1))),
+      n.i64Tensor({plane}));
+  int64_t taps = 1;
+  for (int64_t k : kernel)
+    taps *= k;
+  Value indices;
+  for (int64_t tap = taps - 1; tap >= 0; --tap) {
+    SmallVector<int64_t> offset(spatial), starts, ends, axes;
+    for (int64_t i = spatial - 1, rest = tap; i >= 0; --i) {
+      offset[i] = (rest % kernel[i]) * dilations[i];
+      rest /= kernel[i];
+    }
+    Value index = planeBase;
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t outDim = yt.getDimSize(2 + i);
+      starts.push_back(offset[i]);
+      ends.push_back(offset[i] + (outDim - 1) * strides[i] + 1);
+      axes.push_back(2 + i);
+      // Input coordinate o * stride + offset - pad_begin along axis i.
+      Value coord = n.make<AddOp>(
+          n.make<MulOp>(n.positionsAlong(rank, 2 + i, outDim), n.i64Tensor({strides[i]})),
+          n.i64Tensor({offset[i] - pads[i]}));
+      index = n.make<AddOp>(index, n.make<MulOp>(coord, n.i64Tensor({elemStride[i]})));
+    }
+    Value value = n.make<SliceOp>(padded, n.i64Tensor(starts), n.i64Tensor(ends),
+                                  n.i64Tensor(axes), n.i64Tensor(strides));
+    index = n.make<ExpandOp>(index, n.i64Tensor(yt.getShape()));
+    indices = indices ? n.make<SelectOp>(n.make<EqualOp>(value, y), index, indices) : index;
+  }
+  return indices;
+}
+
 template <bool isMax>
 LogicalResult pool(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
@@ -226,8 +295,7 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
   auto xt = NodeImporter::rankedType(x);
   if (!xt || xt.getRank() < 3 || !xt.hasStaticShape())
     return n.error("pooling needs an input of static shape and rank >= 3");
-  if (isMax && n.node.output_size() > 1 && !n.node.output(1).empty())
-    return n.error("MaxPool's Indices output is not supported");
+  bool wantIndices = isMax && n.node.output_size() > 1 && !n.node.output(1).empty();
   size_t spatial = xt.getRank() - 2;
   auto kernel = n.getInts("kernel_shape");
   if (!kernel || kernel->size() != spatial)
@@ -249,6 +317,8 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
                                     n.b.getDenseI64ArrayAttr(strides),
                                     n.b.getDenseI64ArrayAttr(pads),
                                     n.b.getDenseI64ArrayAttr(dilations)));
+    if (wantIndices)
+      out.push_back(maxPoolIndices(n, x, out.back(), *kernel, strides, pads, dilations));
   } else {
     out.push_back(n.make<AvgPoolOp>(
         x, n.b.getDenseI64ArrayAttr(*kernel), n.b.getDenseI64ArrayAttr(strides),
@@ -256,6 +326,60 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
         n.b.getBoolAttr(n.getInt("count_include_pad", 0) != 0)));
   }
   return success();
+}
+
+/// MaxUnpool: zeros of the output shape with X written at the flat indices
+/// I (as MaxPool's Indices give them), by one ScatterElements on the
+/// flattened output.
+LogicalResult maxUnpool(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), indices = n.required(1);
+  auto xt = NodeImporter::rankedType(x);
+  if (!xt || !xt.hasStaticShape() || xt.getRank() < 3)
+    return n.error("MaxUnpool needs an input of static shape and rank >= 3");
+  size_t spatial = xt.getRank() - 2;
+  auto kernel = n.getInts("kernel_shape");
+  if (!kernel || kernel->size() != spatial)
+    return n.error("MaxUnpool needs a kernel_shape per spatial axis");
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> pads = intsOr(n, "pads", 2 * spatial, 0);
+  SmallVector<int64_t> shape{xt.getDimSize(0), xt.getDimSize(1)};
+  for (size_t i = 0; i < spatial; ++i)
+    shape.push_back((xt.getDimSize(2 + i) - 1) * strides[i] + (*kernel)[i] - pads[i] -
+                    pads[spatial + i]);
+  // An output_shape larger than the default one pads at the end of each
+  // spatial axis; the indices keep addressing the default shape (as in
+  // ONNX Runtime and the ONNX test).
+  SmallVector<int64_t> grow(2 * xt.getRank(), 0);
+  if (n.hasInput(2)) {
+    auto given = n.constInts(2);
+    if (!given || given->size() != (size_t)xt.getRank())
+      return n.error("MaxUnpool's output_shape must be a constant of rank " +
+                     Twine(xt.getRank()));
+    for (int64_t i = 0; i < xt.getRank(); ++i) {
+      if ((*given)[i] < shape[i] || (i < 2 && (*given)[i] != shape[i]))
+        return n.error("MaxUnpool's output_shape dimension " + Twine(i) + " is " +
+                       Twine((*given)[i]) + "; it must be at least " + Twine(shape[i]));
+      grow[xt.getRank() + i] = (*given)[i] - shape[i];
+    }
+  }
+  int64_t total = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return n.error("MaxUnpool's output shape has a negative dimension");
+    total *= d;
+  }
+  Value zeros = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({total}, xt.getElementType()),
+      cast<TypedAttr>(n.b.getZeroAttr(xt.getElementType()))));
+  Value flatX = n.make<ReshapeOp>(x, n.i64Tensor({-1}), n.b.getBoolAttr(false));
+  Value flatI = n.make<ReshapeOp>(indices, n.i64Tensor({-1}), n.b.getBoolAttr(false));
+  Value y = n.make<ScatterElementsOp>(zeros, flatI, flatX, n.b.getI64IntegerAttr(0),
+                                      n.b.getStringAttr("none"));
+  y = n.make<ReshapeOp>(y, n.i64Tensor(shape), n.b.getBoolAttr(false));
+  if (llvm::any_of(grow, [](int64_t g) { return g > 0; }))
+    y = n.make<PadOp>(y, n.i64Tensor(grow), n.scalarLike(x, 0), n.b.getStringAttr("constant"));
+  out.push_back(y);
+  return failure(n.failed());
 }
 
 SmallVector<int64_t> spatialAxes(int64_t rank, int64_t from = 2) {
@@ -528,6 +652,7 @@ void addNNRules(std::vector<ImportRule> &r) {
       {"Conv", 1, M, conv},
       {"ConvTranspose", 1, M, convTranspose},
       {"MaxPool", 1, M, pool<true>},
+      {"MaxUnpool", 9, M, maxUnpool},
       {"AveragePool", 1, M, pool<false>},
       {"GlobalAveragePool", 1, M, globalPool<ReduceMeanOp>},
       {"GlobalMaxPool", 1, M, globalPool<ReduceMaxOp>},

@@ -1,3 +1,5 @@
+// Sampling an image at computed positions: GridSample and RoiAlign.
+//
 // GridSample (opset 16, 2-D): every mode (bilinear, nearest, bicubic) and
 // padding mode (zeros, border, reflection), with PyTorch's grid_sample
 // semantics, which ONNX adopted. Decomposed into kiln ops: sampling
@@ -187,10 +189,127 @@ LogicalResult gridSample(NodeImporter &n, Outs &out) {
   return failure(n.failed());
 }
 
+/// Per-axis sampling positions of RoiAlign, as ONNX Runtime computes them:
+/// for R rois, `bins` output bins of `grid` samples each along one axis.
+struct AxisSamples {
+  Value low, high;   // [R, S] integer positions (i64)
+  Value wLow, wHigh; // [R, S] interpolation weights, zero outside the image
+};
+
+AxisSamples roiAxis(NodeImporter &n, Value start, Value end, int64_t size, int64_t bins,
+                    int64_t grid, bool halfPixel, float scale) {
+  auto k = [&](double v) { return n.scalarLike(start, v); };
+  double offset = halfPixel ? 0.5 : 0.0;
+  Value s = n.make<SubOp>(n.make<MulOp>(start, k(scale)), k(offset));
+  Value e = n.make<SubOp>(n.make<MulOp>(end, k(scale)), k(offset));
+  Value len = n.make<SubOp>(e, s);
+  if (!halfPixel) // output_half_pixel (RoiAlign-10): rois at least one pixel
+    len = n.make<MaxOp>(len, k(1));
+  Value bin = n.make<DivOp>(len, k(bins)); // [R, 1]
+  // Sample j of bin p at p * bin + (j + 0.5) * bin / grid.
+  SmallVector<double> steps;
+  for (int64_t p = 0; p < bins; ++p)
+    for (int64_t j = 0; j < grid; ++j)
+      steps.push_back(p + (j + 0.5) / grid);
+  auto ft = cast<FloatType>(NodeImporter::elementType(start));
+  SmallVector<APFloat> vals;
+  for (double d : steps) {
+    APFloat f(d);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    vals.push_back(f);
+  }
+  Value stepConst = n.constant(
+      DenseElementsAttr::get(RankedTensorType::get({1, (int64_t)steps.size()}, ft), vals));
+  Value pos = n.make<AddOp>(s, n.make<MulOp>(stepConst, bin)); // [R, S]
+  Value outside = n.make<OrOp>(n.make<LessOp>(pos, k(-1.0)), n.make<GreaterOp>(pos, k(size)));
+  pos = n.make<MaxOp>(pos, k(0));
+  Value low = n.make<FloorOp>(pos);
+  Value atEdge = n.make<GreaterEqualOp>(low, k(size - 1));
+  low = n.make<SelectOp>(atEdge, k(size - 1), low);
+  pos = n.make<SelectOp>(atEdge, low, pos);
+  Value high = n.make<SelectOp>(atEdge, low, n.make<AddOp>(low, k(1)));
+  Value frac = n.make<SubOp>(pos, low);
+  Value keep = n.make<CastOp>(n.make<NotOp>(outside), TypeAttr::get(ft));
+  Type i64 = n.b.getI64Type();
+  return {n.make<CastOp>(low, TypeAttr::get(i64)), n.make<CastOp>(high, TypeAttr::get(i64)),
+          n.make<MulOp>(n.make<SubOp>(k(1), frac), keep), n.make<MulOp>(frac, keep)};
+}
+
+/// RoiAlign with a fixed sampling_ratio: samples are separable, so the
+/// positions and weights are computed per axis ([R, bins * ratio]) and each
+/// of the four bilinear taps is one Gather of [R, C, Sy, Sx] elements from
+/// the flattened image; avg mode means over each bin's samples, max mode
+/// takes the largest weighted tap (ONNX Runtime's definition).
+LogicalResult roiAlign(NodeImporter &n, Outs &out) {
+  Value x = n.required(0), rois = n.required(1), batch = n.required(2);
+  auto xt = NodeImporter::rankedType(x), rt = NodeImporter::rankedType(rois);
+  if (!xt || !rt || !xt.hasStaticShape() || !rt.hasStaticShape() || xt.getRank() != 4 ||
+      rt.getRank() != 2 || rt.getDimSize(1) != 4)
+    return n.error("RoiAlign needs X [N, C, H, W] and rois [R, 4] of static shape");
+  int64_t sr = n.getInt("sampling_ratio", 0);
+  if (sr <= 0)
+    return n.error("RoiAlign with sampling_ratio 0 (adaptive, a number of samples that depends "
+                   "on each roi's size) is not supported");
+  std::string mode = n.getString("mode", "avg");
+  if (mode != "avg" && mode != "max")
+    return n.error("unknown RoiAlign mode '" + mode + "'");
+  bool halfPixel = n.opset >= 16 && n.getString("coordinate_transformation_mode", "half_pixel") ==
+                                        "half_pixel";
+  int64_t oh = n.getInt("output_height", 1), ow = n.getInt("output_width", 1);
+  float scale = n.getFloat("spatial_scale", 1.0f);
+  int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
+  int64_t R = rt.getDimSize(0);
+  rois = n.make<CastOp>(rois, TypeAttr::get(xt.getElementType()));
+  auto col = [&](int64_t i) {
+    return n.make<SliceOp>(rois, n.i64Tensor({i}), n.i64Tensor({i + 1}), n.i64Tensor({1}),
+                           n.i64Tensor({1})); // [R, 1]
+  };
+  AxisSamples ys = roiAxis(n, col(1), col(3), H, oh, sr, halfPixel, scale);
+  AxisSamples xs = roiAxis(n, col(0), col(2), W, ow, sr, halfPixel, scale);
+  if (n.failed())
+    return failure();
+  int64_t Sy = oh * sr, Sx = ow * sr;
+  Value flat = n.make<ReshapeOp>(x, n.i64Tensor({N * C * H * W}), n.b.getBoolAttr(false));
+  auto i64 = TypeAttr::get(n.b.getI64Type());
+  // (batch_r * C + c) * H * W, as [R, C, 1, 1].
+  Value plane = n.make<MulOp>(
+      n.make<AddOp>(n.make<MulOp>(n.make<ReshapeOp>(n.make<CastOp>(batch, i64),
+                                                    n.i64Tensor({R, 1, 1, 1}),
+                                                    n.b.getBoolAttr(false)),
+                                  n.i64Tensor({C})),
+                    n.positionsAlong(4, 1, C)),
+      n.i64Tensor({H * W}));
+  auto rowsOf = [&](Value v) { // [R, Sy] -> [R, 1, Sy, 1]
+    return n.make<ReshapeOp>(v, n.i64Tensor({R, 1, Sy, 1}), n.b.getBoolAttr(false));
+  };
+  auto colsOf = [&](Value v) { // [R, Sx] -> [R, 1, 1, Sx]
+    return n.make<ReshapeOp>(v, n.i64Tensor({R, 1, 1, Sx}), n.b.getBoolAttr(false));
+  };
+  Value result;
+  for (auto [yi, wy] : {std::pair{ys.low, ys.wLow}, std::pair{ys.high, ys.wHigh}})
+    for (auto [xi, wx] : {std::pair{xs.low, xs.wLow}, std::pair{xs.high, xs.wHigh}}) {
+      Value index = n.make<AddOp>(
+          plane, n.make<AddOp>(n.make<MulOp>(rowsOf(yi), n.i64Tensor({W})), colsOf(xi)));
+      Value v = n.make<GatherOp>(flat, index, n.b.getI64IntegerAttr(0)); // [R, C, Sy, Sx]
+      Value term = n.make<MulOp>(v, n.make<MulOp>(rowsOf(wy), colsOf(wx)));
+      result = !result ? term
+               : mode == "avg" ? n.make<AddOp>(result, term)
+                               : n.make<MaxOp>(result, term);
+    }
+  Value bins = n.make<ReshapeOp>(result, n.i64Tensor({R, C, oh, sr, ow, sr}),
+                                 n.b.getBoolAttr(false));
+  auto axes = n.b.getDenseI64ArrayAttr({3, 5});
+  out.push_back(mode == "avg" ? n.make<ReduceMeanOp>(bins, axes, n.b.getBoolAttr(false))
+                              : n.make<ReduceMaxOp>(bins, axes, n.b.getBoolAttr(false)));
+  return failure(n.failed());
+}
+
 } // namespace
 
-void addGridSampleRules(std::vector<ImportRule> &rules) {
+void addSamplingRules(std::vector<ImportRule> &rules) {
   rules.push_back({"GridSample", 16, kMaxSupportedOpset, gridSample});
+  rules.push_back({"RoiAlign", 10, kMaxSupportedOpset, roiAlign});
 }
 
 } // namespace kiln
