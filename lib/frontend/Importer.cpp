@@ -3,6 +3,7 @@
 #include "kiln/Frontend/Importer.h"
 #include "NodeImporter.h"
 #include "ControlFlow.h"
+#include "Gradient.h"
 #include "Sequences.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -318,6 +319,8 @@ private:
   /// Sequence values by name: lists of tensors (Sequences.cpp).
   llvm::StringMap<SmallVector<Value>> sequences;
   GraphImporter *parent = nullptr;
+  /// The graph whose nodes are being imported (Gradient reads earlier ones).
+  const onnx::GraphProto *graphProto = nullptr;
   int64_t opset = 1;
 };
 } // namespace
@@ -343,6 +346,7 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
                                             ArrayRef<Value> args,
                                             SmallVectorImpl<Value> &outputs) {
   GraphImporter sub(*this);
+  sub.graphProto = &graph;
   sub.b.setInsertionPoint(at.getInsertionBlock(), at.getInsertionPoint());
   Location loc = NameLoc::get(StringAttr::get(&ctx, "subgraph '" + graph.name() + "'"));
   if ((size_t)graph.input_size() != args.size())
@@ -418,6 +422,24 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   Location loc = nodeLoc(node, index);
   int64_t nodeOpset = opset;
   bool trainingDomain = node.domain() == "ai.onnx.preview.training";
+  if (trainingDomain && node.op_type() == "Gradient") {
+    SmallVector<Value> inputs;
+    NodeImporter ni(b, loc, node, 1, inputs);
+    SmallVector<const onnx::NodeProto *> before;
+    for (size_t i = 0; i < index && graphProto && i < (size_t)graphProto->node_size(); ++i)
+      before.push_back(&graphProto->node(i));
+    SmallVector<Value> outputs;
+    if (failed(importGradient(ni, before, [&](StringRef name) { return lookup(name); },
+                              outputs)) ||
+        ni.failed()) {
+      (void)ni.error("cannot import this Gradient node");
+      return failure();
+    }
+    for (auto [i, name] : llvm::enumerate(node.output()))
+      if (!name.empty() && i < outputs.size())
+        values[name] = outputs[i];
+    return success();
+  }
   if (trainingDomain && isTrainingDomainOperator(node.op_type())) {
     nodeOpset = 1;
     for (const auto &o : model.proto->opset_import())
@@ -528,6 +550,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   ctx.loadDialect<KilnDialect, func::FuncDialect, scf::SCFDialect, tensor::TensorDialect,
                   arith::ArithDialect>();
   const onnx::GraphProto &graph = model.proto->graph();
+  graphProto = &graph;
   opset = defaultDomainOpset(*model.proto);
   Location moduleLoc = FileLineColLoc::get(&ctx, model.sourceName, 0, 0);
   if (opset > kMaxSupportedOpset) {
