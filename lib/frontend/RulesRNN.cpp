@@ -2,6 +2,8 @@
 // sequence length static (shapes are specialised), each is unrolled over
 // time into matmuls, gate slices and activations, which the code generator
 // handles like any other graph. Equations follow the ONNX operator spec.
+// Per-entry sequence_lens (run-time values too) mask each step: an entry
+// past its length keeps its state and outputs zeros, as in ONNX Runtime.
 #include "NodeImporter.h"
 
 using namespace mlir;
@@ -19,6 +21,8 @@ struct Recurrence {
   int64_t seq = 0, batch = 0, hidden = 0, gates = 0, dirs = 1;
   std::vector<std::string> activations;
   std::optional<double> clip;
+  /// sequence_lens as [batch, 1] i64, when not all full.
+  Value lengths;
 
   Value slice(Value v, int64_t axis, int64_t start, int64_t end) {
     return n.make<SliceOp>(v, n.i64Tensor({start}), n.i64Tensor({end}), n.i64Tensor({axis}),
@@ -74,6 +78,7 @@ struct Recurrence {
     SmallVector<Value> outs(seq);
     for (int64_t s = 0; s < seq; ++s) {
       int64_t t = reverse ? seq - 1 - s : s;
+      Value hPrev = h, cPrev = c;
       Value xw = n.make<MatMulOp>(take(x, t), w); // [batch, G*H]
       if (wb)
         xw = n.make<AddOp>(xw, wb);
@@ -120,7 +125,24 @@ struct Recurrence {
           h = n.make<MulOp>(o, activate(act(2), c));
         }
       }
-      outs[t] = h;
+      if (lengths) {
+        // Past its length a batch entry keeps its state and outputs zeros;
+        // a reversed pass therefore starts at the entry's own last step.
+        Value live = n.make<LessOp>(n.i64Tensor({t}), lengths); // [batch, 1]
+        Value fresh = h;
+        h = n.make<SelectOp>(live, fresh, hPrev);
+        if (c)
+          c = n.make<SelectOp>(live, c, cPrev);
+        outs[t] = n.make<SelectOp>(live, fresh, n.scalarLike(fresh, 0));
+      } else {
+        outs[t] = h;
+      }
+    }
+    if (lengths) { // an empty entry's final states are zeros, not the initial ones
+      Value started = n.make<GreaterOp>(lengths, n.i64Tensor({0}));
+      h = n.make<SelectOp>(started, h, n.scalarLike(h, 0));
+      if (c)
+        c = n.make<SelectOp>(started, c, n.scalarLike(c, 0));
     }
     steps.assign(outs.begin(), outs.end());
     hFinal = h;
@@ -148,10 +170,17 @@ struct Recurrence {
     if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
       return n.error("unknown direction '" + direction + "'");
     if (n.hasInput(4)) {
+      // Lengths known to be the full sequence need no masking; others
+      // (run-time ones included) mask each step.
       auto lens = n.constInts(4);
+      if (lens && llvm::any_of(*lens, [&](int64_t l) { return l < 0 || l > seq; }))
+        return n.error("sequence_lens must be between 0 and the sequence length " + Twine(seq));
+      auto lt = NodeImporter::rankedType(n.input(4));
+      if (!lt || lt.getRank() != 1 || lt.getDimSize(0) != batch)
+        return n.error("sequence_lens must be a vector of the batch size " + Twine(batch));
       if (!lens || llvm::any_of(*lens, [&](int64_t l) { return l != seq; }))
-        return n.error("sequence_lens shorter than the sequence must be a constant equal to it; "
-                       "variable lengths are not supported");
+        lengths = n.make<ReshapeOp>(n.make<CastOp>(n.input(4), TypeAttr::get(n.b.getI64Type())),
+                                    n.i64Tensor({batch, 1}), n.b.getBoolAttr(false));
     }
     if (const auto *a = n.attr("clip"))
       clip = a->f();

@@ -14,6 +14,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | --- | --- |
 | loop_if | TorchScript export: a Loop with a run-time trip count and loop-carried state, then an If on a value computed at run time |
 | scan_rnn | Scan (opset 16) with a reversed scanned input, a scan output along axis 1, an RNN-style tanh cell |
+| rnn_seq_lens | bidirectional LSTM and a GRU over a padded batch with run-time sequence_lens (lengths 7, 3, 0, 5) |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
 README.md beside this script).
@@ -117,7 +118,47 @@ def scan_rnn(folder):
     return [([h0, x], None)]
 
 
-MODELS = {"loop_if": loop_if, "scan_rnn": scan_rnn}
+def rnn_seq_lens(folder):
+    """A bidirectional LSTM (with initial states) and a GRU on its output,
+    both reading sequence_lens, a graph input: padded batch entries of
+    different lengths, one empty."""
+    rng = np.random.default_rng(5)
+    t, b, d, h = 7, 4, 6, 5
+    def w(*shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32))
+    inits = [w(2, 4 * h, d), w(2, 4 * h, h), w(2, 8 * h), w(2, b, h), w(2, b, h),
+             w(1, 3 * h, 2 * h), w(1, 3 * h, h), w(1, 6 * h)]
+    for init, name in zip(inits, ["W", "R", "B", "h0", "c0", "GW", "GR", "GB"]):
+        init.name = name
+    nodes = [
+        helper.make_node("LSTM", ["x", "W", "R", "B", "lens", "h0", "c0"], ["y", "yh", "yc"],
+                         hidden_size=h, direction="bidirectional"),
+        # [T, 2, B, H] -> [T, B, 2H]
+        helper.make_node("Transpose", ["y"], ["y_t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["y_t", "shape"], ["y2"]),
+        helper.make_node("GRU", ["y2", "GW", "GR", "GB", "lens"], ["gy", "gyh"], hidden_size=h,
+                         linear_before_reset=1),
+    ]
+    inits.append(numpy_helper.from_array(np.array([t, b, 2 * h], dtype=np.int64), "shape"))
+    graph = helper.make_graph(
+        nodes, "rnn_seq_lens",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [t, b, d]),
+         helper.make_tensor_value_info("lens", TensorProto.INT32, [b])],
+        [helper.make_tensor_value_info("yh", TensorProto.FLOAT, [2, b, h]),
+         helper.make_tensor_value_info("yc", TensorProto.FLOAT, [2, b, h]),
+         helper.make_tensor_value_info("gy", TensorProto.FLOAT, [t, 1, b, h]),
+         helper.make_tensor_value_info("gyh", TensorProto.FLOAT, [1, b, h])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    x = rng.standard_normal((t, b, d)).astype(np.float32)
+    return [([x, np.array([7, 3, 0, 5], dtype=np.int32)], None),
+            ([x, np.array([1, 7, 7, 2], dtype=np.int32)], None)]
+
+
+MODELS = {"loop_if": loop_if, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens}
 
 
 def write_sets(folder, sets, ort):
