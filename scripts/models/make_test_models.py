@@ -15,6 +15,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | loop_if | TorchScript export: a Loop with a run-time trip count and loop-carried state, then an If on a value computed at run time |
 | scan_rnn | Scan (opset 16) with a reversed scanned input, a scan output along axis 1, an RNN-style tanh cell |
 | rnn_seq_lens | bidirectional LSTM and a GRU over a padded batch with run-time sequence_lens (lengths 7, 3, 0, 5) |
+| qdq_cnn | a CNN in the QDQ form ONNX Runtime's quantizer writes: uint8 activations, per-channel int8 conv weights, int32 biases, QuantizeLinear/DequantizeLinear around Conv, Relu, MaxPool, Add, GlobalAveragePool and Gemm |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
 README.md beside this script).
@@ -158,7 +159,78 @@ def rnn_seq_lens(folder):
             ([x, np.array([1, 7, 7, 2], dtype=np.int32)], None)]
 
 
-MODELS = {"loop_if": loop_if, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens}
+def qdq_cnn(folder):
+    """Built with ONNX's helpers in the layout of ONNX Runtime's static QDQ
+    quantization (activations uint8 per tensor, weights int8 per output
+    channel, biases int32 with scale = input scale * weight scale)."""
+    rng = np.random.default_rng(11)
+    nodes, inits = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def qdq(x, scale, zero, name):
+        s = const(name + "_s", np.array(scale, dtype=np.float32))
+        z = const(name + "_z", np.array(zero, dtype=np.uint8))
+        nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [name + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [name + "_q", s, z], [name + "_dq"]))
+        return name + "_dq", scale
+
+    def conv(x, x_scale, cin, cout, k, name, pads):
+        w = (rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+        w_scale = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+        wq = np.clip(np.round(w / w_scale[:, None, None, None]), -127, 127).astype(np.int8)
+        b = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+        b_scale = (x_scale * w_scale).astype(np.float32)
+        bq = np.round(b / b_scale).astype(np.int32)
+        nodes.append(helper.make_node(
+            "DequantizeLinear", [const(name + "_wq", wq), const(name + "_ws", w_scale),
+                                 const(name + "_wz", np.zeros(cout, np.int8))], [name + "_w"],
+            axis=0))
+        nodes.append(helper.make_node(
+            "DequantizeLinear", [const(name + "_bq", bq), const(name + "_bs", b_scale),
+                                 const(name + "_bz", np.zeros(cout, np.int32))], [name + "_b"],
+            axis=0))
+        nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"], [name + "_y"],
+                                      pads=[pads] * 4))
+        return name + "_y"
+
+    x, s = qdq("x", 0.02, 128, "in")
+    y = conv(x, s, 3, 8, 3, "c1", 1)
+    nodes.append(helper.make_node("Relu", [y], ["r1"]))
+    a1, s1 = qdq("r1", 0.01, 0, "a1")
+    nodes.append(helper.make_node("MaxPool", [a1], ["p1"], kernel_shape=[2, 2], strides=[2, 2]))
+    p1, s1 = qdq("p1", 0.01, 0, "p1q")
+    y2 = conv(p1, s1, 8, 8, 3, "c2", 1)
+    a2, s2 = qdq(y2, 0.01, 128, "a2")
+    nodes.append(helper.make_node("Add", [a2, p1], ["sum"]))
+    a3, s3 = qdq("sum", 0.015, 128, "a3")
+    nodes.append(helper.make_node("GlobalAveragePool", [a3], ["gap"]))
+    g, sg = qdq("gap", 0.005, 128, "g")
+    nodes.append(helper.make_node("Flatten", [g], ["flat"]))
+    fw = (rng.standard_normal((8, 4)) * 0.3).astype(np.float32)
+    fs = np.float32(np.abs(fw).max() / 127)
+    nodes.append(helper.make_node(
+        "DequantizeLinear", [const("fc_wq", np.round(fw / fs).astype(np.int8)),
+                             const("fc_ws", np.array(fs, np.float32)),
+                             const("fc_wz", np.array(0, np.int8))], ["fc_w"]))
+    nodes.append(helper.make_node("Gemm", ["flat", "fc_w"], ["logits"]))
+    out, _ = qdq("logits", 0.01, 128, "out")
+    nodes.append(helper.make_node("Identity", [out], ["y"]))
+    graph = helper.make_graph(
+        nodes, "qdq_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    return [([rng.standard_normal((1, 3, 16, 16)).astype(np.float32)], None),
+            ([rng.uniform(-2.5, 2.5, (1, 3, 16, 16)).astype(np.float32)], None)]
+
+
+MODELS = {"loop_if": loop_if, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
+          "qdq_cnn": qdq_cnn}
 
 
 def write_sets(folder, sets, ort):
