@@ -116,6 +116,15 @@ Value NodeImporter::foldConstantOperands(Operation *op) {
   return constant(attr);
 }
 
+std::optional<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank,
+                                                   llvm::StringRef what) {
+  if (axis < -rank || axis >= rank) {
+    (void)error(what + " " + Twine(axis) + " is out of range for rank " + Twine(rank));
+    return std::nullopt;
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
 Value NodeImporter::constant(ElementsAttr value) {
   return make<ConstantOp>(value);
 }
@@ -389,8 +398,22 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &info, size_
            failure();
   SmallVector<int64_t> dims;
   bool hasShape = tt.has_shape();
-  for (const auto &d : tt.shape().dim())
+  // Declared dims whose product (of the non-zero ones: a zero-size tensor
+  // with huge other dims still drives loops and masks) is beyond any
+  // real tensor are a corrupt model.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t product = 1;
+  for (const auto &d : tt.shape().dim()) {
     dims.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
+    if (d.has_dim_value() && d.dim_value() < 0)
+      return emitError(loc) << "has the negative dimension " << d.dim_value(), failure();
+    if (d.has_dim_value() && d.dim_value() > 0) {
+      if (d.dim_value() > kMaxElements / product)
+        return emitError(loc) << "has dimensions whose product exceeds 2^48 elements",
+               failure();
+      product *= d.dim_value();
+    }
+  }
   if (index < opts.inputShapes.size() && !opts.inputShapes[index].empty()) {
     const auto &given = opts.inputShapes[index];
     if (hasShape && given.size() != dims.size())

@@ -56,6 +56,9 @@ public:
   }
   /// Rank of v, emitting an error when it is unknown.
   std::optional<int64_t> rankOf(mlir::Value v);
+  /// `axis` (negative counts from the end) as a position in [0, rank),
+  /// emitting an error naming `what` when it is out of range.
+  std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank, llvm::StringRef what = "axis");
 
   // ---- building ----
   /// Creates a kiln op and infers its result type. After the first failure

@@ -16,6 +16,17 @@ LogicalResult resolvePads(NodeImporter &n, RankedTensorType in, ArrayRef<int64_t
                           ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
                           SmallVectorImpl<int64_t> &pads) {
   size_t spatial = kernel.size();
+  // Windows larger than this are corrupt attributes, not models.
+  constexpr int64_t kMaxWindow = int64_t(1) << 24;
+  auto inRange = [&](ArrayRef<int64_t> v, int64_t lo, StringRef what) -> LogicalResult {
+    for (int64_t x : v)
+      if (x < lo || x > kMaxWindow)
+        return n.error(what + " " + Twine(x) + " is outside [" + Twine(lo) + ", 2^24]");
+    return success();
+  };
+  if (failed(inRange(kernel, 1, "kernel size")) || failed(inRange(strides, 1, "stride")) ||
+      failed(inRange(dilations, 1, "dilation")))
+    return failure();
   std::string autoPad = n.getString("auto_pad", "NOTSET");
   if (autoPad == "NOTSET") {
     if (auto p = n.getInts("pads"))
@@ -24,7 +35,7 @@ LogicalResult resolvePads(NodeImporter &n, RankedTensorType in, ArrayRef<int64_t
       pads.assign(2 * spatial, 0);
     if (pads.size() != 2 * spatial)
       return n.error("pads must have 2 entries per spatial axis");
-    return success();
+    return inRange(pads, 0, "pad");
   }
   pads.assign(2 * spatial, 0);
   if (autoPad == "VALID")
@@ -59,6 +70,10 @@ Value buildConv(NodeImporter &n, Value x, Value w, Value bias) {
   auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
   if (!xt || !wt || xt.getRank() < 3)
     return (void)n.error("Conv needs input and weight of known rank >= 3"), Value();
+  if (wt.getRank() != xt.getRank())
+    return (void)n.error("Conv's weight has rank " + Twine(wt.getRank()) +
+                         " but its input has rank " + Twine(xt.getRank())),
+           Value();
   size_t spatial = xt.getRank() - 2;
   SmallVector<int64_t> kernel =
       n.getInts("kernel_shape") ? *n.getInts("kernel_shape")
@@ -429,12 +444,12 @@ LogicalResult gemm(NodeImporter &n, Outs &out) {
 
 /// Axes [axis, rank) for the coerced-2D semantics of opset < 13, or {axis}.
 SmallVector<int64_t> softmaxAxes(NodeImporter &n, int64_t rank, int64_t dfltAxis) {
-  int64_t axis = n.getInt("axis", dfltAxis);
-  if (axis < 0)
-    axis += rank;
+  auto axis = n.normalizeAxis(n.getInt("axis", dfltAxis), rank);
+  if (!axis)
+    return {};
   if (n.opset >= 13)
-    return {axis};
-  return spatialAxes(rank, axis);
+    return {*axis};
+  return spatialAxes(rank, *axis);
 }
 
 template <bool isLog>
@@ -454,9 +469,10 @@ LogicalResult hardmax(NodeImporter &n, Outs &out) {
   auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape())
     return n.error("Hardmax needs an input of static shape");
-  int64_t axis = n.getInt("axis", n.opset >= 13 ? -1 : 1);
-  if (axis < 0)
-    axis += t.getRank();
+  auto normalized = n.normalizeAxis(n.getInt("axis", n.opset >= 13 ? -1 : 1), t.getRank());
+  if (!normalized)
+    return failure();
+  int64_t axis = *normalized;
   Value v = x;
   if (n.opset < 13) {
     v = n.make<FlattenOp>(x, n.b.getI64IntegerAttr(axis));
@@ -603,9 +619,12 @@ LogicalResult meanVarianceNorm(NodeImporter &n, Outs &out) {
   auto rank = n.rankOf(x);
   if (!rank)
     return failure();
-  for (int64_t &a : axes)
-    if (a < 0)
-      a += *rank;
+  for (int64_t &a : axes) {
+    auto normalized = n.normalizeAxis(a, *rank);
+    if (!normalized)
+      return failure();
+    a = *normalized;
+  }
   llvm::sort(axes);
   auto axesAttr = n.b.getDenseI64ArrayAttr(axes);
   auto keep = n.b.getBoolAttr(true);
@@ -622,10 +641,10 @@ LogicalResult layerNorm(NodeImporter &n, Outs &out) {
   auto rank = n.rankOf(x);
   if (!rank)
     return failure();
-  int64_t axis = n.getInt("axis", -1);
-  if (axis < 0)
-    axis += *rank;
-  Normalized norm = normalize(n, x, spatialAxes(*rank, axis), n.getFloat("epsilon", 1e-5f));
+  auto axis = n.normalizeAxis(n.getInt("axis", -1), *rank);
+  if (!axis)
+    return failure();
+  Normalized norm = normalize(n, x, spatialAxes(*rank, *axis), n.getFloat("epsilon", 1e-5f));
   Value y = n.make<MulOp>(norm.y, scale);
   if (Value bias = n.input(2))
     y = n.make<AddOp>(y, bias);

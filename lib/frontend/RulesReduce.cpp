@@ -35,9 +35,12 @@ std::optional<SmallVector<int64_t>> reductionAxes(NodeImporter &n, int64_t rank,
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
-  for (int64_t &a : axes)
-    if (a < 0)
-      a += rank;
+  for (int64_t &a : axes) {
+    auto normalized = n.normalizeAxis(a, rank);
+    if (!normalized)
+      return std::nullopt;
+    a = *normalized;
+  }
   llvm::sort(axes);
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   return axes;
@@ -92,10 +95,10 @@ LogicalResult argExtreme(NodeImporter &n, Outs &out) {
   auto rank = n.rankOf(x);
   if (!rank)
     return failure();
-  int64_t axis = n.getInt("axis", 0);
-  if (axis < 0)
-    axis += *rank;
-  out.push_back(n.make<ArgMaxOp>(x, n.b.getI64IntegerAttr(axis),
+  auto axis = n.normalizeAxis(n.getInt("axis", 0), *rank);
+  if (!axis)
+    return failure();
+  out.push_back(n.make<ArgMaxOp>(x, n.b.getI64IntegerAttr(*axis),
                                  n.b.getBoolAttr(n.getInt("keepdims", 1) != 0),
                                  n.b.getBoolAttr(n.getInt("select_last_index", 0) != 0),
                                  n.b.getBoolAttr(isMin)));
@@ -114,9 +117,10 @@ LogicalResult topK(NodeImporter &n, Outs &out) {
                    : n.constInts(1);
   if (!t || !t.hasStaticShape() || !kv || kv->size() != 1)
     return n.error("TopK's k must be a constant (and the input of static shape)");
-  int64_t axis = n.getInt("axis", -1);
-  if (axis < 0)
-    axis += t.getRank();
+  auto normalized = n.normalizeAxis(n.getInt("axis", -1), t.getRank());
+  if (!normalized)
+    return failure();
+  int64_t axis = *normalized;
   int64_t k = (*kv)[0], dim = t.getDimSize(axis);
   if (k <= 0 || k > dim)
     return n.error("TopK k = " + Twine(k) + " is outside [1, " + Twine(dim) + "]");

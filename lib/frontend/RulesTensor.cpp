@@ -336,7 +336,8 @@ LogicalResult depthToSpace(NodeImporter &n, Outs &out) {
     return n.error("DepthToSpace needs a 4-D input of static shape");
   int64_t bs = n.getInt("blocksize", 0);
   int64_t N = t.getDimSize(0), C = t.getDimSize(1), H = t.getDimSize(2), W = t.getDimSize(3);
-  if (bs <= 0 || C % (bs * bs))
+  // (bs > C first: bs * bs of a huge blocksize overflows.)
+  if (bs <= 0 || bs > C || C % (bs * bs))
     return n.error("DepthToSpace channels are not divisible by blocksize^2");
   bool crd = n.getString("mode", "DCR") == "CRD";
   auto noZero = n.b.getBoolAttr(false);
@@ -495,12 +496,11 @@ LogicalResult trilu(NodeImporter &n, Outs &out) {
   }
   bool upper = n.getInt("upper", 1) != 0;
   int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
-  SmallVector<bool> keep;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      keep.push_back(upper ? j - i >= k : j - i <= k);
-  Value mask = n.constant(
-      DenseElementsAttr::get(RankedTensorType::get({rows, cols}, n.b.getI1Type()), keep));
+  // The mask j - i >= k (or <= k) from row and column positions: the
+  // constants grow with rows + cols, not rows * cols.
+  Value diag = n.make<SubOp>(n.positionsAlong(2, 1, cols), n.positionsAlong(2, 0, rows));
+  Value kk = n.i64Tensor({k});
+  Value mask = upper ? n.make<GreaterEqualOp>(diag, kk) : n.make<LessEqualOp>(diag, kk);
   out.push_back(n.make<SelectOp>(mask, x, n.scalarLike(x, 0)));
   return success();
 }
@@ -579,9 +579,10 @@ LogicalResult oneHot(NodeImporter &n, Outs &out) {
   if (!depthVals || depthVals->size() != 1 || !it)
     return n.error("OneHot depth must be a constant (and indices of known rank)");
   int64_t depth = (*depthVals)[0], rank = it.getRank() + 1;
-  int64_t axis = n.getInt("axis", -1);
-  if (axis < 0)
-    axis += rank;
+  auto normalized = n.normalizeAxis(n.getInt("axis", -1), rank);
+  if (!normalized)
+    return failure();
+  int64_t axis = *normalized;
   Value idx = indices;
   if (!NodeImporter::elementType(idx).isInteger(64))
     idx = n.make<CastOp>(idx, TypeAttr::get(n.b.getI64Type()));

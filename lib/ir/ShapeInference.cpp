@@ -759,6 +759,8 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Lo
   Type elt = elementTypeOf(a.getInput());
   if (it && xt && it.getRank() != xt.getRank())
     return fail(loc, "gather_elements input and indices ranks differ");
+  if (it && (a.getAxis() < -it.getRank() || a.getAxis() >= it.getRank()))
+    return fail(loc, "gather_elements axis out of range");
   if (!xt) {
     types.push_back(UnrankedTensorType::get(elt));
     return success();
@@ -796,6 +798,9 @@ static LogicalResult inferScatter(std::optional<Location> loc, Value input, Valu
 
 LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                   Adaptor a, SmallVectorImpl<Type> &types) {
+  if (auto it = ranked(a.getInput());
+      it && (a.getAxis() < -it.getRank() || a.getAxis() >= it.getRank()))
+    return fail(loc, "scatter_elements axis out of range");
   return inferScatter(loc, a.getInput(), a.getUpdates(), a.getReduction(), types);
 }
 
