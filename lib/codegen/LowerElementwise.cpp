@@ -103,6 +103,31 @@ namespace {
 
 bool isFloat(Type t) { return isa<FloatType>(t); }
 
+/// Integer division and remainder trap on x86 when the divisor is 0, or
+/// for INT_MIN / -1. ONNX leaves both undefined; Kiln defines them rather
+/// than let a model crash its host: the divisor becomes 1 there, and the
+/// caller gives 0 where it was 0 (INT_MIN / -1 wraps to INT_MIN).
+/// Returns the safe divisor and whether the real one was 0.
+std::pair<Value, Value> safeDivisor(OpBuilder &b, Location loc, Value x, Value d,
+                                    bool isUnsigned) {
+  auto t = cast<IntegerType>(d.getType());
+  auto constant = [&](const APInt &v) -> Value {
+    return arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v));
+  };
+  unsigned w = t.getWidth();
+  Value byZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d, constant(APInt(w, 0)));
+  Value bad = byZero;
+  if (!isUnsigned && w > 1) {
+    Value minX = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x,
+                                       constant(APInt::getSignedMinValue(w)));
+    Value minusOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d,
+                                           constant(APInt::getAllOnes(w)));
+    bad = arith::OrIOp::create(b, loc, bad, arith::AndIOp::create(b, loc, minX, minusOne));
+  }
+  return {arith::SelectOp::create(b, loc, bad, constant(APInt(w, 1)), d), byZero};
+}
+
 Value emitCompare(OpBuilder &b, Location loc, Value l, Value r, arith::CmpFPredicate fp,
                   arith::CmpIPredicate ip) {
   if (isFloat(l.getType()))
@@ -215,9 +240,12 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
                  : (Value)arith::MulIOp::create(b, loc, x, a[1]);
       })
       .Case([&](DivOp) -> Value {
-        return f   ? (Value)arith::DivFOp::create(b, loc, x, a[1])
-               : u ? (Value)arith::DivUIOp::create(b, loc, x, a[1])
-                   : (Value)arith::DivSIOp::create(b, loc, x, a[1]);
+        if (f)
+          return arith::DivFOp::create(b, loc, x, a[1]);
+        auto [d, byZero] = safeDivisor(b, loc, x, a[1], u);
+        Value q = u ? (Value)arith::DivUIOp::create(b, loc, x, d)
+                    : (Value)arith::DivSIOp::create(b, loc, x, d);
+        return arith::SelectOp::create(b, loc, byZero, c(0), q);
       })
       .Case([&](PowOp) -> Value {
         return f ? (Value)math::PowFOp::create(b, loc, x, a[1])
@@ -236,10 +264,13 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
       .Case([&](RemOp) -> Value {
         if (f)
           return {};
+        auto [d, byZero] = safeDivisor(b, loc, x, a[1], u);
         if (u)
-          return arith::RemUIOp::create(b, loc, x, a[1]);
+          return arith::SelectOp::create(b, loc, byZero, c(0),
+                                         arith::RemUIOp::create(b, loc, x, d));
         // Python-style modulo: the result takes the divisor's sign.
-        Value r = arith::RemSIOp::create(b, loc, x, a[1]);
+        Value r = arith::SelectOp::create(b, loc, byZero, c(0),
+                                          arith::RemSIOp::create(b, loc, x, d));
         Value nonZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, c(0));
         Value rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, c(0));
         Value dNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a[1], c(0));
@@ -248,9 +279,12 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange a, Type r
         return arith::SelectOp::create(b, loc, fix, arith::AddIOp::create(b, loc, r, a[1]), r);
       })
       .Case([&](FRemOp) -> Value {
-        return f   ? (Value)arith::RemFOp::create(b, loc, x, a[1])
-               : u ? (Value)arith::RemUIOp::create(b, loc, x, a[1])
-                   : (Value)arith::RemSIOp::create(b, loc, x, a[1]);
+        if (f)
+          return arith::RemFOp::create(b, loc, x, a[1]);
+        auto [d, byZero] = safeDivisor(b, loc, x, a[1], u);
+        Value r = u ? (Value)arith::RemUIOp::create(b, loc, x, d)
+                    : (Value)arith::RemSIOp::create(b, loc, x, d);
+        return arith::SelectOp::create(b, loc, byZero, c(0), r);
       })
       .Case([&](AndOp) -> Value { return f ? Value() : arith::AndIOp::create(b, loc, x, a[1]); })
       .Case([&](OrOp) -> Value { return f ? Value() : arith::OrIOp::create(b, loc, x, a[1]); })

@@ -379,8 +379,8 @@ LogicalResult maxUnpool(NodeImporter &n, Outs &out) {
   }
   int64_t total = 1;
   for (int64_t d : shape) {
-    if (d < 0)
-      return n.error("MaxUnpool's output shape has a negative dimension");
+    if (d < 0 || (d > 0 && total > (int64_t(1) << 40) / d))
+      return n.error("MaxUnpool's output shape has a negative or huge dimension");
     total *= d;
   }
   Value zeros = n.constant(DenseElementsAttr::get(

@@ -257,6 +257,9 @@ LogicalResult roiAlign(NodeImporter &n, Outs &out) {
   bool halfPixel = n.opset >= 16 && n.getString("coordinate_transformation_mode", "half_pixel") ==
                                         "half_pixel";
   int64_t oh = n.getInt("output_height", 1), ow = n.getInt("output_width", 1);
+  if (oh < 1 || ow < 1 || oh > 4096 || ow > 4096 || sr > 64)
+    return n.error("RoiAlign's output size " + Twine(oh) + "x" + Twine(ow) +
+                   " or sampling_ratio " + Twine(sr) + " is out of range");
   float scale = n.getFloat("spatial_scale", 1.0f);
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), H = xt.getDimSize(2), W = xt.getDimSize(3);
   int64_t R = rt.getDimSize(0);

@@ -19,6 +19,9 @@ namespace {
 
 using Outs = SmallVectorImpl<Value>;
 
+/// Longest DFT: two N x N tables of 4-byte floats take 512 MiB at 8192.
+constexpr int64_t kMaxDftLength = 8192;
+
 /// Input i as a constant integer scalar.
 std::optional<int64_t> constScalarInt(NodeImporter &n, size_t i) {
   auto v = n.constInts(i);
@@ -164,6 +167,9 @@ LogicalResult dft(NodeImporter &n, Outs &out) {
       return n.error("DFT's dft_length " + Twine(*len) + " is not positive");
     N = *len;
   }
+  if (N > kMaxDftLength)
+    return n.error("DFT length " + Twine(N) + " is over Kiln's limit of " + Twine(kMaxDftLength) +
+                   " (its cosine/sine tables grow as the square of the length)");
   int64_t sigRank = rank - 1;
   re = moveAxis(n, re, sigRank, axis, sigRank - 1);
   im = im ? moveAxis(n, im, sigRank, axis, sigRank - 1) : Value();
@@ -207,6 +213,9 @@ LogicalResult stft(NodeImporter &n, Outs &out) {
   if (frameLength > length)
     return n.error("STFT's frame length " + Twine(frameLength) + " exceeds the signal length " +
                    Twine(length));
+  if (frameLength > kMaxDftLength)
+    return n.error("STFT frame length " + Twine(frameLength) + " is over Kiln's limit of " +
+                   Twine(kMaxDftLength));
   int64_t frames = (length - frameLength) / *step + 1;
   bool onesided = n.getInt("onesided", 1);
   auto parts = splitComplex(n, signal);

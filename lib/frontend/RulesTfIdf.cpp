@@ -42,6 +42,9 @@ LogicalResult tfIdfVectorizer(NodeImporter &n, Outs &out) {
       return n.error("ngram_indexes has a negative entry");
     outCols = std::max(outCols, idx + 1);
   }
+  if (outCols > (int64_t(1) << 24) || (int64_t)indexes->size() * outCols > (int64_t(1) << 28))
+    return n.error("ngram_indexes make an output of " + Twine(outCols) + " columns, over Kiln's "
+                   "limit");
   auto weights = n.getFloats("weights");
   int64_t totalGrams = 0;
   struct Group { int64_t n, firstItem, grams, firstGram; };

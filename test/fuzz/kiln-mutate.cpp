@@ -8,16 +8,18 @@
 // silently.
 //
 //   kiln-mutate [--seed N] [--variants N] [--timeout S] [--verbose]
-//               [--save-failures DIR] MODEL.onnx...
+//               [--save-failures DIR] [--models-under DIR]... MODEL.onnx...
 //
 // Exit status 1 when any variant crashed, hung or failed without a message.
 #include "kiln/Kiln.h"
 
 #include "onnx/onnx_pb.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -313,10 +315,21 @@ int main(int argc, char **argv) {
       opts.verbose = true;
     else if (a == "--save-failures")
       opts.saveDir = next();
+    else if (a == "--models-under") {
+      // Every model.onnx below DIR, in a stable order.
+      std::vector<std::string> found;
+      std::error_code ec;
+      for (auto it = std::filesystem::recursive_directory_iterator(next(), ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        if (it->path().filename() == "model.onnx")
+          found.push_back(it->path().string());
+      std::sort(found.begin(), found.end());
+      opts.models.insert(opts.models.end(), found.begin(), found.end());
+    }
     else if (a == "--help" || a[0] == '-') {
       std::fprintf(a == "--help" ? stdout : stderr,
                    "usage: kiln-mutate [--seed N] [--variants N] [--timeout S] [--verbose]\n"
-                   "                   [--save-failures DIR] MODEL.onnx...\n");
+                   "                   [--save-failures DIR] [--models-under DIR]... MODEL.onnx...\n");
       return a == "--help" ? 0 : 2;
     } else
       opts.models.push_back(a);

@@ -217,3 +217,17 @@ func.func @random_uniform(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
   %u = kiln.random_uniform_like %x {dtype = f32, low = -1.0 : f64, high = 1.0 : f64, seed = 3 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
   return %u : tensor<3x4xf32>
 }
+
+// -----
+
+// Integer division cannot trap: a zero divisor (and INT_MIN / -1) is
+// replaced by 1 before the divsi, and a zero divisor gives 0.
+// CHECK-LABEL: func.func @int_div
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: arith.divsi
+// CHECK: arith.select
+func.func @int_div(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = kiln.div %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
