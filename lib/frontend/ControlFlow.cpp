@@ -22,6 +22,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace kiln {
@@ -156,10 +158,8 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
 // Loop
 //===----------------------------------------------------------------------===//
 
-LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs) {
-  const onnx::GraphProto *body = graphAttr(n, "body");
-  if (!body)
-    return failure();
+LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::GraphProto *body,
+                         SmallVectorImpl<Value> &outputs) {
   OpBuilder &b = n.b;
   Location loc = n.loc;
   size_t numCarried = n.numInputs() > 2 ? n.numInputs() - 2 : 0;
@@ -296,6 +296,94 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<
   }
   llvm::append_range(outputs, whileOp.getResults().drop_front(2));
   return success();
+}
+
+/// A Loop that carries sequences, in the form exporters write for
+/// `ys.append(y)` in a loop: the sequence starts empty and the body appends
+/// one tensor to it per iteration (SequenceInsert without a position) and
+/// reads it nowhere else. The body is rewritten so that the appended tensor
+/// is a scan output; after the loop, the sequence is the list of the scan
+/// buffer's rows.
+LogicalResult importLoopCarryingSequences(NodeImporter &n, SubgraphImporter sub,
+                                          ArrayRef<const SmallVector<Value> *> seqInputs,
+                                          SmallVectorImpl<Value> &outputs,
+                                          std::map<size_t, SmallVector<Value>> &seqOutputs) {
+  const onnx::GraphProto *body = graphAttr(n, "body");
+  if (!body)
+    return failure();
+  size_t numCarried = n.numInputs() > 2 ? n.numInputs() - 2 : 0;
+  if ((size_t)body->input_size() != numCarried + 2 ||
+      (size_t)body->output_size() < numCarried + 1)
+    return n.error("the body's inputs and outputs do not match the Loop's");
+  onnx::GraphProto rewritten = *body;
+  SmallVector<Value> inputs{n.input(0), n.input(1)};
+  SmallVector<size_t> sequenceSlots; // original carried positions
+  SmallVector<std::string> appended;
+  for (size_t i = 0; i < numCarried; ++i) {
+    const SmallVector<Value> *seq = 2 + i < seqInputs.size() ? seqInputs[2 + i] : nullptr;
+    if (!seq) {
+      inputs.push_back(n.input(2 + i));
+      continue;
+    }
+    if (!seq->empty())
+      return n.error("loop-carried sequence " + Twine(i) + " must start empty");
+    const std::string &in = body->input(2 + i).name(), &out = body->output(1 + i).name();
+    const onnx::NodeProto *appender = nullptr;
+    int readers = 0;
+    for (const onnx::NodeProto &node : body->node()) {
+      readers += llvm::count(node.input(), in);
+      if (llvm::is_contained(node.output(), out))
+        appender = &node;
+    }
+    if (!appender || appender->op_type() != "SequenceInsert" || appender->input_size() != 2 ||
+        appender->input(0) != in || readers != 1)
+      return n.error("loop-carried sequence '" + in + "' is supported when the body appends "
+                     "one tensor to it per iteration and reads it nowhere else");
+    sequenceSlots.push_back(i);
+    appended.push_back(appender->input(1));
+  }
+  // Drop the sequences' body inputs, their appenders and outputs (from the
+  // back, so indices stay valid), and add the appended tensors as scans.
+  for (size_t k = sequenceSlots.size(); k-- > 0;) {
+    size_t i = sequenceSlots[k];
+    const std::string out = rewritten.output(1 + i).name();
+    rewritten.mutable_input()->DeleteSubrange(2 + i, 1);
+    rewritten.mutable_output()->DeleteSubrange(1 + i, 1);
+    for (int j = 0; j < rewritten.node_size(); ++j)
+      if (llvm::is_contained(rewritten.node(j).output(), out)) {
+        rewritten.mutable_node()->DeleteSubrange(j, 1);
+        break;
+      }
+  }
+  for (const std::string &name : appended)
+    rewritten.add_output()->set_name(name);
+
+  NodeImporter inner(n.b, n.loc, n.node, n.opset, inputs);
+  SmallVector<Value> results;
+  if (failed(importLoop(inner, sub, &rewritten, results)) || inner.failed())
+    return failure();
+  size_t plainCarried = numCarried - sequenceSlots.size();
+  size_t numScan = body->output_size() - 1 - numCarried;
+  auto zero = n.b.getDenseI64ArrayAttr({0});
+  for (size_t i = 0, plain = 0, k = 0; i < numCarried; ++i) {
+    if (k < sequenceSlots.size() && sequenceSlots[k] == i) {
+      Value buffer = results[plainCarried + numScan + k++];
+      auto t = NodeImporter::rankedType(buffer);
+      SmallVector<Value> rows;
+      for (int64_t r = 0; t && r < t.getDimSize(0); ++r)
+        rows.push_back(n.make<SqueezeOp>(
+            n.make<SliceOp>(buffer, n.i64Tensor({r}), n.i64Tensor({r + 1}), n.i64Tensor({0}),
+                            n.i64Tensor({1})),
+            zero));
+      seqOutputs[i] = std::move(rows);
+      outputs.push_back(Value());
+    } else {
+      outputs.push_back(results[plain++]);
+    }
+  }
+  for (size_t j = 0; j < numScan; ++j)
+    outputs.push_back(results[plainCarried + j]);
+  return failure(n.failed());
 }
 
 //===----------------------------------------------------------------------===//
@@ -528,12 +616,21 @@ bool isControlFlowOperator(StringRef opType) {
 }
 
 LogicalResult importControlFlowNode(NodeImporter &n, SubgraphImporter importSubgraph,
-                                    SmallVectorImpl<Value> &outputs) {
+                                    ArrayRef<const SmallVector<Value> *> seqInputs,
+                                    SmallVectorImpl<Value> &outputs,
+                                    std::map<size_t, SmallVector<Value>> &seqOutputs) {
   StringRef op = n.node.op_type();
+  bool readsSequences = llvm::any_of(seqInputs, [](const auto *s) { return s != nullptr; });
+  if (op == "Loop" && readsSequences)
+    return importLoopCarryingSequences(n, importSubgraph, seqInputs, outputs, seqOutputs);
+  if (readsSequences)
+    return n.error(op + " cannot read a sequence");
   if (op == "If")
     return importIf(n, importSubgraph, outputs);
-  if (op == "Loop")
-    return importLoop(n, importSubgraph, outputs);
+  if (op == "Loop") {
+    const onnx::GraphProto *body = graphAttr(n, "body");
+    return body ? importLoop(n, importSubgraph, body, outputs) : failure();
+  }
   return importScan(n, importSubgraph, outputs);
 }
 

@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <map>
+
 namespace kiln {
 
 /// Imports `graph` at the builder's insertion point with its inputs bound to
@@ -19,9 +21,15 @@ using SubgraphImporter = llvm::function_ref<mlir::LogicalResult(
 /// Whether the importer handles `opType` as a control-flow operator.
 bool isControlFlowOperator(llvm::StringRef opType);
 
-/// Imports one If, Loop or Scan node; its results go to `outputs`.
-mlir::LogicalResult importControlFlowNode(NodeImporter &n, SubgraphImporter importSubgraph,
-                                          llvm::SmallVectorImpl<mlir::Value> &outputs);
+/// Imports one If, Loop or Scan node; its results go to `outputs`. A Loop
+/// may carry sequences (`seqInputs[i]` is the list for input i when it names
+/// a sequence); a sequence result goes to `seqOutputs[i]` (its entry in
+/// `outputs` is null).
+mlir::LogicalResult
+importControlFlowNode(NodeImporter &n, SubgraphImporter importSubgraph,
+                      llvm::ArrayRef<const llvm::SmallVector<mlir::Value> *> seqInputs,
+                      llvm::SmallVectorImpl<mlir::Value> &outputs,
+                      std::map<size_t, llvm::SmallVector<mlir::Value>> &seqOutputs);
 
 } // namespace kiln
 

@@ -486,7 +486,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       continue;
     }
     if (auto seq = sequences.find(name); seq != sequences.end() && !values.count(name)) {
-      if (!sequenceOp)
+      if (!sequenceOp && !controlFlowOp)
         return emitError(loc) << "input '" << name
                               << "' is a sequence; only sequence operators read sequences";
       seqInputs.back() = &seq->second;
@@ -506,18 +506,24 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   if (controlFlowOp) {
     NodeImporter ni(b, loc, node, nodeOpset, inputs);
     SmallVector<Value> outputs;
+    std::map<size_t, SmallVector<Value>> seqOutputs;
     auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args,
                    SmallVectorImpl<Value> &outs) { return importSubgraph(b, g, args, outs); };
-    if (failed(importControlFlowNode(ni, sub, outputs)) || ni.failed()) {
+    if (failed(importControlFlowNode(ni, sub, seqInputs, outputs, seqOutputs)) || ni.failed()) {
       (void)ni.error("cannot import this " + node.op_type() + " node");
       return failure();
     }
     if (outputs.size() < (size_t)node.output_size())
       return emitError(loc) << node.op_type() << " gives " << outputs.size()
                             << " results but the node names " << node.output_size();
-    for (auto [i, name] : llvm::enumerate(node.output()))
-      if (!name.empty())
+    for (auto [i, name] : llvm::enumerate(node.output())) {
+      if (name.empty())
+        continue;
+      if (auto seq = seqOutputs.find(i); seq != seqOutputs.end())
+        sequences[name] = std::move(seq->second);
+      else
         values[name] = outputs[i];
+    }
     return success();
   }
   if (sequenceOp) {

@@ -13,6 +13,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | model | what it exercises |
 | --- | --- |
 | loop_if | TorchScript export: a Loop with a run-time trip count and loop-carried state, then an If on a value computed at run time |
+| loop_rnn | TorchScript export of an RNN written as a Python loop: a Loop whose body Gathers x[t] and appends each step's output to a sequence (SequenceEmpty / SequenceInsert / ConcatFromSequence) |
 | scan_rnn | Scan (opset 16) with a reversed scanned input, a scan output along axis 1, an RNN-style tanh cell |
 | rnn_seq_lens | bidirectional LSTM and a GRU over a padded batch with run-time sequence_lens (lengths 7, 3, 0, 5) |
 | qdq_cnn | a CNN in the QDQ form ONNX Runtime's quantizer writes: uint8 activations, per-channel int8 conv weights, int32 biases, QuantizeLinear/DequantizeLinear around Conv, Relu, MaxPool, Add, GlobalAveragePool and Gemm |
@@ -79,6 +80,38 @@ def loop_if(folder):
             ref = module(xs, torch.tensor(steps)).numpy()
         sets.append(([xs.numpy(), np.array(steps, dtype=np.int64)], [ref]))
     return sets
+
+
+class LoopRNN(torch.nn.Module):
+    """h <- tanh(Wx x[t] + Wh h), y[t] = Wo h, as a Python loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.wx = torch.nn.Linear(8, 12)
+        self.wh = torch.nn.Linear(12, 12)
+        self.out = torch.nn.Linear(12, 3)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), 12)
+        ys = []
+        for t in range(x.size(0)):
+            h = torch.tanh(self.wx(x[t]) + self.wh(h))
+            ys.append(self.out(h))
+        return torch.stack(ys), h
+
+
+def loop_rnn(folder):
+    torch.manual_seed(0)
+    module = LoopRNN()
+    x = torch.randn(6, 2, 8)
+    model_path = os.path.join(folder, "model.onnx")
+    torch.onnx.export(torch.jit.script(module), (x,), model_path, opset_version=13,
+                      input_names=["x"], output_names=["y", "h"])
+    ops = {n.op_type for n in onnx.load(model_path).graph.node}
+    assert {"Loop", "SequenceEmpty"} <= ops, f"unexpected export: {sorted(ops)}"
+    with torch.no_grad():
+        y, h = module(x)
+    return [([x.numpy()], [y.numpy(), h.numpy()])]
 
 
 def scan_rnn(folder):
@@ -229,7 +262,7 @@ def qdq_cnn(folder):
             ([rng.uniform(-2.5, 2.5, (1, 3, 16, 16)).astype(np.float32)], None)]
 
 
-MODELS = {"loop_if": loop_if, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
+MODELS = {"loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "qdq_cnn": qdq_cnn}
 
 
