@@ -81,6 +81,23 @@ void fillEmptyBuffers(OpBuilder &b, Location loc, SmallVectorImpl<Value> &inits,
     }
 }
 
+/// A scan output: adds to `body` an argument for a buffer of `rows` rows
+/// shaped like `slice` and returns the buffer with `slice` written at `row`.
+Value insertRow(OpBuilder &b, Location loc, Block *body, Value slice, int64_t rows,
+                OpFoldResult row) {
+  auto st = cast<RankedTensorType>(slice.getType());
+  SmallVector<int64_t> shape{rows};
+  llvm::append_range(shape, st.getShape());
+  Value buf = body->addArgument(RankedTensorType::get(shape, st.getElementType()), loc);
+  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+  offsets[0] = row;
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+  for (int64_t d : st.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, slice, buf, offsets, sizes, strides);
+}
+
 std::string typeString(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -262,18 +279,8 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       if (bytes > kMaxScanOutputBytes)
         return n.error("scan output '" + body->output(1 + numCarried + j).name() +
                        "' would take " + Twine(bytes) + " bytes");
-      SmallVector<int64_t> shape{iterations};
-      llvm::append_range(shape, st.getShape());
-      auto bufType = RankedTensorType::get(shape, st.getElementType());
-      Value buf = bodyBlock->addArgument(bufType, loc);
       inits.push_back(Value()); // an empty buffer, made outside the body below
-      SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
-      offsets[0] = row;
-      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
-      for (int64_t d : st.getShape())
-        sizes.push_back(b.getIndexAttr(d));
-      SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
-      yields.push_back(tensor::InsertSliceOp::create(b, loc, slice, buf, offsets, sizes, strides));
+      yields.push_back(insertRow(b, loc, bodyBlock.get(), slice, iterations, row));
     }
     scf::YieldOp::create(b, loc, yields);
   }
@@ -453,17 +460,9 @@ LogicalResult scanAlongFirstAxis(NodeImporter &n, SubgraphImporter sub,
       if (!st || !st.hasStaticShape())
         return n.error("scan output '" + body.output(states.size() + j).name() +
                        "' has no static shape");
-      SmallVector<int64_t> shape{steps};
-      llvm::append_range(shape, st.getShape());
-      Value buf = bodyBlock->addArgument(RankedTensorType::get(shape, st.getElementType()), loc);
       inits.push_back(Value()); // an empty buffer, made outside the body below
-      SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
-      offsets[0] = stepOf(j < outReverse.size() && outReverse[j]);
-      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
-      for (int64_t d : st.getShape())
-        sizes.push_back(b.getIndexAttr(d));
-      SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
-      yields.push_back(tensor::InsertSliceOp::create(b, loc, slice, buf, offsets, sizes, strides));
+      yields.push_back(insertRow(b, loc, bodyBlock.get(), slice, steps,
+                                 stepOf(j < outReverse.size() && outReverse[j])));
     }
     scf::YieldOp::create(b, loc, yields);
   }
@@ -475,18 +474,6 @@ LogicalResult scanAlongFirstAxis(NodeImporter &n, SubgraphImporter sub,
   moveBody(bodyBlock.get(), forOp.getBody());
   llvm::append_range(outputs, forOp.getResults());
   return success();
-}
-
-/// Moves axis `from` of a rank-`rank` tensor to position `to`.
-Value moveAxis(NodeImporter &n, Value x, int64_t rank, int64_t from, int64_t to) {
-  if (from == to)
-    return x;
-  SmallVector<int64_t> perm;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != from)
-      perm.push_back(d);
-  perm.insert(perm.begin() + to, from);
-  return n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr(perm));
 }
 
 /// A list attribute of `count` entries (default all 0), axes normalised by
@@ -588,7 +575,7 @@ LogicalResult importScan(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<
   if (failed(inReverse) || failed(outReverse))
     return failure();
   for (auto [i, x] : llvm::enumerate(scanned))
-    x = moveAxis(n, x, NodeImporter::rankedType(x).getRank(), (*inAxes)[i], 0);
+    x = n.moveAxis(x, NodeImporter::rankedType(x).getRank(), (*inAxes)[i], 0);
   if (n.failed())
     return failure();
   SmallVector<Value> results;
@@ -603,7 +590,7 @@ LogicalResult importScan(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<
   for (size_t i = 0; i < results.size(); ++i) {
     Value r = results[i];
     if (i >= numStates)
-      r = moveAxis(n, r, NodeImporter::rankedType(r).getRank(), 0, (*outAxes)[i - numStates]);
+      r = n.moveAxis(r, NodeImporter::rankedType(r).getRank(), 0, (*outAxes)[i - numStates]);
     outputs.push_back(r);
   }
   return failure(n.failed());

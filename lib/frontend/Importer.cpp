@@ -152,6 +152,29 @@ Value NodeImporter::positionsAlong(int64_t rank, int64_t axis, int64_t size) {
                                             ArrayRef<int64_t>(iota)));
 }
 
+Value NodeImporter::floatTable(ArrayRef<int64_t> shape, FloatType type,
+                               ArrayRef<double> values) {
+  SmallVector<APFloat> vals;
+  for (double v : values) {
+    APFloat f(v);
+    bool lost;
+    f.convert(type.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    vals.push_back(f);
+  }
+  return constant(DenseElementsAttr::get(RankedTensorType::get(shape, type), vals));
+}
+
+Value NodeImporter::moveAxis(Value x, int64_t rank, int64_t from, int64_t to) {
+  if (from == to)
+    return x;
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != from)
+      perm.push_back(d);
+  perm.insert(perm.begin() + to, from);
+  return make<TransposeOp>(x, b.getDenseI64ArrayAttr(perm));
+}
+
 Value NodeImporter::scalarLike(Value like, double value) {
   if (!like)
     return {};

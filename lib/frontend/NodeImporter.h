@@ -89,6 +89,12 @@ public:
   mlir::Value alongAxis(mlir::Value v, int64_t rank, int64_t axis);
   /// A rank-0 constant of the element type of `like`.
   mlir::Value scalarLike(mlir::Value like, double value);
+  /// A constant of `shape` and float type `type` holding `values` (rounded
+  /// to nearest), for tables computed while importing.
+  mlir::Value floatTable(llvm::ArrayRef<int64_t> shape, mlir::FloatType type,
+                         llvm::ArrayRef<double> values);
+  /// `x` (of rank `rank`) with axis `from` moved to position `to`.
+  mlir::Value moveAxis(mlir::Value x, int64_t rank, int64_t from, int64_t to);
 
   /// Emits an error at the node and marks the import as failed.
   mlir::LogicalResult error(const llvm::Twine &message);

@@ -211,16 +211,8 @@ AxisSamples roiAxis(NodeImporter &n, Value start, Value end, int64_t size, int64
   for (int64_t p = 0; p < bins; ++p)
     for (int64_t j = 0; j < grid; ++j)
       steps.push_back(p + (j + 0.5) / grid);
-  auto ft = cast<FloatType>(NodeImporter::elementType(start));
-  SmallVector<APFloat> vals;
-  for (double d : steps) {
-    APFloat f(d);
-    bool lost;
-    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    vals.push_back(f);
-  }
-  Value stepConst = n.constant(
-      DenseElementsAttr::get(RankedTensorType::get({1, (int64_t)steps.size()}, ft), vals));
+  Value stepConst = n.floatTable({1, (int64_t)steps.size()},
+                                 cast<FloatType>(NodeImporter::elementType(start)), steps);
   Value pos = n.make<AddOp>(s, n.make<MulOp>(stepConst, bin)); // [R, S]
   Value outside = n.make<OrOp>(n.make<LessOp>(pos, k(-1.0)), n.make<GreaterOp>(pos, k(size)));
   pos = n.make<MaxOp>(pos, k(0));
@@ -230,7 +222,7 @@ AxisSamples roiAxis(NodeImporter &n, Value start, Value end, int64_t size, int64
   pos = n.make<SelectOp>(atEdge, low, pos);
   Value high = n.make<SelectOp>(atEdge, low, n.make<AddOp>(low, k(1)));
   Value frac = n.make<SubOp>(pos, low);
-  Value keep = n.make<CastOp>(n.make<NotOp>(outside), TypeAttr::get(ft));
+  Value keep = n.make<CastOp>(n.make<NotOp>(outside), TypeAttr::get(NodeImporter::elementType(start)));
   Type i64 = n.b.getI64Type();
   return {n.make<CastOp>(low, TypeAttr::get(i64)), n.make<CastOp>(high, TypeAttr::get(i64)),
           n.make<MulOp>(n.make<SubOp>(k(1), frac), keep), n.make<MulOp>(frac, keep)};

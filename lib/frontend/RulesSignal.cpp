@@ -47,26 +47,7 @@ Value floatConstant(NodeImporter &n, ArrayRef<int64_t> shape, ArrayRef<double> v
     (void)n.error("output_datatype " + Twine(dataType) + " is not a floating-point type");
     return {};
   }
-  SmallVector<APFloat> vals;
-  for (double v : values) {
-    APFloat f(v);
-    bool lost;
-    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    vals.push_back(f);
-  }
-  return n.constant(DenseElementsAttr::get(RankedTensorType::get(shape, ft), vals));
-}
-
-/// Moves axis `from` of a rank-`rank` tensor to position `to`.
-Value moveAxis(NodeImporter &n, Value x, int64_t rank, int64_t from, int64_t to) {
-  if (from == to)
-    return x;
-  SmallVector<int64_t> perm;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != from)
-      perm.push_back(d);
-  perm.insert(perm.begin() + to, from);
-  return n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr(perm));
+  return n.floatTable(shape, ft, values);
 }
 
 Value sliceLast(NodeImporter &n, Value x, int64_t rank, int64_t begin, int64_t end) {
@@ -99,18 +80,8 @@ Value dftLastAxis(NodeImporter &n, Value re, Value im, int64_t N, int64_t K, boo
       cosT[i * K + k] = std::cos(theta) * scale;
       sinT[i * K + k] = std::sin(theta) * scale * (inverse ? -1.0 : 1.0);
     }
-  auto table = [&](ArrayRef<double> v) {
-    auto type = RankedTensorType::get({N, K}, elt);
-    SmallVector<APFloat> vals;
-    for (double d : v) {
-      APFloat f(d);
-      bool lost;
-      f.convert(cast<FloatType>(elt).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      vals.push_back(f);
-    }
-    return n.constant(DenseElementsAttr::get(type, vals));
-  };
-  Value C = table(cosT), S = table(sinT);
+  auto ft = cast<FloatType>(elt);
+  Value C = n.floatTable({N, K}, ft, cosT), S = n.floatTable({N, K}, ft, sinT);
   // Forward: e^{-i theta}; re' = re C + im S, im' = im C - re S. The inverse
   // table holds -sin/N, which gives e^{+i theta}/N with the same formula.
   Value outRe = n.make<MatMulOp>(re, C);
@@ -171,14 +142,14 @@ LogicalResult dft(NodeImporter &n, Outs &out) {
     return n.error("DFT length " + Twine(N) + " is over Kiln's limit of " + Twine(kMaxDftLength) +
                    " (its cosine/sine tables grow as the square of the length)");
   int64_t sigRank = rank - 1;
-  re = moveAxis(n, re, sigRank, axis, sigRank - 1);
-  im = im ? moveAxis(n, im, sigRank, axis, sigRank - 1) : Value();
+  re = n.moveAxis(re, sigRank, axis, sigRank - 1);
+  im = im ? n.moveAxis(im, sigRank, axis, sigRank - 1) : Value();
   re = fitLength(n, re, sigRank, have, N);
   im = fitLength(n, im, sigRank, have, N);
   if (n.failed())
     return failure();
   Value y = dftLastAxis(n, re, im, N, onesided ? N / 2 + 1 : N, inverse);
-  out.push_back(moveAxis(n, y, rank, sigRank - 1, axis));
+  out.push_back(n.moveAxis(y, rank, sigRank - 1, axis));
   return failure(n.failed());
 }
 

@@ -207,24 +207,24 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                       Adaptor a, SmallVectorImpl<Type> &types) {
-  Type to = a.getTo();
-  if (auto t = ranked(a.getInput()))
+/// The input's shape with element type `to` (cast, random_uniform_like).
+static LogicalResult inferShapeWithElementType(Value input, Type to,
+                                               SmallVectorImpl<Type> &types) {
+  if (auto t = ranked(input))
     types.push_back(t.clone(to));
   else
     types.push_back(UnrankedTensorType::get(to));
   return success();
 }
 
+LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferShapeWithElementType(a.getInput(), a.getTo(), types);
+}
+
 LogicalResult RandomUniformLikeOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                                    Adaptor a, SmallVectorImpl<Type> &types) {
-  Type to = a.getDtype();
-  if (auto t = ranked(a.getInput()))
-    types.push_back(t.clone(to));
-  else
-    types.push_back(UnrankedTensorType::get(to));
-  return success();
+  return inferShapeWithElementType(a.getInput(), a.getDtype(), types);
 }
 
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
