@@ -165,6 +165,12 @@ LogicalResult lowerRandomUniformLike(RandomUniformLikeOp op, PatternRewriter &rw
                                                             b.getFloatAttr(wide, high - low))));
         if (wide != ft)
           r = arith::TruncFOp::create(b, l, ft, r);
+        // Rounding (to a narrow type, or of low + u * (high - low)) can
+        // reach `high`; the interval is half-open, so that draw becomes low.
+        Value highT = arith::ConstantOp::create(b, l, ft, b.getFloatAttr(ft, high));
+        Value lowT = arith::ConstantOp::create(b, l, ft, b.getFloatAttr(ft, low));
+        Value atHigh = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, r, highT);
+        r = arith::SelectOp::create(b, l, atHigh, lowT, r);
         linalg::YieldOp::create(b, l, r);
       });
   rw.replaceOp(op, g.getResult(0));

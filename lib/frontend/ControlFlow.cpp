@@ -274,11 +274,11 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       if (!st || !st.hasStaticShape())
         return n.error("scan output '" + body->output(1 + numCarried + j).name() +
                        "' has no static shape");
-      int64_t bytes = iterations * st.getNumElements() *
-                      std::max<int64_t>(1, st.getElementTypeBitWidth() / 8);
-      if (bytes > kMaxScanOutputBytes)
-        return n.error("scan output '" + body->output(1 + numCarried + j).name() +
-                       "' would take " + Twine(bytes) + " bytes");
+      int64_t rowBytes = st.getNumElements() * std::max<int64_t>(1, st.getElementTypeBitWidth() / 8);
+      if (rowBytes > 0 && iterations > kMaxScanOutputBytes / rowBytes)
+        return n.error("scan output '" + body->output(1 + numCarried + j).name() + "' of " +
+                       Twine(iterations) + " rows of " + Twine(rowBytes) +
+                       " bytes is over Kiln's limit of 2^34 bytes");
       inits.push_back(Value()); // an empty buffer, made outside the body below
       yields.push_back(insertRow(b, loc, bodyBlock.get(), slice, iterations, row));
     }
@@ -408,8 +408,8 @@ LogicalResult scanAlongFirstAxis(NodeImporter &n, SubgraphImporter sub,
   int64_t steps = -1;
   for (Value x : scanned) {
     auto t = NodeImporter::rankedType(x);
-    if (!t || t.getRank() == 0 || t.isDynamicDim(0))
-      return n.error("a scanned input needs a static length along its scan axis");
+    if (!t || t.getRank() == 0 || !t.hasStaticShape())
+      return n.error("a scanned input needs a static shape");
     if (steps >= 0 && t.getDimSize(0) != steps)
       return n.error("the scanned inputs have different lengths (" + Twine(steps) + " and " +
                      Twine(t.getDimSize(0)) + ")");

@@ -9,6 +9,8 @@
 // is an error naming it.
 #include "Gradient.h"
 
+#include "llvm/ADT/StringSet.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -64,6 +66,16 @@ LogicalResult importGradient(NodeImporter &n, ArrayRef<const onnx::NodeProto *> 
   if (!y)
     return n.error("Gradient's y '" + yName + "' is not produced before it");
 
+  // Only nodes on a path from xs carry gradients: the others (shape
+  // arithmetic, casts of constants) are not differentiated at all.
+  llvm::StringSet<> dependsOnX;
+  for (const std::string &x : *xs)
+    dependsOnX.insert(x);
+  for (const onnx::NodeProto *node : before)
+    if (llvm::any_of(node->input(), [&](const std::string &in) { return dependsOnX.count(in); }))
+      for (const std::string &out : node->output())
+        dependsOnX.insert(out);
+
   llvm::StringMap<Value> adjoint;
   adjoint[yName] = ones(n, y);
   auto accumulate = [&](const std::string &name, Value g) {
@@ -73,7 +85,8 @@ LogicalResult importGradient(NodeImporter &n, ArrayRef<const onnx::NodeProto *> 
     slot = slot ? n.make<AddOp>(slot, g) : g;
   };
   for (const onnx::NodeProto *node : llvm::reverse(before)) {
-    if (node->output_size() < 1 || !adjoint.count(node->output(0)))
+    if (node->output_size() < 1 || !adjoint.count(node->output(0)) ||
+        !dependsOnX.count(node->output(0)))
       continue;
     Value g = adjoint[node->output(0)];
     const std::string &op = node->op_type();
@@ -81,7 +94,7 @@ LogicalResult importGradient(NodeImporter &n, ArrayRef<const onnx::NodeProto *> 
     Value out = lookup(node->output(0));
     Value a = in(0), b = in(1);
     auto give = [&](int i, Value grad) {
-      if (i < node->input_size() && !node->input(i).empty())
+      if (i < node->input_size() && !node->input(i).empty() && dependsOnX.count(node->input(i)))
         accumulate(node->input(i), unbroadcast(n, grad, in(i)));
     };
     if (op == "Add") {

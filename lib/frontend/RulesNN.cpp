@@ -255,7 +255,10 @@ Value maxPoolIndices(NodeImporter &n, Value x, Value y, ArrayRef<int64_t> kernel
     padAll[2 + i] = pads[i];
     padAll[rank + 2 + i] = pads[spatial + i];
   }
-  Value padded = n.make<PadOp>(x, n.i64Tensor(padAll), n.scalarLike(x, -INFINITY),
+  // Pad taps are excluded by position below; -inf only keeps them from
+  // looking like maxima in float code (integers pad with 0).
+  bool isFloat = isa<FloatType>(xt.getElementType());
+  Value padded = n.make<PadOp>(x, n.i64Tensor(padAll), n.scalarLike(x, isFloat ? -INFINITY : 0),
                                n.b.getStringAttr("constant"));
   // Element strides of the spatial axes in the chosen storage order, and
   // the offset of each (batch, channel) plane.
@@ -275,16 +278,21 @@ Value maxPoolIndices(NodeImporter &n, Value x, Value y, ArrayRef<int64_t> kernel
   int64_t taps = 1;
   for (int64_t k : kernel)
     taps *= k;
-  Value indices;
-  for (int64_t tap = taps - 1; tap >= 0; --tap) {
+  Value indices, matched;
+  // Taps from last to first, so that the first match wins; only taps inside
+  // the image can match (a -inf input would equal the padding, a NaN
+  // window matches nothing). The start value, for windows where nothing
+  // matches, is the first tap clamped into the image.
+  for (int64_t tap = taps - 1; tap >= -1; --tap) {
+    bool fallback = tap < 0;
     SmallVector<int64_t> offset(spatial), starts, ends, axes;
-    for (int64_t i = spatial - 1, rest = tap; i >= 0; --i) {
+    for (int64_t i = spatial - 1, rest = fallback ? 0 : tap; i >= 0; --i) {
       offset[i] = (rest % kernel[i]) * dilations[i];
       rest /= kernel[i];
     }
-    Value index = planeBase;
+    Value index = planeBase, inside;
     for (int64_t i = 0; i < spatial; ++i) {
-      int64_t outDim = yt.getDimSize(2 + i);
+      int64_t outDim = yt.getDimSize(2 + i), dim = xt.getDimSize(2 + i);
       starts.push_back(offset[i]);
       ends.push_back(offset[i] + (outDim - 1) * strides[i] + 1);
       axes.push_back(2 + i);
@@ -292,12 +300,23 @@ Value maxPoolIndices(NodeImporter &n, Value x, Value y, ArrayRef<int64_t> kernel
       Value coord = n.make<AddOp>(
           n.make<MulOp>(n.positionsAlong(rank, 2 + i, outDim), n.i64Tensor({strides[i]})),
           n.i64Tensor({offset[i] - pads[i]}));
+      Value in = n.make<AndOp>(n.make<GreaterEqualOp>(coord, n.i64Tensor({0})),
+                               n.make<LessOp>(coord, n.i64Tensor({dim})));
+      inside = inside ? n.make<AndOp>(inside, in) : in;
+      if (fallback)
+        coord = n.make<MinOp>(n.make<MaxOp>(coord, n.i64Tensor({0})), n.i64Tensor({dim - 1}));
       index = n.make<AddOp>(index, n.make<MulOp>(coord, n.i64Tensor({elemStride[i]})));
+    }
+    index = n.make<ExpandOp>(index, n.i64Tensor(yt.getShape()));
+    if (fallback) {
+      indices = indices ? n.make<SelectOp>(matched, indices, index) : index;
+      break;
     }
     Value value = n.make<SliceOp>(padded, n.i64Tensor(starts), n.i64Tensor(ends),
                                   n.i64Tensor(axes), n.i64Tensor(strides));
-    index = n.make<ExpandOp>(index, n.i64Tensor(yt.getShape()));
-    indices = indices ? n.make<SelectOp>(n.make<EqualOp>(value, y), index, indices) : index;
+    Value hit = n.make<AndOp>(n.make<EqualOp>(value, y), inside);
+    matched = matched ? n.make<OrOp>(matched, hit) : hit;
+    indices = indices ? n.make<SelectOp>(hit, index, indices) : n.make<SelectOp>(hit, index, n.i64Tensor({0}));
   }
   return indices;
 }

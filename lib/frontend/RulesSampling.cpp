@@ -78,8 +78,15 @@ public:
     Value inside = n.make<AndOp>(
         n.make<AndOp>(n.make<GreaterEqualOp>(x, k(0)), n.make<LessEqualOp>(x, k(W - 1))),
         n.make<AndOp>(n.make<GreaterEqualOp>(y, k(0)), n.make<LessEqualOp>(y, k(H - 1))));
-    Value linear = n.make<AddOp>(n.make<MulOp>(clip(y, H), k(W)), clip(x, W));
-    Value index = n.make<CastOp>(flatPlane(linear), TypeAttr::get(n.b.getI64Type()));
+    // The index in i64 (a float16 image could not count past 2048 pixels),
+    // from coordinates with NaN replaced by 0: fptosi(NaN) is a wild index.
+    // Those taps are outside anyway (every comparison with NaN is false).
+    auto i64 = TypeAttr::get(n.b.getI64Type());
+    auto safe = [&](Value v, int64_t size) {
+      return n.make<CastOp>(clip(n.make<SelectOp>(n.make<EqualOp>(v, v), v, k(0)), size), i64);
+    };
+    Value linear = n.make<AddOp>(n.make<MulOp>(safe(y, H), n.i64Tensor({W})), safe(x, W));
+    Value index = flatPlane(linear);
     index = n.make<ExpandOp>(index, n.i64Tensor({N, C, Ho * Wo}));
     Value v = n.make<GatherElementsOp>(flat, index, n.b.getI64IntegerAttr(2));
     Value mask = n.make<CastOp>(flatPlane(inside), TypeAttr::get(NodeImporter::elementType(like)));
@@ -214,6 +221,8 @@ AxisSamples roiAxis(NodeImporter &n, Value start, Value end, int64_t size, int64
   Value stepConst = n.floatTable({1, (int64_t)steps.size()},
                                  cast<FloatType>(NodeImporter::elementType(start)), steps);
   Value pos = n.make<AddOp>(s, n.make<MulOp>(stepConst, bin)); // [R, S]
+  // A NaN roi samples nothing (and must not become an index).
+  pos = n.make<SelectOp>(n.make<EqualOp>(pos, pos), pos, k(-2.0));
   Value outside = n.make<OrOp>(n.make<LessOp>(pos, k(-1.0)), n.make<GreaterOp>(pos, k(size)));
   pos = n.make<MaxOp>(pos, k(0));
   Value low = n.make<FloorOp>(pos);

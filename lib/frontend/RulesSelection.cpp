@@ -141,6 +141,8 @@ LogicalResult unique(NodeImporter &n, Outs &out) {
   for (int64_t d = 0; d < axis; ++d)
     outer *= shape[d];
   SmallVector<double> v = asDoubles(x);
+  if (llvm::any_of(v, [](double d) { return std::isnan(d); }))
+    return n.error("Unique over NaN values is not supported");
   SmallVector<SmallVector<double>> row(rows);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t r = 0; r < rows; ++r)

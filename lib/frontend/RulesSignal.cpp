@@ -10,6 +10,7 @@
 // on its value).
 #include "NodeImporter.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -188,6 +189,9 @@ LogicalResult stft(NodeImporter &n, Outs &out) {
     return n.error("STFT frame length " + Twine(frameLength) + " is over Kiln's limit of " +
                    Twine(kMaxDftLength));
   int64_t frames = (length - frameLength) / *step + 1;
+  if (frames * frameLength > (int64_t(1) << 26))
+    return n.error("STFT with " + Twine(frames) + " frames of " + Twine(frameLength) +
+                   " samples is over Kiln's limit of 2^26 framed samples");
   bool onesided = n.getInt("onesided", 1);
   auto parts = splitComplex(n, signal);
   if (failed(parts))
@@ -260,6 +264,8 @@ LogicalResult melWeightMatrix(NodeImporter &n, Outs &out) {
     return n.error("MelWeightMatrix's inputs must be a constant");
   if (*bins < 1 || *dftLength < 1 || *sampleRate < 1 || *bins > 65536 || *dftLength > (1 << 24))
     return n.error("MelWeightMatrix's sizes are out of range");
+  if (!std::isfinite(*lower) || !std::isfinite(*upper) || *lower < 0 || *upper < *lower)
+    return n.error("MelWeightMatrix needs 0 <= lower_edge_hertz <= upper_edge_hertz, both finite");
   int64_t specBins = *dftLength / 2 + 1;
   auto toMel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
   double lowMel = toMel(*lower), highMel = toMel(*upper);
@@ -267,7 +273,9 @@ LogicalResult melWeightMatrix(NodeImporter &n, Outs &out) {
   SmallVector<int64_t> edges;
   for (int64_t i = 0; i < *bins + 2; ++i) {
     double hz = 700.0 * (std::pow(10.0, (i * step + lowMel) / 2595.0) - 1.0);
-    edges.push_back((int64_t)std::floor((double)(*dftLength + 1) * hz / (double)*sampleRate));
+    double edge = std::floor((double)(*dftLength + 1) * hz / (double)*sampleRate);
+    // Edges past the spectrum only write nothing; clamping bounds the loops.
+    edges.push_back((int64_t)std::clamp(edge, -1.0, (double)specBins + 1));
   }
   SmallVector<double> w(specBins * *bins, 0.0);
   auto at = [&](int64_t j, int64_t i) -> double * {

@@ -473,6 +473,8 @@ LogicalResult reverseSequence(NodeImporter &n, Outs &out) {
   lenShape[batchAxis] = t.getDimSize(batchAxis);
   Value len = n.make<ReshapeOp>(n.make<CastOp>(lens, TypeAttr::get(n.b.getI64Type())),
                                 n.i64Tensor(lenShape), n.b.getBoolAttr(false));
+  // Lengths outside [0, T] (run-time values) must not index outside.
+  len = n.make<MinOp>(n.make<MaxOp>(len, n.i64Tensor({0})), n.i64Tensor({t.getDimSize(timeAxis)}));
   Value pos = n.positionsAlong(rank, timeAxis, t.getDimSize(timeAxis));
   Value reversed = n.make<SubOp>(n.make<SubOp>(len, n.scalarLike(len, 1)), pos);
   Value index = n.make<SelectOp>(n.make<LessOp>(pos, len), reversed, pos);

@@ -38,8 +38,8 @@ LogicalResult tfIdfVectorizer(NodeImporter &n, Outs &out) {
   // pool item counts[g].
   int64_t outCols = 0;
   for (int64_t idx : *indexes) {
-    if (idx < 0)
-      return n.error("ngram_indexes has a negative entry");
+    if (idx < 0 || idx >= (int64_t(1) << 24))
+      return n.error("ngram_indexes has the entry " + Twine(idx) + ", outside [0, 2^24)");
     outCols = std::max(outCols, idx + 1);
   }
   if (outCols > (int64_t(1) << 24) || (int64_t)indexes->size() * outCols > (int64_t(1) << 28))
