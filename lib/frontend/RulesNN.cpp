@@ -416,11 +416,80 @@ LogicalResult maxUnpool(NodeImporter &n, Outs &out) {
   return failure(n.failed());
 }
 
+/// LpPool: (sum over the window of |x|^p)^(1/p), as an average pool of
+/// |x|^p that counts the padding (zeros), times the window size.
+LogicalResult lpPool(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto xt = NodeImporter::rankedType(x);
+  if (!xt || xt.getRank() < 3 || !xt.hasStaticShape() || !isa<FloatType>(xt.getElementType()))
+    return n.error("LpPool needs a float input of static shape and rank >= 3");
+  size_t spatial = xt.getRank() - 2;
+  auto kernel = n.getInts("kernel_shape");
+  if (!kernel || kernel->size() != spatial)
+    return n.error("LpPool needs a kernel_shape per spatial axis");
+  int64_t p = n.getInt("p", 2);
+  if (p < 1 || p > 64)
+    return n.error("LpPool's p " + Twine(p) + " is outside [1, 64]");
+  SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
+  SmallVector<int64_t> dilations(spatial, 1), pads;
+  if (failed(resolvePads(n, xt, *kernel, strides, dilations, pads)))
+    return failure();
+  SmallVector<int64_t> extra(spatial, 0);
+  if (n.getInt("ceil_mode", 0))
+    extra = ceilModePads(xt, *kernel, strides, dilations, pads);
+  int64_t window = 1;
+  for (int64_t k : *kernel)
+    window *= k;
+  Value powered = n.make<PowOp>(n.make<AbsOp>(x), n.scalarLike(x, p));
+  Value mean = n.make<AvgPoolOp>(powered, n.b.getDenseI64ArrayAttr(*kernel),
+                                 n.b.getDenseI64ArrayAttr(strides), n.b.getDenseI64ArrayAttr(pads),
+                                 n.b.getDenseI64ArrayAttr(extra), n.b.getBoolAttr(true));
+  Value sum = n.make<MulOp>(mean, n.scalarLike(x, window));
+  out.push_back(n.make<PowOp>(sum, n.scalarLike(x, 1.0 / p)));
+  return failure(n.failed());
+}
+
+/// LpNormalization: x / ||x||_p along `axis` (p = 1 or 2).
+LogicalResult lpNormalization(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  auto axis = n.normalizeAxis(n.getInt("axis", -1), *rank);
+  int64_t p = n.getInt("p", 2);
+  if (!axis)
+    return failure();
+  if (p != 1 && p != 2)
+    return n.error("LpNormalization's p must be 1 or 2, got " + Twine(p));
+  auto axes = n.b.getDenseI64ArrayAttr({*axis});
+  Value norm = p == 1 ? n.make<ReduceSumOp>(n.make<AbsOp>(x), axes, n.b.getBoolAttr(true))
+                      : n.make<SqrtOp>(n.make<ReduceSumOp>(n.make<MulOp>(x, x), axes,
+                                                           n.b.getBoolAttr(true)));
+  out.push_back(n.make<DivOp>(x, norm));
+  return failure(n.failed());
+}
+
 SmallVector<int64_t> spatialAxes(int64_t rank, int64_t from = 2) {
   SmallVector<int64_t> axes;
   for (int64_t i = from; i < rank; ++i)
     axes.push_back(i);
   return axes;
+}
+
+/// GlobalLpPool: (sum over the spatial axes of |x|^p)^(1/p).
+LogicalResult globalLpPool(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto rank = n.rankOf(x);
+  if (!rank)
+    return failure();
+  int64_t p = n.getInt("p", 2);
+  if (p < 1 || p > 64)
+    return n.error("GlobalLpPool's p " + Twine(p) + " is outside [1, 64]");
+  Value sum = n.make<ReduceSumOp>(n.make<PowOp>(n.make<AbsOp>(x), n.scalarLike(x, p)),
+                                  n.b.getDenseI64ArrayAttr(spatialAxes(*rank)),
+                                  n.b.getBoolAttr(true));
+  out.push_back(n.make<PowOp>(sum, n.scalarLike(x, 1.0 / p)));
+  return failure(n.failed());
 }
 
 template <typename ReduceOpTy>
@@ -694,6 +763,9 @@ void addNNRules(std::vector<ImportRule> &r) {
       {"AveragePool", 1, M, pool<false>},
       {"GlobalAveragePool", 1, M, globalPool<ReduceMeanOp>},
       {"GlobalMaxPool", 1, M, globalPool<ReduceMaxOp>},
+      {"LpPool", 1, M, lpPool},
+      {"GlobalLpPool", 1, M, globalLpPool},
+      {"LpNormalization", 1, M, lpNormalization},
       {"MatMul", 1, M, matmul},
       {"Gemm", 1, M, gemm}, // opsets 1-6: `broadcast` is a case of broadcasting
       {"Softmax", 1, M, softmax<false>},

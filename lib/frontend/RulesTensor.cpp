@@ -402,6 +402,61 @@ LogicalResult randomUniformLike(NodeImporter &n, Outs &out) {
   return failure(n.failed());
 }
 
+/// Uniform numbers in [low, high) of element type `elt` shaped like `like`,
+/// from generator stream `seed`.
+Value uniform(NodeImporter &n, Value like, Type elt, double low, double high, int64_t seed) {
+  return n.make<RandomUniformLikeOp>(like, TypeAttr::get(elt), n.b.getF64FloatAttr(low),
+                                     n.b.getF64FloatAttr(high), n.b.getI64IntegerAttr(seed));
+}
+
+/// Normal numbers by Box-Muller from two independent uniform streams:
+/// mean + scale * sqrt(-2 ln(1 - u1)) * cos(2 pi u2) (1 - u1 is in (0, 1]).
+Value normal(NodeImporter &n, Value like, Type elt, double mean, double scale, int64_t seed) {
+  Value u1 = uniform(n, like, elt, 0.0, 1.0, seed);
+  Value u2 = uniform(n, like, elt, 0.0, 1.0, seed ^ 0x5DEECE66DLL);
+  Value radius = n.make<SqrtOp>(n.make<MulOp>(
+      n.scalarLike(u1, -2.0), n.make<LogOp>(n.make<SubOp>(n.scalarLike(u1, 1.0), u1))));
+  Value z = n.make<MulOp>(radius, n.make<CosOp>(n.make<MulOp>(u2, n.scalarLike(u2, 2 * M_PI))));
+  return n.make<AddOp>(n.make<MulOp>(z, n.scalarLike(z, scale)), n.scalarLike(z, mean));
+}
+
+/// RandomUniform / RandomNormal: like the *Like forms, shaped by `shape`.
+template <bool isNormal>
+LogicalResult randomOfShape(NodeImporter &n, Outs &out) {
+  auto shape = n.getInts("shape");
+  if (!shape)
+    return n.error("needs the attribute shape");
+  int64_t count = 1;
+  for (int64_t d : *shape) {
+    if (d < 0 || (d > 0 && count > (int64_t(1) << 40) / d))
+      return n.error("shape has a negative or huge dimension");
+    count *= d;
+  }
+  Type elt = onnxElementType(n.b.getContext(), (int32_t)n.getInt("dtype", 1));
+  auto ft = dyn_cast_if_present<FloatType>(elt);
+  if (!ft)
+    return n.error("needs a floating-point dtype");
+  // A splat constant costs nothing and carries the shape.
+  Value like = n.constant(DenseElementsAttr::get(RankedTensorType::get(*shape, ft),
+                                                 FloatAttr::get(ft, 0.0).getValue()));
+  out.push_back(isNormal ? normal(n, like, ft, n.getFloat("mean", 0), n.getFloat("scale", 1),
+                                  seedOf(n))
+                         : uniform(n, like, ft, n.getFloat("low", 0), n.getFloat("high", 1),
+                                   seedOf(n)));
+  return failure(n.failed());
+}
+
+LogicalResult randomNormalLike(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  if (!x)
+    return failure();
+  Type elt = dtypeAttr(n, x);
+  if (!isa_and_present<FloatType>(elt))
+    return n.error("RandomNormalLike needs a floating-point dtype");
+  out.push_back(normal(n, x, elt, n.getFloat("mean", 0), n.getFloat("scale", 1), seedOf(n)));
+  return failure(n.failed());
+}
+
 /// 1 with probability p (the input), else 0: uniform u < p.
 LogicalResult bernoulli(NodeImporter &n, Outs &out) {
   Value p = n.required(0);
@@ -633,6 +688,9 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"SpaceToDepth", 1, M, spaceToDepth},
       {"Dropout", 1, M, dropout},
       {"RandomUniformLike", 1, M, randomUniformLike},
+      {"RandomNormalLike", 1, M, randomNormalLike},
+      {"RandomUniform", 1, M, randomOfShape<false>},
+      {"RandomNormal", 1, M, randomOfShape<true>},
       {"Bernoulli", 15, M, bernoulli},
       {"Trilu", 14, M, trilu},
       {"ReverseSequence", 10, M, reverseSequence},

@@ -72,3 +72,105 @@ TEST(RandomUniform, RangeAndSeed) {
 }
 
 } // namespace
+
+// RandomNormalLike and RandomUniform through the importer (a model built
+// in memory): Box-Muller normals with the requested mean and scale, and
+// uniform numbers of a shape attribute.
+#include "kiln/Kiln.h"
+#include "onnx/onnx_pb.h"
+
+namespace {
+
+std::string randomModel(const std::string &op, bool likeInput) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto *g = m.mutable_graph();
+  g->set_name("g");
+  auto *node = g->add_node();
+  node->set_op_type(op);
+  node->add_output("y");
+  auto addFloat = [&](const char *name, float v) {
+    auto *a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  auto shapeOf = [](onnx::ValueInfoProto *v, int64_t n) {
+    auto *t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(n);
+  };
+  if (likeInput) {
+    node->add_input("x");
+    addFloat("mean", 1.0f);
+    addFloat("scale", 2.0f);
+    auto *in = g->add_input();
+    in->set_name("x");
+    shapeOf(in, kDraws);
+  } else {
+    auto *a = node->add_attribute();
+    a->set_name("shape");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(kDraws);
+    addFloat("low", 2.0f);
+    addFloat("high", 3.0f);
+  }
+  auto *out = g->add_output();
+  out->set_name("y");
+  shapeOf(out, kDraws);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+std::vector<float> runRandomModel(const std::string &bytes, bool likeInput) {
+  std::string err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  EXPECT_TRUE(model) << err;
+  if (!model)
+    return {};
+  std::vector<kiln::Tensor> inputs;
+  std::vector<const kiln_tensor *> raw;
+  if (likeInput) {
+    inputs.emplace_back(KILN_FLOAT32, std::vector<int64_t>{kDraws});
+    raw.push_back(inputs.back().get());
+  }
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run(raw, out);
+  EXPECT_TRUE(s.ok()) << s.message;
+  if (!s.ok())
+    return {};
+  return std::vector<float>(out[0].data<float>(), out[0].data<float>() + kDraws);
+}
+
+TEST(RandomNormal, MeanScaleAndShape) {
+  std::vector<float> z = runRandomModel(randomModel("RandomNormalLike", true), true);
+  ASSERT_EQ(z.size(), (size_t)kDraws);
+  double sum = 0, sumSq = 0;
+  int64_t withinOne = 0;
+  for (float v : z) {
+    ASSERT_TRUE(std::isfinite(v));
+    sum += v;
+    sumSq += (double)v * v;
+    withinOne += std::fabs(v - 1.0f) < 2.0f;
+  }
+  double mean = sum / kDraws, sd = std::sqrt(sumSq / kDraws - mean * mean);
+  // Standard errors: 2/sqrt(n) = 0.008 for the mean, ~0.006 for the sd.
+  EXPECT_NEAR(mean, 1.0, 0.04);
+  EXPECT_NEAR(sd, 2.0, 0.03);
+  // P(|z| < 1) = 0.6827 for a normal; standard error 0.0018.
+  EXPECT_NEAR((double)withinOne / kDraws, 0.6827, 0.01);
+}
+
+TEST(RandomUniform, ShapeAttribute) {
+  std::vector<float> u = runRandomModel(randomModel("RandomUniform", false), false);
+  ASSERT_EQ(u.size(), (size_t)kDraws);
+  auto [lo, hi] = std::minmax_element(u.begin(), u.end());
+  EXPECT_GE(*lo, 2.0f);
+  EXPECT_LT(*hi, 3.0f);
+  EXPECT_LT(*lo, 2.01f);
+  EXPECT_GT(*hi, 2.99f);
+}
+
+} // namespace
