@@ -489,12 +489,10 @@ FailureOr<SmallVector<int64_t>> listAttr(NodeImporter &n, StringRef name, size_t
   }
   if (rankOf)
     for (size_t i = 0; i < count; ++i) {
-      int64_t r = rankOf(i);
-      int64_t a = v[i] < 0 ? v[i] + r : v[i];
-      if (a < 0 || a >= r)
-        return n.error("'" + name + "' entry " + Twine(v[i]) + " is out of range for rank " +
-                       Twine(r));
-      v[i] = a;
+      auto a = n.normalizeAxis(v[i], rankOf(i), "'" + name.str() + "' entry");
+      if (!a)
+        return failure();
+      v[i] = *a;
     }
   return v;
 }

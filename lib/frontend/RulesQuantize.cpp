@@ -24,12 +24,10 @@ FailureOr<Value> alongAxis(NodeImporter &n, Value param, int64_t rank, int64_t a
     return param;
   if (t.getRank() != 1)
     return n.error("a per-axis scale or zero point must be one-dimensional");
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank)
-    return n.error("axis " + Twine(n.getInt("axis", 1)) + " is out of range for rank " +
-                   Twine(rank));
-  return n.alongAxis(param, rank, axis);
+  auto normalized = n.normalizeAxis(axis, rank);
+  if (!normalized)
+    return failure();
+  return n.alongAxis(param, rank, *normalized);
 }
 
 /// `v` along `axis` when it is a vector of several values; a scalar or a

@@ -59,12 +59,10 @@ LogicalResult compress(NodeImporter &n, Outs &out) {
     return n.error("Compress needs an input of static shape");
   int64_t axis = 0, dim = t.getNumElements();
   if (n.attr("axis")) {
-    axis = n.getInt("axis", 0);
-    if (axis < 0)
-      axis += t.getRank();
-    if (axis < 0 || axis >= t.getRank())
-      return n.error("Compress axis " + Twine(n.getInt("axis", 0)) +
-                     " is out of range for rank " + Twine(t.getRank()));
+    auto a = n.normalizeAxis(n.getInt("axis", 0), t.getRank(), "Compress axis");
+    if (!a)
+      return failure();
+    axis = *a;
     dim = t.getDimSize(axis);
   } else {
     x = n.make<ReshapeOp>(x, n.i64Tensor({-1}), n.b.getBoolAttr(false));
@@ -124,12 +122,10 @@ LogicalResult unique(NodeImporter &n, Outs &out) {
   int64_t axis = 0;
   SmallVector<int64_t> shape(t.getShape());
   if (hasAxis) {
-    axis = n.getInt("axis", 0);
-    if (axis < 0)
-      axis += t.getRank();
-    if (axis < 0 || axis >= t.getRank())
-      return n.error("Unique axis " + Twine(n.getInt("axis", 0)) + " is out of range for rank " +
-                     Twine(t.getRank()));
+    auto a = n.normalizeAxis(n.getInt("axis", 0), t.getRank(), "Unique axis");
+    if (!a)
+      return failure();
+    axis = *a;
   } else {
     shape = {t.getNumElements()};
   }

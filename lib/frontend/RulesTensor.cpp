@@ -298,11 +298,10 @@ LogicalResult split(NodeImporter &n, Outs &out) {
   auto t = NodeImporter::rankedType(x);
   if (!t)
     return n.error("Split needs an input of known rank");
-  int64_t axis = n.getInt("axis", 0);
-  if (axis < 0)
-    axis += t.getRank();
-  if (axis < 0 || axis >= t.getRank())
-    return n.error("Split axis out of range");
+  auto normalized = n.normalizeAxis(n.getInt("axis", 0), t.getRank(), "Split axis");
+  if (!normalized)
+    return failure();
+  int64_t axis = *normalized;
   if (t.isDynamicDim(axis))
     return n.error("Split along a dimension of unknown size is not supported");
   int64_t dim = t.getDimSize(axis), parts = n.node.output_size();
@@ -376,10 +375,11 @@ int64_t seedOf(NodeImporter &n) {
   return (int64_t)llvm::hash_value(n.node.output_size() ? n.node.output(0) : n.node.name());
 }
 
-/// Uniform numbers in [0, 1) of `type`'s element type, shaped like `like`.
-Value uniformLike(NodeImporter &n, Value like, Type elt) {
-  return n.make<RandomUniformLikeOp>(like, TypeAttr::get(elt), n.b.getF64FloatAttr(0.0),
-                                     n.b.getF64FloatAttr(1.0), n.b.getI64IntegerAttr(seedOf(n)));
+/// Uniform numbers in [low, high) of element type `elt` shaped like `like`,
+/// from generator stream `seed`.
+Value uniform(NodeImporter &n, Value like, Type elt, double low, double high, int64_t seed) {
+  return n.make<RandomUniformLikeOp>(like, TypeAttr::get(elt), n.b.getF64FloatAttr(low),
+                                     n.b.getF64FloatAttr(high), n.b.getI64IntegerAttr(seed));
 }
 
 Type dtypeAttr(NodeImporter &n, Value input) {
@@ -395,18 +395,8 @@ LogicalResult randomUniformLike(NodeImporter &n, Outs &out) {
   Type elt = dtypeAttr(n, x);
   if (!isa_and_present<FloatType>(elt))
     return n.error("RandomUniformLike needs a floating-point dtype");
-  float low = n.getFloat("low", 0.0f), high = n.getFloat("high", 1.0f);
-  out.push_back(n.make<RandomUniformLikeOp>(x, TypeAttr::get(elt), n.b.getF64FloatAttr(low),
-                                            n.b.getF64FloatAttr(high),
-                                            n.b.getI64IntegerAttr(seedOf(n))));
+  out.push_back(uniform(n, x, elt, n.getFloat("low", 0.0f), n.getFloat("high", 1.0f), seedOf(n)));
   return failure(n.failed());
-}
-
-/// Uniform numbers in [low, high) of element type `elt` shaped like `like`,
-/// from generator stream `seed`.
-Value uniform(NodeImporter &n, Value like, Type elt, double low, double high, int64_t seed) {
-  return n.make<RandomUniformLikeOp>(like, TypeAttr::get(elt), n.b.getF64FloatAttr(low),
-                                     n.b.getF64FloatAttr(high), n.b.getI64IntegerAttr(seed));
 }
 
 /// Normal numbers by Box-Muller from two independent uniform streams:
@@ -465,7 +455,7 @@ LogicalResult bernoulli(NodeImporter &n, Outs &out) {
   Type elt = dtypeAttr(n, p);
   if (!elt)
     return n.error("unsupported dtype " + Twine(n.getInt("dtype", 0)));
-  Value u = uniformLike(n, p, NodeImporter::elementType(p));
+  Value u = uniform(n, p, NodeImporter::elementType(p), 0.0, 1.0, seedOf(n));
   out.push_back(n.make<CastOp>(n.make<LessOp>(u, p), TypeAttr::get(elt)));
   return failure(n.failed());
 }
@@ -487,7 +477,8 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
         return failure();
       if (ratio && ((*ratio)[0] < 0 || (*ratio)[0] >= 1))
         return n.error("Dropout's ratio " + std::to_string((*ratio)[0]) + " is outside [0, 1)");
-      Value keep = n.make<GreaterEqualOp>(uniformLike(n, x, NodeImporter::elementType(x)), r);
+      Value u = uniform(n, x, NodeImporter::elementType(x), 0.0, 1.0, seedOf(n));
+      Value keep = n.make<GreaterEqualOp>(u, r);
       Value scale = n.make<DivOp>(n.scalarLike(x, 1.0), n.make<SubOp>(n.scalarLike(x, 1.0), r));
       Value kept = n.make<CastOp>(keep, TypeAttr::get(NodeImporter::elementType(x)));
       out.push_back(n.make<MulOp>(n.make<MulOp>(x, kept), scale));

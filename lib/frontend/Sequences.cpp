@@ -38,12 +38,10 @@ LogicalResult splitToSequence(NodeImporter &n, Elements &out) {
   auto t = NodeImporter::rankedType(x);
   if (!t)
     return n.error("SplitToSequence needs an input of known rank");
-  int64_t axis = n.getInt("axis", 0);
-  if (axis < 0)
-    axis += t.getRank();
-  if (axis < 0 || axis >= t.getRank())
-    return n.error("SplitToSequence axis " + Twine(n.getInt("axis", 0)) +
-                   " is out of range for rank " + Twine(t.getRank()));
+  auto normalized = n.normalizeAxis(n.getInt("axis", 0), t.getRank(), "SplitToSequence axis");
+  if (!normalized)
+    return failure();
+  int64_t axis = *normalized;
   if (t.isDynamicDim(axis))
     return n.error("SplitToSequence along a dimension of dynamic shape is not supported");
   int64_t dim = t.getDimSize(axis);
@@ -95,12 +93,10 @@ LogicalResult concatFromSequence(NodeImporter &n, const Elements &seq, Value &ou
     return n.error("ConcatFromSequence needs tensors of known rank");
   bool newAxis = n.getInt("new_axis", 0) != 0;
   int64_t rank = t.getRank() + (newAxis ? 1 : 0);
-  int64_t axis = n.getInt("axis", 0);
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank)
-    return n.error("ConcatFromSequence axis " + Twine(n.getInt("axis", 0)) +
-                   " is out of range for rank " + Twine(rank));
+  auto normalized = n.normalizeAxis(n.getInt("axis", 0), rank, "ConcatFromSequence axis");
+  if (!normalized)
+    return failure();
+  int64_t axis = *normalized;
   SmallVector<Value> parts;
   for (Value v : seq)
     parts.push_back(newAxis ? n.make<UnsqueezeOp>(v, n.b.getDenseI64ArrayAttr({axis})) : v);
