@@ -61,10 +61,41 @@ private:
   kiln_tensor *t = nullptr;
 };
 
+/// What a graph input or output holds. ONNX also has sequences of tensors
+/// and optionals (of a tensor or a sequence); run() with Values passes them.
+enum class ValueKind {
+  Tensor,
+  Sequence, ///< a list of tensors of one dtype, any number, shapes may differ
+  None,     ///< an empty optional
+};
+
 struct TensorInfo {
   std::string name;
-  kiln_dtype dtype;
+  kiln_dtype dtype; ///< of the tensor, or of a sequence's elements
   std::vector<int64_t> dims; ///< -1 for a dimension known only at run time
+  /// As declared: Tensor, or Sequence for a sequence (dims: of its
+  /// elements, as far as declared).
+  ValueKind kind = ValueKind::Tensor;
+  /// Declared as an optional (of `kind`): may be given or returned as None.
+  bool optional = false;
+};
+
+/// A graph input for run(): a tensor, a sequence of tensors, or None (an
+/// empty optional). The tensors are borrowed.
+struct ValueView {
+  ValueKind kind = ValueKind::Tensor;
+  std::vector<const kiln_tensor *> tensors; ///< one for a Tensor, none for None
+  static ValueView tensor(const kiln_tensor *t) { return {ValueKind::Tensor, {t}}; }
+  static ValueView sequence(std::vector<const kiln_tensor *> ts) {
+    return {ValueKind::Sequence, std::move(ts)};
+  }
+  static ValueView none() { return {ValueKind::None, {}}; }
+};
+
+/// A graph output from run(): owns its tensors.
+struct Value {
+  ValueKind kind = ValueKind::Tensor;
+  std::vector<Tensor> tensors; ///< one for a Tensor, none for None
 };
 
 struct CompileOptions {
@@ -106,6 +137,14 @@ public:
 
   /// Runs the model. Safe to call from several threads at once.
   Status run(const std::vector<const kiln_tensor *> &inputs, std::vector<Tensor> &outputs) const;
+
+  /// Runs a model whose inputs or outputs may be sequences or optionals
+  /// (works for any model). The executable is specialised on each
+  /// sequence's length and its elements' shapes, and on which optionals
+  /// are empty, as it is on tensor shapes.
+  Status run(const std::vector<ValueView> &inputs, std::vector<Value> &outputs) const;
+  /// Compiles (or finds) the executable run() with these values would use.
+  Status prepare(const std::vector<ValueView> &inputs) const;
 
   /// The compiled signature for one set of input shapes: all dims static.
   Status signatureFor(const std::vector<std::vector<int64_t>> &inputShapes,

@@ -8,12 +8,24 @@
 namespace kiln {
 
 Status readTensorFile(const std::string &path, Tensor &tensor, std::string *name = nullptr);
+/// Reads what `declared` describes (a model input's or output's info): a
+/// TensorProto for a tensor, a SequenceProto for a sequence, an
+/// OptionalProto for an optional (empty: ValueKind::None).
+Status readValueFile(const std::string &path, const TensorInfo &declared, Value &value);
 Status writeTensorFile(const std::string &path, const Tensor &tensor, const std::string &name);
 
 /// Elementwise |a - b| <= atol + rtol * |b| (NaN matches NaN). On mismatch
 /// `report` says where and by how much.
 bool tensorsClose(const Tensor &actual, const Tensor &expected, double atol, double rtol,
                   std::string &report);
+
+/// Writes a value as readValueFile reads it back for `declared` (named
+/// after it).
+Status writeValueFile(const std::string &path, const Value &value, const TensorInfo &declared);
+
+/// tensorsClose for values: the same kind, as many tensors, each close.
+bool valuesClose(const Value &actual, const Value &expected, double atol, double rtol,
+                 std::string &report);
 
 } // namespace kiln
 

@@ -87,9 +87,10 @@ static void configure(PassManager &pm) {
 Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
                          const std::map<size_t, std::string> &inputValues,
-                         OwningOpRef<ModuleOp> &module) {
+                         OwningOpRef<ModuleOp> &module, const std::vector<int64_t> &inputLayout) {
   DiagnosticCollector diags(ctx);
   ImportOptions opts;
+  opts.inputLayout = inputLayout;
   opts.inputShapes = inputShapes;
   opts.inputValues = inputValues;
   module = importModel(ctx, model, opts);

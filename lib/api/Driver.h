@@ -34,7 +34,8 @@ std::string describeLocation(mlir::Location loc);
 Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
                          const std::map<size_t, std::string> &inputValues,
-                         mlir::OwningOpRef<mlir::ModuleOp> &module);
+                         mlir::OwningOpRef<mlir::ModuleOp> &module,
+                         const std::vector<int64_t> &inputLayout = {});
 
 enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,

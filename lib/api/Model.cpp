@@ -48,6 +48,9 @@ struct Executable {
   ConstantPool constants; ///< outlives `code`, which points into it
   std::unique_ptr<JitCode> code;
   std::vector<TensorInfo> inputs, outputs;
+  /// Per graph output: kLayoutTensor, kLayoutNone or a sequence length;
+  /// `outputs` are the flattened tensors.
+  std::vector<int64_t> outputLayout;
   std::vector<kiln_tensor_desc> inputDescs, outputDescs;
   kiln_model_desc desc{};
 
@@ -65,8 +68,18 @@ struct Executable {
 };
 
 TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
-  TensorInfo info{v.name(), (kiln_dtype)v.type().tensor_type().elem_type(), {}};
-  for (const auto &d : v.type().tensor_type().shape().dim())
+  TensorInfo info{v.name(), (kiln_dtype)0, {}};
+  const onnx::TypeProto *type = &v.type();
+  if (type->has_optional_type()) {
+    info.optional = true;
+    type = &type->optional_type().elem_type();
+  }
+  if (type->has_sequence_type()) {
+    info.kind = ValueKind::Sequence;
+    type = &type->sequence_type().elem_type();
+  }
+  info.dtype = (kiln_dtype)type->tensor_type().elem_type();
+  for (const auto &d : type->tensor_type().shape().dim())
     info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
   return info;
 }
@@ -74,6 +87,9 @@ TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
 } // namespace
 
 using Shapes = std::vector<std::vector<int64_t>>;
+/// Per graph input: kLayoutTensor, kLayoutNone or a sequence length. Empty:
+/// all tensors.
+using Layout = std::vector<int64_t>;
 using InputValues = std::map<size_t, std::string>; // raw bytes
 
 /// Small inputs whose values may decide shapes or other compile-time facts
@@ -139,35 +155,35 @@ struct Model::Impl {
   std::vector<TensorInfo> inputs, outputs;
 
   mutable std::mutex mutex;
-  mutable std::map<std::pair<Shapes, InputValues>, std::shared_ptr<Executable>> cache;
+  mutable std::map<std::tuple<Layout, Shapes, InputValues>, std::shared_ptr<Executable>> cache;
   mutable Stats stats;
   /// Set once a compile showed that shapes depend on input values.
   mutable bool specialiseValues = false;
 
-  Status compile(const Shapes &shapes, const InputValues &values,
+  Status compile(const Layout &layout, const Shapes &shapes, const InputValues &values,
                  std::shared_ptr<Executable> &out) const;
-  Status getExecutable(const Shapes &shapes, const InputValues &values,
+  Status getExecutable(const Layout &layout, const Shapes &shapes, const InputValues &values,
                        std::shared_ptr<Executable> &out) const {
     std::lock_guard<std::mutex> lock(mutex);
-    auto key = std::make_pair(shapes, values);
+    auto key = std::make_tuple(layout, shapes, values);
     auto it = cache.find(key);
     if (it != cache.end()) {
       out = it->second;
       return {};
     }
-    Status s = compile(shapes, values, out);
+    Status s = compile(layout, shapes, values, out);
     if (s.ok())
       cache[key] = out;
     return s;
   }
 };
 
-Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
-                            std::shared_ptr<Executable> &out) const {
+Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
+                            const InputValues &values, std::shared_ptr<Executable> &out) const {
   auto start = std::chrono::steady_clock::now();
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  if (Status s = importAndOptimize(*ctx, model, shapes, values, module); !s.ok())
+  if (Status s = importAndOptimize(*ctx, model, shapes, values, module, layout); !s.ok())
     return s;
   releaseFreedMemory();
 
@@ -183,18 +199,28 @@ Status Model::Impl::compile(const Shapes &shapes, const InputValues &values,
             std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end())};
     return {};
   };
+  auto nameOf = [](DictionaryAttr attrs) {
+    auto name = attrs ? attrs.getAs<StringAttr>("kiln.name") : StringAttr();
+    return name ? name.str() : std::string();
+  };
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     TensorInfo info;
-    if (Status s = describe(func.getArgumentTypes()[i], inputs[i].name, info); !s.ok())
+    if (Status s = describe(func.getArgumentTypes()[i], nameOf(func.getArgAttrDict(i)), info);
+        !s.ok())
       return s;
     exe->inputs.push_back(info);
   }
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
     TensorInfo info;
-    if (Status s = describe(func.getResultTypes()[i], outputs[i].name, info); !s.ok())
+    if (Status s = describe(func.getResultTypes()[i], nameOf(func.getResultAttrDict(i)), info);
+        !s.ok())
       return s;
     exe->outputs.push_back(info);
   }
+  if (auto l = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_layout"))
+    exe->outputLayout.assign(l.asArrayRef().begin(), l.asArrayRef().end());
+  else
+    exe->outputLayout.assign(exe->outputs.size(), kLayoutTensor);
 
   // Empty outputs need no code at all (and MLIR's bare-pointer calling
   // convention rejects zero-sized memrefs).
@@ -305,6 +331,25 @@ Model::Stats Model::stats() const {
   return impl->stats;
 }
 
+/// Checks one input's shape against its declared dims.
+static Status checkShape(size_t i, const TensorInfo &declared, const std::vector<int64_t> &shape) {
+  const auto &d = declared.dims;
+  bool ok = d.empty() || d.size() == shape.size();
+  for (size_t k = 0; ok && k < d.size(); ++k)
+    ok = d[k] < 0 || d[k] == shape[k];
+  if (ok)
+    return {};
+  auto str = [](const std::vector<int64_t> &v) {
+    std::string s = "[";
+    for (size_t k = 0; k < v.size(); ++k)
+      s += (k ? ", " : "") + (v[k] < 0 ? std::string("?") : std::to_string(v[k]));
+    return s + "]";
+  };
+  return Status::error(KILN_SHAPE_MISMATCH, "input " + std::to_string(i) + " '" + declared.name +
+                                                "' must have shape " + str(d) + ", got " +
+                                                str(shape));
+}
+
 /// Checks shapes against the declared signature before any compilation, so
 /// a wrong input is reported as such rather than as a compile error.
 static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
@@ -314,21 +359,12 @@ static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
                          "the model takes " + std::to_string(declared.size()) + " inputs, got " +
                              std::to_string(shapes.size()));
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const auto &d = declared[i].dims;
-    bool ok = d.empty() || d.size() == shapes[i].size();
-    for (size_t k = 0; ok && k < d.size(); ++k)
-      ok = d[k] < 0 || d[k] == shapes[i][k];
-    if (!ok) {
-      auto str = [](const std::vector<int64_t> &v) {
-        std::string s = "[";
-        for (size_t k = 0; k < v.size(); ++k)
-          s += (k ? ", " : "") + (v[k] < 0 ? std::string("?") : std::to_string(v[k]));
-        return s + "]";
-      };
-      return Status::error(KILN_SHAPE_MISMATCH, "input " + std::to_string(i) + " '" +
-                                                    declared[i].name + "' must have shape " +
-                                                    str(d) + ", got " + str(shapes[i]));
-    }
+    if (declared[i].kind != ValueKind::Tensor)
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "input " + std::to_string(i) + " '" + declared[i].name +
+                               "' is a sequence: pass the inputs as kiln::ValueView");
+    if (Status s = checkShape(i, declared[i], shapes[i]); !s.ok())
+      return s;
   }
   return {};
 }
@@ -337,7 +373,7 @@ Status Model::prepare(const std::vector<std::vector<int64_t>> &shapes) const {
   if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
-  return impl->getExecutable(shapes, {}, exe);
+  return impl->getExecutable({}, shapes, {}, exe);
 }
 
 Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
@@ -345,68 +381,167 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
   if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
-  if (Status s = impl->getExecutable(shapes, {}, exe); !s.ok())
+  if (Status s = impl->getExecutable({}, shapes, {}, exe); !s.ok())
     return s;
   outputs = exe->outputs;
   return {};
 }
 
-/// Finds or compiles the executable for these inputs: keyed on their shapes
-/// and, once the model turned out to need it, on the values of small inputs.
-static Status executableFor(const Model::Impl &impl, const std::vector<const kiln_tensor *> &inputs,
+/// Finds or compiles the executable for these inputs (the graph inputs laid
+/// out as `layout` says, sequences flattened): keyed on the layout, their
+/// shapes and, once the model turned out to need it, the values of small
+/// inputs.
+static Status executableFor(const Model::Impl &impl, const Layout &layout,
+                            const std::vector<const kiln_tensor *> &inputs,
                             std::shared_ptr<Executable> &exe) {
+  std::vector<size_t> owner; // the graph input of each tensor
+  for (size_t g = 0; g < layout.size(); ++g)
+    owner.insert(owner.end(), layout[g] == kLayoutTensor ? 1 : std::max<int64_t>(layout[g], 0), g);
+  if (layout.empty())
+    for (size_t i = 0; i < inputs.size(); ++i)
+      owner.push_back(i);
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    size_t g = owner[i];
     if (!inputs[i])
-      return Status::error(KILN_INVALID_ARGUMENT, "input " + std::to_string(i) + " is null");
-    if (i < impl.inputs.size() && kiln_tensor_dtype(inputs[i]) != impl.inputs[i].dtype)
+      return Status::error(KILN_INVALID_ARGUMENT, "input " + std::to_string(g) + " is null");
+    if (g < impl.inputs.size() && kiln_tensor_dtype(inputs[i]) != impl.inputs[g].dtype)
       return Status::error(KILN_DTYPE_MISMATCH,
-                           "input " + std::to_string(i) + " '" + impl.inputs[i].name +
-                               "' must be " + kiln_dtype_name(impl.inputs[i].dtype) + ", got " +
+                           "input " + std::to_string(g) + " '" + impl.inputs[g].name +
+                               "' must be " + kiln_dtype_name(impl.inputs[g].dtype) + ", got " +
                                kiln_dtype_name(kiln_tensor_dtype(inputs[i])));
     const int64_t *d = kiln_tensor_dims(inputs[i]);
     shapes.emplace_back(d, d + kiln_tensor_rank(inputs[i]));
   }
-  if (Status s = checkAgainstDeclared(impl.inputs, shapes); !s.ok())
-    return s;
+  if (layout.empty()) {
+    if (Status s = checkAgainstDeclared(impl.inputs, shapes); !s.ok())
+      return s;
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (layout[owner[i]] == kLayoutTensor)
+        if (Status s = checkShape(owner[i], impl.inputs[owner[i]], shapes[i]); !s.ok())
+          return s;
+  }
   bool specialise;
   {
     std::lock_guard<std::mutex> lock(impl.mutex);
     specialise = impl.specialiseValues;
   }
-  Status s = impl.getExecutable(shapes, specialise ? valuesOf(inputs) : InputValues(), exe);
+  Status s =
+      impl.getExecutable(layout, shapes, specialise ? valuesOf(inputs) : InputValues(), exe);
   if (!s.ok() && !specialise && needsValues(s) && !valuesOf(inputs).empty()) {
     {
       std::lock_guard<std::mutex> lock(impl.mutex);
       impl.specialiseValues = true;
     }
-    s = impl.getExecutable(shapes, valuesOf(inputs), exe);
+    s = impl.getExecutable(layout, shapes, valuesOf(inputs), exe);
   }
+  return s;
+}
+
+/// Runs `exe` on the flattened inputs; its flattened outputs go to `raw`.
+static Status execute(const Model::Impl &impl, const Executable &exe,
+                      const std::vector<const kiln_tensor *> &inputs,
+                      std::vector<kiln_tensor *> &raw) {
+  raw.assign(exe.outputs.size(), nullptr);
+  kiln_status *st = kiln_model_execute_with_pool(&exe.desc, inputs.data(), inputs.size(),
+                                                 raw.data(), raw.size(), nullptr,
+                                                 impl.runPool());
+  if (!st)
+    return {};
+  Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
+  kiln_status_free(st);
   return s;
 }
 
 Status Model::prepare(const std::vector<const kiln_tensor *> &inputs) const {
   std::shared_ptr<Executable> exe;
-  return executableFor(*impl, inputs, exe);
+  return executableFor(*impl, {}, inputs, exe);
 }
 
 Status Model::run(const std::vector<const kiln_tensor *> &inputs,
                   std::vector<Tensor> &outputs) const {
   std::shared_ptr<Executable> exe;
-  if (Status s = executableFor(*impl, inputs, exe); !s.ok())
+  if (Status s = executableFor(*impl, {}, inputs, exe); !s.ok())
     return s;
-  std::vector<kiln_tensor *> raw(exe->outputs.size(), nullptr);
-  kiln_status *st = kiln_model_execute_with_pool(&exe->desc, inputs.data(), inputs.size(),
-                                                 raw.data(), raw.size(), nullptr,
-                                                 impl->runPool());
-  if (st) {
-    Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
-    kiln_status_free(st);
+  for (size_t k = 0; k < exe->outputLayout.size(); ++k)
+    if (exe->outputLayout[k] != kLayoutTensor)
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "output " + std::to_string(k) + " '" + impl->outputs[k].name +
+                               "' is a sequence or an empty optional: run the model with "
+                               "kiln::ValueView inputs to get kiln::Value outputs");
+  std::vector<kiln_tensor *> raw;
+  if (Status s = execute(*impl, *exe, inputs, raw); !s.ok())
     return s;
-  }
   outputs.clear();
   for (kiln_tensor *t : raw)
     outputs.emplace_back(t);
+  return {};
+}
+
+/// The executable for `inputs`, which are checked against the declared
+/// kinds, and the inputs flattened as it takes them.
+static Status executableForValues(const Model::Impl &impl, const std::vector<ValueView> &inputs,
+                                  std::vector<const kiln_tensor *> &flat,
+                                  std::shared_ptr<Executable> &exe) {
+  const std::vector<TensorInfo> &declared = impl.inputs;
+  if (inputs.size() != declared.size())
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "the model takes " + std::to_string(declared.size()) + " inputs, got " +
+                             std::to_string(inputs.size()));
+  Layout layout;
+  flat.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueView &v = inputs[i];
+    std::string which = "input " + std::to_string(i) + " '" + declared[i].name + "'";
+    if (v.kind == ValueKind::None) {
+      if (!declared[i].optional)
+        return Status::error(KILN_INVALID_ARGUMENT, which + " is not optional; it needs a value");
+      layout.push_back(kLayoutNone);
+      continue;
+    }
+    if (v.kind != declared[i].kind)
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           which + (declared[i].kind == ValueKind::Sequence
+                                        ? " is a sequence; a tensor was given"
+                                        : " is a tensor; a sequence was given"));
+    if (v.kind == ValueKind::Tensor && v.tensors.size() != 1)
+      return Status::error(KILN_INVALID_ARGUMENT, which + " is a tensor: give exactly one");
+    layout.push_back(v.kind == ValueKind::Tensor ? kLayoutTensor : (int64_t)v.tensors.size());
+    flat.insert(flat.end(), v.tensors.begin(), v.tensors.end());
+  }
+  // All tensors: the same executables as run() with tensors.
+  if (llvm::all_of(layout, [](int64_t l) { return l == kLayoutTensor; }))
+    layout.clear();
+  return executableFor(impl, layout, flat, exe);
+}
+
+Status Model::prepare(const std::vector<ValueView> &inputs) const {
+  std::vector<const kiln_tensor *> flat;
+  std::shared_ptr<Executable> exe;
+  return executableForValues(*impl, inputs, flat, exe);
+}
+
+Status Model::run(const std::vector<ValueView> &inputs, std::vector<Value> &outputs) const {
+  std::vector<const kiln_tensor *> flat;
+  std::shared_ptr<Executable> exe;
+  if (Status s = executableForValues(*impl, inputs, flat, exe); !s.ok())
+    return s;
+  std::vector<kiln_tensor *> raw;
+  if (Status s = execute(*impl, *exe, flat, raw); !s.ok())
+    return s;
+  outputs.clear();
+  size_t next = 0;
+  for (int64_t l : exe->outputLayout) {
+    Value v;
+    v.kind = l == kLayoutTensor ? ValueKind::Tensor
+             : l == kLayoutNone ? ValueKind::None
+                                : ValueKind::Sequence;
+    int64_t count = l == kLayoutTensor ? 1 : std::max<int64_t>(l, 0);
+    for (int64_t k = 0; k < count; ++k)
+      v.tensors.emplace_back(raw[next++]);
+    outputs.push_back(std::move(v));
+  }
   return {};
 }
 

@@ -2,6 +2,7 @@
 
 #include "kiln/Frontend/ModelLoader.h"
 #include "onnx/onnx_pb.h"
+#include "onnx/onnx-data_pb.h"
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,9 @@ namespace kiln {
 
 static Status ioError(const std::string &msg) { return Status::error(KILN_IO_ERROR, msg); }
 
+static Status tensorFromProto(const std::string &path, const onnx::TensorProto &proto,
+                              Tensor &tensor);
+
 Status readTensorFile(const std::string &path, Tensor &tensor, std::string *name) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -21,6 +25,69 @@ Status readTensorFile(const std::string &path, Tensor &tensor, std::string *name
     return ioError("'" + path + "': not an ONNX TensorProto");
   if (name)
     *name = proto.name();
+  return tensorFromProto(path, proto, tensor);
+}
+
+static Status sequenceFromProto(const std::string &path, const onnx::SequenceProto &proto,
+                                Value &value) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR)
+    return ioError("'" + path + "': only sequences of tensors are supported");
+  value.kind = ValueKind::Sequence;
+  value.tensors.clear();
+  for (const onnx::TensorProto &t : proto.tensor_values()) {
+    Tensor element;
+    if (Status s = tensorFromProto(path, t, element); !s.ok())
+      return s;
+    value.tensors.push_back(std::move(element));
+  }
+  return {};
+}
+
+Status readValueFile(const std::string &path, const TensorInfo &declared, Value &value) {
+  if (declared.kind == ValueKind::Tensor && !declared.optional) {
+    value.kind = ValueKind::Tensor;
+    value.tensors.clear();
+    value.tensors.emplace_back();
+    return readTensorFile(path, value.tensors[0]);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return ioError("'" + path + "': cannot open");
+  if (!declared.optional) {
+    onnx::SequenceProto proto;
+    if (!proto.ParseFromIstream(&in))
+      return ioError("'" + path + "': not an ONNX SequenceProto");
+    return sequenceFromProto(path, proto, value);
+  }
+  onnx::OptionalProto proto;
+  if (!proto.ParseFromIstream(&in))
+    return ioError("'" + path + "': not an ONNX OptionalProto");
+  value.tensors.clear();
+  switch (proto.elem_type()) {
+  case onnx::OptionalProto::UNDEFINED:
+    value.kind = ValueKind::None;
+    return {};
+  case onnx::OptionalProto::TENSOR:
+    if (!proto.has_tensor_value()) {
+      value.kind = ValueKind::None;
+      return {};
+    }
+    value.kind = ValueKind::Tensor;
+    value.tensors.emplace_back();
+    return tensorFromProto(path, proto.tensor_value(), value.tensors[0]);
+  case onnx::OptionalProto::SEQUENCE:
+    if (!proto.has_sequence_value()) {
+      value.kind = ValueKind::None;
+      return {};
+    }
+    return sequenceFromProto(path, proto.sequence_value(), value);
+  default:
+    return ioError("'" + path + "': only optionals of tensors or sequences are supported");
+  }
+}
+
+static Status tensorFromProto(const std::string &path, const onnx::TensorProto &proto,
+                              Tensor &tensor) {
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
     return ioError("'" + path + "': tensors with external data are not supported here");
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
@@ -39,17 +106,82 @@ Status readTensorFile(const std::string &path, Tensor &tensor, std::string *name
   return {};
 }
 
-Status writeTensorFile(const std::string &path, const Tensor &tensor, const std::string &name) {
-  onnx::TensorProto proto;
+static void tensorToProto(const Tensor &tensor, const std::string &name,
+                          onnx::TensorProto &proto) {
   proto.set_name(name);
   proto.set_data_type(tensor.dtype());
   for (int64_t d : tensor.dims())
     proto.add_dims(d);
   proto.set_raw_data(std::string(static_cast<const char *>(tensor.data()), tensor.numBytes()));
+}
+
+static Status writeMessage(const std::string &path, const google::protobuf::Message &m) {
   std::ofstream out(path, std::ios::binary);
-  if (!out || !proto.SerializeToOstream(&out))
+  if (!out || !m.SerializeToOstream(&out))
     return ioError("'" + path + "': cannot write");
   return {};
+}
+
+Status writeTensorFile(const std::string &path, const Tensor &tensor, const std::string &name) {
+  onnx::TensorProto proto;
+  tensorToProto(tensor, name, proto);
+  return writeMessage(path, proto);
+}
+
+Status writeValueFile(const std::string &path, const Value &value, const TensorInfo &declared) {
+  if (value.kind == ValueKind::Tensor && !declared.optional) {
+    if (value.tensors.size() != 1)
+      return ioError("'" + path + "': a tensor value must hold one tensor");
+    return writeTensorFile(path, value.tensors[0], declared.name);
+  }
+  onnx::SequenceProto seq;
+  seq.set_name(declared.name);
+  seq.set_elem_type(onnx::SequenceProto::TENSOR);
+  for (const Tensor &t : value.tensors)
+    tensorToProto(t, "", *seq.add_tensor_values());
+  if (!declared.optional)
+    return writeMessage(path, seq);
+  onnx::OptionalProto opt;
+  opt.set_name(declared.name);
+  if (value.kind == ValueKind::Sequence) {
+    opt.set_elem_type(onnx::OptionalProto::SEQUENCE);
+    *opt.mutable_sequence_value() = seq;
+  } else if (value.kind == ValueKind::Tensor && value.tensors.size() == 1) {
+    opt.set_elem_type(onnx::OptionalProto::TENSOR);
+    tensorToProto(value.tensors[0], "", *opt.mutable_tensor_value());
+  }
+  return writeMessage(path, opt);
+}
+
+static const char *kindName(ValueKind k) {
+  return k == ValueKind::Tensor ? "a tensor" : k == ValueKind::Sequence ? "a sequence" : "empty";
+}
+
+bool valuesClose(const Value &actual, const Value &expected, double atol, double rtol,
+                 std::string &report) {
+  if (actual.kind != expected.kind) {
+    report = std::string("the value is ") + kindName(actual.kind) + ", the reference " +
+             kindName(expected.kind);
+    return false;
+  }
+  if (actual.tensors.size() != expected.tensors.size()) {
+    report = "the sequence has " + std::to_string(actual.tensors.size()) +
+             " tensors, the reference " + std::to_string(expected.tensors.size());
+    return false;
+  }
+  std::string last;
+  for (size_t i = 0; i < actual.tensors.size(); ++i) {
+    if (!tensorsClose(actual.tensors[i], expected.tensors[i], atol, rtol, last)) {
+      report = actual.kind == ValueKind::Sequence ? "element " + std::to_string(i) + ": " + last
+                                                   : last;
+      return false;
+    }
+  }
+  report = actual.kind == ValueKind::Tensor ? last
+           : actual.kind == ValueKind::None ? "both empty"
+                                            : std::to_string(actual.tensors.size()) +
+                                                  " tensors; " + last;
+  return true;
 }
 
 template <typename T> static double at(const Tensor &t, int64_t i) {

@@ -14,7 +14,9 @@
 // type from one iteration to the next; a Loop with scan outputs needs its
 // number of iterations when compiling (a constant trip count and initial
 // condition, and a body that cannot end early), since its outputs have
-// static shapes. Sequences do not cross a subgraph boundary.
+// static shapes. Loops the run-time form cannot express (over sequences,
+// or short ones whose carried values change shape) are unrolled while
+// compiling (unrollLoop).
 #include "ControlFlow.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -114,14 +116,16 @@ LogicalResult checkCarried(NodeImporter &n, const onnx::GraphProto &body, size_t
   return n.error("loop-carried value '" + name + "' enters the body as " +
                  typeString(expected) + " but leaves it as " +
                  (out ? typeString(out.getType()) : std::string("nothing")) +
-                 "; Kiln needs it to keep its type");
+                 "; Kiln needs it to keep its type (no dynamic shape), or a trip count "
+                 "known while compiling");
 }
 
 //===----------------------------------------------------------------------===//
 // If
 //===----------------------------------------------------------------------===//
 
-LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs) {
+LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs,
+                       SequenceSlots *seqOutputs) {
   const onnx::GraphProto *thenGraph = graphAttr(n, "then_branch");
   const onnx::GraphProto *elseGraph = thenGraph ? graphAttr(n, "else_branch") : nullptr;
   Value cond = n.required(0);
@@ -130,7 +134,7 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
   // A condition known while compiling (a constant, or a graph input the
   // executable is specialised on) imports only the branch it takes.
   if (auto known = getConstantBool(cond))
-    return sub(*known ? *thenGraph : *elseGraph, {}, outputs);
+    return sub(*known ? *thenGraph : *elseGraph, {}, outputs, nullptr, seqOutputs);
 
   Value c = toScalar(n, cond, "If's condition");
   if (!c)
@@ -140,10 +144,10 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
   {
     OpBuilder::InsertionGuard guard(n.b);
     n.b.setInsertionPointToEnd(thenBlock.get());
-    if (failed(sub(*thenGraph, {}, thenValues)))
+    if (failed(sub(*thenGraph, {}, thenValues, nullptr, nullptr)))
       return failure();
     n.b.setInsertionPointToEnd(elseBlock.get());
-    if (failed(sub(*elseGraph, {}, elseValues)))
+    if (failed(sub(*elseGraph, {}, elseValues, nullptr, nullptr)))
       return failure();
   }
   if (thenValues.size() != elseValues.size())
@@ -251,7 +255,7 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       inits.push_back(v);
     }
     SmallVector<Value> results;
-    if (failed(sub(*body, bodyArgs, results)))
+    if (failed(sub(*body, bodyArgs, results, nullptr, nullptr)))
       return failure();
     Value condOut = results[0];
     if (numScan > 0 && condOut != condTensor && getConstantBool(condOut) != true)
@@ -273,7 +277,7 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       auto st = NodeImporter::rankedType(slice);
       if (!st || !st.hasStaticShape())
         return n.error("scan output '" + body->output(1 + numCarried + j).name() +
-                       "' has no static shape");
+                       "' has a dynamic shape; Loop's scan outputs need static ones");
       int64_t rowBytes = st.getNumElements() * std::max<int64_t>(1, st.getElementTypeBitWidth() / 8);
       if (rowBytes > 0 && iterations > kMaxScanOutputBytes / rowBytes)
         return n.error("scan output '" + body->output(1 + numCarried + j).name() + "' of " +
@@ -305,6 +309,47 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
   return success();
 }
 
+/// The Loop's body when its inputs are (iteration, condition, the
+/// `numCarried` carried values) and its outputs (condition, carried values,
+/// scan outputs); null after an error otherwise.
+const onnx::GraphProto *checkedLoopBody(NodeImporter &n, size_t &numCarried) {
+  const onnx::GraphProto *body = graphAttr(n, "body");
+  numCarried = n.numInputs() > 2 ? n.numInputs() - 2 : 0;
+  if (body && ((size_t)body->input_size() != numCarried + 2 ||
+               (size_t)body->output_size() < numCarried + 1)) {
+    (void)n.error("the body's inputs and outputs do not match the Loop's");
+    return nullptr;
+  }
+  return body;
+}
+
+/// The appender of the loop-carried sequence at carried position i: the
+/// SequenceInsert without a position that makes the body's output from its
+/// input, when the body reads that input nowhere else; null otherwise.
+const onnx::NodeProto *sequenceAppender(const onnx::GraphProto &body, size_t i) {
+  if ((size_t)body.input_size() <= 2 + i || (size_t)body.output_size() <= 1 + i)
+    return nullptr;
+  const std::string &in = body.input(2 + i).name(), &out = body.output(1 + i).name();
+  const onnx::NodeProto *appender = nullptr;
+  int readers = 0;
+  for (const onnx::NodeProto &node : body.node()) {
+    readers += llvm::count(node.input(), in);
+    if (llvm::is_contained(node.output(), out))
+      appender = &node;
+  }
+  bool ok = appender && appender->op_type() == "SequenceInsert" &&
+            appender->input_size() == 2 && appender->input(0) == in && readers == 1;
+  return ok ? appender : nullptr;
+}
+
+/// Whether every carried sequence of the Loop is only appended to.
+bool appendsOnly(const onnx::GraphProto &body, ArrayRef<const SmallVector<Value> *> seqInputs) {
+  for (size_t i = 2; i < seqInputs.size(); ++i)
+    if (seqInputs[i] && !sequenceAppender(body, i - 2))
+      return false;
+  return true;
+}
+
 /// A Loop that carries sequences, in the form exporters write for
 /// `ys.append(y)` in a loop: the sequence starts empty and the body appends
 /// one tensor to it per iteration (SequenceInsert without a position) and
@@ -315,13 +360,10 @@ LogicalResult importLoopCarryingSequences(NodeImporter &n, SubgraphImporter sub,
                                           ArrayRef<const SmallVector<Value> *> seqInputs,
                                           SmallVectorImpl<Value> &outputs,
                                           std::map<size_t, SmallVector<Value>> &seqOutputs) {
-  const onnx::GraphProto *body = graphAttr(n, "body");
+  size_t numCarried;
+  const onnx::GraphProto *body = checkedLoopBody(n, numCarried);
   if (!body)
     return failure();
-  size_t numCarried = n.numInputs() > 2 ? n.numInputs() - 2 : 0;
-  if ((size_t)body->input_size() != numCarried + 2 ||
-      (size_t)body->output_size() < numCarried + 1)
-    return n.error("the body's inputs and outputs do not match the Loop's");
   onnx::GraphProto rewritten = *body;
   SmallVector<Value> inputs{n.input(0), n.input(1)};
   SmallVector<size_t> sequenceSlots; // original carried positions
@@ -334,18 +376,11 @@ LogicalResult importLoopCarryingSequences(NodeImporter &n, SubgraphImporter sub,
     }
     if (!seq->empty())
       return n.error("loop-carried sequence " + Twine(i) + " must start empty");
-    const std::string &in = body->input(2 + i).name(), &out = body->output(1 + i).name();
-    const onnx::NodeProto *appender = nullptr;
-    int readers = 0;
-    for (const onnx::NodeProto &node : body->node()) {
-      readers += llvm::count(node.input(), in);
-      if (llvm::is_contained(node.output(), out))
-        appender = &node;
-    }
-    if (!appender || appender->op_type() != "SequenceInsert" || appender->input_size() != 2 ||
-        appender->input(0) != in || readers != 1)
-      return n.error("loop-carried sequence '" + in + "' is supported when the body appends "
-                     "one tensor to it per iteration and reads it nowhere else");
+    const onnx::NodeProto *appender = sequenceAppender(*body, i);
+    if (!appender)
+      return n.error("loop-carried sequence '" + body->input(2 + i).name() +
+                     "' is supported when the body appends one tensor to it per iteration and "
+                     "reads it nowhere else");
     sequenceSlots.push_back(i);
     appended.push_back(appender->input(1));
   }
@@ -391,6 +426,132 @@ LogicalResult importLoopCarryingSequences(NodeImporter &n, SubgraphImporter sub,
   for (size_t j = 0; j < numScan; ++j)
     outputs.push_back(results[plainCarried + j]);
   return failure(n.failed());
+}
+
+/// No Loop is unrolled over more iterations than this (each imports its
+/// body once more).
+constexpr int64_t kMaxUnrolledIterations = 1024;
+/// Loops of up to this many iterations whose run-time form would not do
+/// (sequences that grow, values that change shape) are unrolled.
+constexpr int64_t kMaxUnrolledShortLoop = 16;
+
+/// Whether the Loop's trip count and initial condition are known while
+/// compiling and the count is small enough to unroll rather than loop.
+bool shortKnownLoop(NodeImporter &n) {
+  auto trip = n.hasInput(0) ? n.constInts(0) : std::nullopt;
+  return trip && trip->size() == 1 && (*trip)[0] <= kMaxUnrolledShortLoop &&
+         (!n.hasInput(1) || getConstantBool(n.input(1)));
+}
+
+/// Whether `graph` or a graph nested in it reads one of the names `outer`
+/// says are sequences (and that the graph does not define itself: a name
+/// bound in the body shadows the enclosing one, which this ignores, erring
+/// on the side of unrolling).
+bool readsOuterSequence(const onnx::GraphProto &graph,
+                        function_ref<bool(StringRef)> isOuterSequence) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (const std::string &in : node.input())
+      if (!in.empty() && isOuterSequence(in))
+        return true;
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      if (a.has_g() && readsOuterSequence(a.g(), isOuterSequence))
+        return true;
+      for (const onnx::GraphProto &g : a.graphs())
+        if (readsOuterSequence(g, isOuterSequence))
+          return true;
+    }
+  }
+  return false;
+}
+
+/// A Loop whose body works on sequences in ways no run-time loop can (reads
+/// an element at the iteration number, carries a sequence that does not
+/// start empty), unrolled while compiling: the body is imported once per
+/// iteration with the iteration number and the carried values, sequences
+/// included, of the one before. This needs the trip count and every
+/// iteration's condition as constants.
+LogicalResult unrollLoop(NodeImporter &n, SubgraphImporter sub,
+                         ArrayRef<const SmallVector<Value> *> seqInputs,
+                         SmallVectorImpl<Value> &outputs, SequenceSlots &seqOutputs) {
+  size_t numCarried;
+  const onnx::GraphProto *body = checkedLoopBody(n, numCarried);
+  if (!body)
+    return failure();
+  size_t numScan = body->output_size() - 1 - numCarried;
+  std::vector<SmallVector<Value>> scans(numScan);
+  std::optional<int64_t> trip;
+  if (n.hasInput(0)) {
+    auto c = n.constInts(0);
+    if (!c || c->size() != 1)
+      return n.error("Kiln unrolls this Loop while compiling: its trip count M must "
+                     "be a constant");
+    trip = (*c)[0];
+    if (*trip < 0)
+      return n.error("the trip count " + Twine(*trip) + " is negative");
+  }
+  std::optional<bool> cond = n.hasInput(1) ? getConstantBool(n.input(1)) : true;
+  if (!cond)
+    return n.error("Kiln unrolls this Loop while compiling: its condition must be a "
+                   "constant");
+  SmallVector<Value> carried;
+  SequenceSlots carriedSeqs;
+  for (size_t i = 0; i < numCarried; ++i) {
+    const SmallVector<Value> *seq = 2 + i < seqInputs.size() ? seqInputs[2 + i] : nullptr;
+    if (seq)
+      carriedSeqs[i] = *seq;
+    carried.push_back(seq ? Value() : n.required(2 + i));
+  }
+  if (n.failed())
+    return failure();
+  auto boolType = RankedTensorType::get({}, n.b.getI1Type());
+  for (int64_t it = 0; *cond && (!trip || it < *trip); ++it) {
+    if (it >= kMaxUnrolledIterations)
+      return n.error("Kiln unrolls this Loop while compiling, and it runs "
+                     "over " + Twine(kMaxUnrolledIterations) + " iterations");
+    auto i64Type = RankedTensorType::get({}, n.b.getI64Type());
+    SmallVector<Value> args{n.constant(DenseElementsAttr::get(i64Type, it)),
+                            n.constant(DenseElementsAttr::get(boolType, true))};
+    SequenceSlots seqArgs;
+    for (size_t i = 0; i < numCarried; ++i) {
+      args.push_back(carried[i]);
+      if (auto s = carriedSeqs.find(i); s != carriedSeqs.end())
+        seqArgs[2 + i] = s->second;
+    }
+    SmallVector<Value> results;
+    SequenceSlots seqResults;
+    if (failed(sub(*body, args, results, &seqArgs, &seqResults)))
+      return failure();
+    std::optional<bool> next = getConstantBool(results[0]);
+    if (!next)
+      return n.error("Kiln unrolls this Loop while compiling: the condition its body "
+                     "computes must be known then");
+    cond = *next;
+    for (size_t j = 0; j < numScan; ++j) {
+      if (!results[1 + numCarried + j])
+        return n.error("scan output " + Twine(j) + " is not a tensor");
+      scans[j].push_back(
+          n.make<UnsqueezeOp>(results[1 + numCarried + j], n.b.getDenseI64ArrayAttr({0})));
+    }
+    carriedSeqs.clear();
+    for (size_t i = 0; i < numCarried; ++i) {
+      carried[i] = results[1 + i];
+      if (auto s = seqResults.find(1 + i); s != seqResults.end())
+        carriedSeqs[i] = s->second;
+    }
+  }
+  for (size_t i = 0; i < numCarried; ++i) {
+    outputs.push_back(carried[i]);
+    if (auto s = carriedSeqs.find(i); s != carriedSeqs.end())
+      seqOutputs[i] = s->second;
+  }
+  for (SmallVector<Value> &rows : scans) {
+    if (rows.empty())
+      return n.error("an unrolled Loop that runs no iterations cannot give scan outputs (their "
+                     "shape is unknown)");
+    outputs.push_back(rows.size() == 1 ? rows[0]
+                                       : n.make<ConcatOp>(rows, n.b.getI64IntegerAttr(0)));
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -446,7 +607,7 @@ LogicalResult scanAlongFirstAxis(NodeImporter &n, SubgraphImporter sub,
       args.push_back(tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets, sizes, strides));
     }
     SmallVector<Value> results;
-    if (failed(sub(body, args, results)))
+    if (failed(sub(body, args, results, nullptr, nullptr)))
       return failure();
     SmallVector<Value> yields;
     for (size_t i = 0; i < states.size(); ++i) {
@@ -601,21 +762,53 @@ bool isControlFlowOperator(StringRef opType) {
 }
 
 LogicalResult importControlFlowNode(NodeImporter &n, SubgraphImporter importSubgraph,
+                                    function_ref<bool(StringRef)> isOuterSequence,
                                     ArrayRef<const SmallVector<Value> *> seqInputs,
-                                    SmallVectorImpl<Value> &outputs,
-                                    std::map<size_t, SmallVector<Value>> &seqOutputs) {
+                                    SmallVectorImpl<Value> &outputs, SequenceSlots &seqOutputs) {
   StringRef op = n.node.op_type();
   bool readsSequences = llvm::any_of(seqInputs, [](const auto *s) { return s != nullptr; });
-  if (op == "Loop" && readsSequences)
-    return importLoopCarryingSequences(n, importSubgraph, seqInputs, outputs, seqOutputs);
+  if (op == "Loop") {
+    const onnx::GraphProto *body = graphAttr(n, "body");
+    if (!body)
+      return failure();
+    if (readsOuterSequence(*body, isOuterSequence))
+      return unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs);
+    if (readsSequences) {
+      // The run-time form when the body only appends, unless the loop is
+      // short and its count known: unrolled, appended tensors may differ in
+      // shape from one iteration to the next (the run-time form needs one
+      // static shape), which is what a first attempt with a run-time count
+      // reports, so that the model is specialised on the count.
+      bool allStartEmpty = llvm::all_of(
+          seqInputs.drop_front(std::min<size_t>(2, seqInputs.size())),
+          [](const auto *s) { return !s || s->empty(); });
+      if (allStartEmpty && appendsOnly(*body, seqInputs) && !shortKnownLoop(n))
+        return importLoopCarryingSequences(n, importSubgraph, seqInputs, outputs, seqOutputs);
+      return unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs);
+    }
+    // A short Loop with a known count whose carried values change shape
+    // from one iteration to the next (a Slice at the iteration number) has
+    // no run-time form with static types; unrolled, each iteration has its
+    // own. The run-time form is tried first, on its own NodeImporter so that
+    // its failure does not stick; its ops are dead code then.
+    if (shortKnownLoop(n)) {
+      SmallVector<Value> inputs;
+      for (size_t i = 0; i < n.numInputs(); ++i)
+        inputs.push_back(n.input(i));
+      NodeImporter attempt(n.b, n.loc, n.node, n.opset, inputs);
+      SmallVector<Value> results;
+      if (succeeded(importLoop(attempt, importSubgraph, body, results)) && !attempt.failed()) {
+        llvm::append_range(outputs, results);
+        return success();
+      }
+      return unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs);
+    }
+    return importLoop(n, importSubgraph, body, outputs);
+  }
   if (readsSequences)
     return n.error(op + " cannot read a sequence");
   if (op == "If")
-    return importIf(n, importSubgraph, outputs);
-  if (op == "Loop") {
-    const onnx::GraphProto *body = graphAttr(n, "body");
-    return body ? importLoop(n, importSubgraph, body, outputs) : failure();
-  }
+    return importIf(n, importSubgraph, outputs, &seqOutputs);
   return importScan(n, importSubgraph, outputs);
 }
 

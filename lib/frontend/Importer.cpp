@@ -16,185 +16,11 @@
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
 namespace kiln {
-
-//===----------------------------------------------------------------------===//
-// NodeImporter
-//===----------------------------------------------------------------------===//
-
-Value NodeImporter::required(size_t i) {
-  Value v = input(i);
-  if (!v && !failed_)
-    (void)error("input " + Twine(i) + " is required but missing");
-  return v;
-}
-
-std::optional<SmallVector<double>> NodeImporter::constFloats(size_t i) const {
-  DenseFPElementsAttr attr;
-  if (!hasInput(i) || !matchPattern(input(i), m_Constant(&attr)))
-    return std::nullopt;
-  SmallVector<double> out;
-  for (const APFloat &f : attr.getValues<APFloat>())
-    out.push_back(f.convertToDouble());
-  return out;
-}
-
-const onnx::AttributeProto *NodeImporter::attr(llvm::StringRef name) const {
-  for (const auto &a : node.attribute())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
-}
-
-int64_t NodeImporter::getInt(llvm::StringRef name, int64_t dflt) const {
-  const auto *a = attr(name);
-  return a ? a->i() : dflt;
-}
-
-float NodeImporter::getFloat(llvm::StringRef name, float dflt) const {
-  const auto *a = attr(name);
-  return a ? a->f() : dflt;
-}
-
-std::string NodeImporter::getString(llvm::StringRef name, const std::string &dflt) const {
-  const auto *a = attr(name);
-  return a ? a->s() : dflt;
-}
-
-std::optional<SmallVector<int64_t>> NodeImporter::getInts(llvm::StringRef name) const {
-  const auto *a = attr(name);
-  if (!a)
-    return std::nullopt;
-  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
-}
-
-std::optional<SmallVector<float>> NodeImporter::getFloats(llvm::StringRef name) const {
-  const auto *a = attr(name);
-  if (!a)
-    return std::nullopt;
-  return SmallVector<float>(a->floats().begin(), a->floats().end());
-}
-
-std::optional<int64_t> NodeImporter::rankOf(Value v) {
-  if (!v)
-    return std::nullopt;
-  if (auto t = rankedType(v))
-    return t.getRank();
-  (void)error("needs an input of known rank");
-  return std::nullopt;
-}
-
-std::optional<bool> getConstantBool(Value v) {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1 ||
-      !attr.getElementType().isInteger(1))
-    return std::nullopt;
-  return *attr.getValues<bool>().begin();
-}
-
-Value NodeImporter::foldConstantOperands(Operation *op) {
-  Value result = op->getResult(0);
-  if (op->getNumResults() != 1 || op->getNumOperands() == 0 ||
-      !llvm::all_of(op->getOperands(), [](Value v) {
-        return matchPattern(v, m_Constant());
-      }))
-    return result;
-  SmallVector<OpFoldResult> folded;
-  if (mlir::failed(op->fold(folded)) || folded.size() != 1)
-    return result;
-  if (auto same = dyn_cast_if_present<Value>(folded[0]); same && same.getType() == result.getType()) {
-    op->erase();
-    return same;
-  }
-  auto attr = dyn_cast_if_present<ElementsAttr>(dyn_cast_if_present<Attribute>(folded[0]));
-  if (!attr || attr.getType() != result.getType())
-    return result;
-  op->erase();
-  return constant(attr);
-}
-
-std::optional<int64_t> NodeImporter::normalizeAxis(int64_t axis, int64_t rank,
-                                                   llvm::StringRef what) {
-  if (axis < -rank || axis >= rank) {
-    (void)error(what + " " + Twine(axis) + " is out of range for rank " + Twine(rank));
-    return std::nullopt;
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
-Value NodeImporter::constant(ElementsAttr value) {
-  return make<ConstantOp>(value);
-}
-
-Value NodeImporter::i64Tensor(ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
-  return constant(DenseIntElementsAttr::get(type, values));
-}
-
-Value NodeImporter::alongAxis(Value v, int64_t rank, int64_t axis) {
-  auto vRank = rankOf(v);
-  if (!vRank)
-    return {};
-  if (axis + *vRank >= rank)
-    return v;
-  return make<UnsqueezeOp>(
-      v, b.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(*vRank, rank - axis))));
-}
-
-Value NodeImporter::positionsAlong(int64_t rank, int64_t axis, int64_t size) {
-  SmallVector<int64_t> shape(rank, 1);
-  shape[axis] = size;
-  auto iota = llvm::to_vector(llvm::seq<int64_t>(0, size));
-  return constant(DenseIntElementsAttr::get(RankedTensorType::get(shape, b.getI64Type()),
-                                            ArrayRef<int64_t>(iota)));
-}
-
-Value NodeImporter::floatTable(ArrayRef<int64_t> shape, FloatType type,
-                               ArrayRef<double> values) {
-  SmallVector<APFloat> vals;
-  for (double v : values) {
-    APFloat f(v);
-    bool lost;
-    f.convert(type.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    vals.push_back(f);
-  }
-  return constant(DenseElementsAttr::get(RankedTensorType::get(shape, type), vals));
-}
-
-Value NodeImporter::moveAxis(Value x, int64_t rank, int64_t from, int64_t to) {
-  if (from == to)
-    return x;
-  SmallVector<int64_t> perm;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != from)
-      perm.push_back(d);
-  perm.insert(perm.begin() + to, from);
-  return make<TransposeOp>(x, b.getDenseI64ArrayAttr(perm));
-}
-
-Value NodeImporter::scalarLike(Value like, double value) {
-  if (!like)
-    return {};
-  Type elt = elementType(like);
-  auto type = RankedTensorType::get({}, elt);
-  if (auto ft = dyn_cast<FloatType>(elt))
-    return constant(DenseElementsAttr::get(type, FloatAttr::get(ft, value).getValue()));
-  if (auto it = dyn_cast<IntegerType>(elt))
-    return constant(DenseElementsAttr::get(
-        type, APInt(it.getWidth(), (int64_t)value, /*isSigned=*/true)));
-  (void)error("unsupported element type for a scalar constant");
-  return {};
-}
-
-LogicalResult NodeImporter::error(const Twine &message) {
-  if (!failed_)
-    emitError(loc) << message;
-  failed_ = true;
-  return failure();
-}
 
 //===----------------------------------------------------------------------===//
 // Tensors
@@ -336,10 +162,28 @@ private:
 
   /// The value a name refers to here or in an enclosing graph (null if none).
   Value lookup(llvm::StringRef name) const;
-  bool isSequence(llvm::StringRef name) const;
+  bool isSequence(llvm::StringRef name) const { return findSequence(name) != nullptr; }
+  /// The sequence a name refers to here or in an enclosing graph: sequences
+  /// are lists of values known while compiling, so a subgraph reads its
+  /// parents' freely (scf regions see values defined above them).
+  const SmallVector<Value> *findSequence(llvm::StringRef name) const;
+  /// Whether the name is an empty optional here or in an enclosing graph.
+  bool isNone(llvm::StringRef name) const;
   LogicalResult importSubgraph(OpBuilder &at, const onnx::GraphProto &graph,
-                               ArrayRef<Value> args, SmallVectorImpl<Value> &outputs);
-  FailureOr<Type> inputType(const onnx::ValueInfoProto &info, size_t index);
+                               ArrayRef<Value> args, SmallVectorImpl<Value> &outputs,
+                               const SequenceSlots *seqArgs, SequenceSlots *seqOutputs);
+  /// Optional, OptionalHasElement, OptionalGetElement, SequenceMap and an
+  /// Identity of a sequence or an optional: ops on what names stand for
+  /// rather than on tensors. False when `node` is none of them.
+  FailureOr<bool> importStructuralNode(const onnx::NodeProto &node, Location loc,
+                                       int64_t nodeOpset);
+  void importSequenceMap(const onnx::NodeProto &node, Location loc);
+  /// Set by importSequenceMap on failure (it has emitted the error).
+  bool failed_ = false;
+  /// Binds a node output to a tensor, a sequence or nothing (an empty optional).
+  void bind(const std::string &name, Value tensor, const SmallVector<Value> *seq, bool none);
+  FailureOr<Type> inputType(const onnx::ValueInfoProto &info, const onnx::TypeProto &type,
+                            size_t argIndex);
   Location nodeLoc(const onnx::NodeProto &node, size_t index);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
 
@@ -350,6 +194,8 @@ private:
   llvm::StringMap<Value> values;
   /// Sequence values by name: lists of tensors (Sequences.cpp).
   llvm::StringMap<SmallVector<Value>> sequences;
+  /// Names bound to an empty optional.
+  llvm::StringSet<> nones;
   GraphImporter *parent = nullptr;
   /// The graph whose nodes are being imported (Gradient reads earlier ones).
   const onnx::GraphProto *graphProto = nullptr;
@@ -364,19 +210,46 @@ Value GraphImporter::lookup(llvm::StringRef name) const {
   return {};
 }
 
-bool GraphImporter::isSequence(llvm::StringRef name) const {
+const SmallVector<Value> *GraphImporter::findSequence(llvm::StringRef name) const {
   for (const GraphImporter *g = this; g; g = g->parent) {
-    if (g->values.count(name))
+    if (g->values.count(name) || g->nones.count(name))
+      return nullptr;
+    if (auto it = g->sequences.find(name); it != g->sequences.end())
+      return &it->second;
+  }
+  return nullptr;
+}
+
+bool GraphImporter::isNone(llvm::StringRef name) const {
+  for (const GraphImporter *g = this; g; g = g->parent) {
+    if (g->values.count(name) || g->sequences.count(name))
       return false;
-    if (g->sequences.count(name))
+    if (g->nones.count(name))
       return true;
   }
   return false;
 }
 
+void GraphImporter::bind(const std::string &name, Value tensor, const SmallVector<Value> *seq,
+                         bool none) {
+  if (name.empty())
+    return;
+  values.erase(name);
+  sequences.erase(name);
+  nones.erase(name);
+  if (none)
+    nones.insert(name);
+  else if (seq)
+    sequences[name] = *seq;
+  else
+    values[name] = tensor;
+}
+
 LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProto &graph,
                                             ArrayRef<Value> args,
-                                            SmallVectorImpl<Value> &outputs) {
+                                            SmallVectorImpl<Value> &outputs,
+                                            const SequenceSlots *seqArgs,
+                                            SequenceSlots *seqOutputs) {
   GraphImporter sub(*this);
   sub.graphProto = &graph;
   sub.b.setInsertionPoint(at.getInsertionBlock(), at.getInsertionPoint());
@@ -384,8 +257,13 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
   if ((size_t)graph.input_size() != args.size())
     return emitError(loc) << "the subgraph has " << graph.input_size() << " inputs; "
                           << args.size() << " are passed to it";
-  for (auto [in, arg] : llvm::zip(graph.input(), args))
-    sub.values[in.name()] = arg;
+  for (auto [i, in, arg] : llvm::enumerate(graph.input(), args)) {
+    auto seq = seqArgs ? seqArgs->find(i) : SequenceSlots::const_iterator();
+    if (seqArgs && seq != seqArgs->end())
+      sub.bind(in.name(), {}, &seq->second, isEmptyOptionalSlot(seq->second));
+    else
+      sub.values[in.name()] = arg;
+  }
   for (const auto &init : graph.initializer()) {
     std::string err;
     auto attr = tensorToAttr(&ctx, init, err);
@@ -396,13 +274,21 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
   for (auto [i, node] : llvm::enumerate(graph.node()))
     if (failed(sub.importNode(node, i)))
       return failure();
-  for (const auto &out : graph.output()) {
+  for (auto [i, out] : llvm::enumerate(graph.output())) {
     Value v = sub.lookup(out.name());
+    const SmallVector<Value> *seq = v ? nullptr : sub.findSequence(out.name());
+    bool none = !v && !seq && sub.isNone(out.name());
+    if ((seq || none) && seqOutputs) {
+      (*seqOutputs)[i] = none ? emptyOptionalSlot() : *seq;
+      outputs.push_back(Value());
+      continue;
+    }
     if (!v)
       return emitError(loc) << "subgraph output '" << out.name() << "' is "
-                            << (sub.isSequence(out.name()) ? "a sequence; sequences do not "
-                                                             "leave a subgraph"
-                                                           : "never produced");
+                            << (seq || none ? "a sequence or an optional; those leave only a "
+                                              "Loop unrolled while compiling or an If whose "
+                                              "condition is known then (it must be a constant)"
+                                            : "never produced");
     outputs.push_back(v);
   }
   // The caller's builder continues after what the subgraph built.
@@ -410,11 +296,14 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
   return success();
 }
 
-FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &info, size_t index) {
+FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &info,
+                                         const onnx::TypeProto &type, size_t index) {
   Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + info.name() + "'"));
-  if (!info.type().has_tensor_type())
-    return emitError(loc) << "only tensor inputs are supported", failure();
-  const auto &tt = info.type().tensor_type();
+  if (!type.has_tensor_type())
+    return emitError(loc) << "only tensors, sequences of tensors and optionals of those are "
+                             "supported as graph inputs",
+           failure();
+  const auto &tt = type.tensor_type();
   Type elt = onnxElementType(&ctx, tt.elem_type());
   if (!elt)
     return emitError(loc) << "unsupported element type " << dataTypeName(tt.elem_type()),
@@ -464,6 +353,98 @@ Location GraphImporter::nodeLoc(const onnx::NodeProto &node, size_t index) {
                       NameLoc::get(StringAttr::get(&ctx, node.op_type()), file));
 }
 
+FailureOr<bool> GraphImporter::importStructuralNode(const onnx::NodeProto &node, Location loc,
+                                                    int64_t nodeOpset) {
+  StringRef op = node.op_type();
+  bool optionalOp = op == "Optional" || op == "OptionalHasElement" || op == "OptionalGetElement";
+  if (!optionalOp && op != "Identity" && op != "SequenceMap")
+    return false;
+  std::string inName = node.input_size() > 0 ? node.input(0) : std::string();
+  std::string outName = node.output_size() > 0 ? node.output(0) : std::string();
+  bool empty = inName.empty() || isNone(inName);
+  const SmallVector<Value> *seq = empty ? nullptr : findSequence(inName);
+  if (op == "Identity") {
+    if (!seq && !(empty && !inName.empty()))
+      return false; // a tensor: the Identity rule
+    bind(outName, {}, seq, !seq);
+    return true;
+  }
+  if (op == "SequenceMap") {
+    importSequenceMap(node, loc);
+    if (failed_)
+      return failure();
+    return true;
+  }
+  if (nodeOpset < 15)
+    return emitError(loc) << op << " needs opset 15 or later", failure();
+  Value tensor = empty || seq ? Value() : lookup(inName);
+  if (!empty && !seq && !tensor)
+    return emitError(loc) << "input '" << inName
+                          << "' is not produced by any earlier node, initializer or graph input",
+           failure();
+  if (op == "Optional") {
+    bind(outName, tensor, seq, empty);
+  } else if (op == "OptionalGetElement") {
+    if (empty)
+      return emitError(loc) << "OptionalGetElement of an empty optional", failure();
+    bind(outName, tensor, seq, false);
+  } else {
+    auto type = RankedTensorType::get({}, b.getI1Type());
+    bind(outName, ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, !empty)), nullptr,
+         false);
+  }
+  return true;
+}
+
+/// SequenceMap, unrolled while compiling (every sequence's length is known
+/// then): the body is imported once per position, on the elements at that
+/// position and the tensor inputs, and its outputs at each position make the
+/// output sequences. Elements may differ in shape, as each copy of the body
+/// sees its own.
+void GraphImporter::importSequenceMap(const onnx::NodeProto &node, Location loc) {
+  const onnx::GraphProto *body = nullptr;
+  for (const auto &a : node.attribute())
+    if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH)
+      body = &a.g();
+  auto fail = [&](const Twine &message) {
+    emitError(loc) << message;
+    failed_ = true;
+  };
+  if (!body)
+    return fail("SequenceMap needs a graph attribute 'body'");
+  if (body->input_size() != node.input_size() || body->output_size() != node.output_size())
+    return fail("SequenceMap's body must have as many inputs and outputs as the node");
+  SmallVector<const SmallVector<Value> *> seqs;
+  SmallVector<Value> tensors;
+  int64_t length = -1;
+  for (const std::string &name : node.input()) {
+    const SmallVector<Value> *seq = findSequence(name);
+    Value tensor = seq ? Value() : lookup(name);
+    if (!seq && !tensor)
+      return fail("input '" + name + "' is not a sequence or a tensor produced before");
+    if (seq && length >= 0 && (int64_t)seq->size() != length)
+      return fail("SequenceMap's input sequences differ in length");
+    if (seq)
+      length = seq->size();
+    seqs.push_back(seq);
+    tensors.push_back(tensor);
+  }
+  if (node.input_size() == 0 || !seqs[0])
+    return fail("SequenceMap's first input must be a sequence");
+  std::vector<SmallVector<Value>> results(node.output_size());
+  for (int64_t i = 0; i < length; ++i) {
+    SmallVector<Value> args, outs;
+    for (auto [seq, tensor] : llvm::zip(seqs, tensors))
+      args.push_back(seq ? (*seq)[i] : tensor);
+    if (failed(importSubgraph(b, *body, args, outs, nullptr, nullptr)))
+      return fail("cannot import SequenceMap's body at position " + Twine(i));
+    for (auto [k, v] : llvm::enumerate(outs))
+      results[k].push_back(v);
+  }
+  for (auto [k, name] : llvm::enumerate(node.output()))
+    bind(name, {}, &results[k], false);
+}
+
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
   Location loc = nodeLoc(node, index);
   int64_t nodeOpset = opset;
@@ -498,6 +479,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return emitError(loc) << "operator '" << node.op_type()
                           << "' belongs to the domain 'ai.onnx.preview.training'";
   }
+  if (auto structural = importStructuralNode(node, loc, nodeOpset); failed(structural))
+    return failure();
+  else if (*structural)
+    return success();
   bool sequenceOp = isSequenceOperator(node.op_type());
   bool controlFlowOp = isControlFlowOperator(node.op_type());
   SmallVector<Value> inputs;
@@ -508,31 +493,38 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       inputs.push_back({});
       continue;
     }
-    if (auto seq = sequences.find(name); seq != sequences.end() && !values.count(name)) {
+    if (const SmallVector<Value> *seq = findSequence(name)) {
       if (!sequenceOp && !controlFlowOp)
         return emitError(loc) << "input '" << name
                               << "' is a sequence; only sequence operators read sequences";
-      seqInputs.back() = &seq->second;
+      seqInputs.back() = seq;
+      inputs.push_back({});
+      continue;
+    }
+    if (isNone(name)) {
+      // An empty optional is a missing input to every operator but the
+      // Optional* ones (handled above).
       inputs.push_back({});
       continue;
     }
     Value v = lookup(name);
     if (!v)
       return emitError(loc) << "input '" << name
-                            << (isSequence(name)
-                                    ? "' is a sequence of an enclosing graph; sequences do "
-                                      "not cross into subgraphs"
-                                    : "' is not produced by any earlier node, initializer or "
-                                      "graph input");
+                            << "' is not produced by any earlier node, initializer or graph "
+                               "input";
     inputs.push_back(v);
   }
   if (controlFlowOp) {
     NodeImporter ni(b, loc, node, nodeOpset, inputs);
     SmallVector<Value> outputs;
     std::map<size_t, SmallVector<Value>> seqOutputs;
-    auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args,
-                   SmallVectorImpl<Value> &outs) { return importSubgraph(b, g, args, outs); };
-    if (failed(importControlFlowNode(ni, sub, seqInputs, outputs, seqOutputs)) || ni.failed()) {
+    auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args, SmallVectorImpl<Value> &outs,
+                   const SequenceSlots *seqArgs, SequenceSlots *seqOuts) {
+      return importSubgraph(b, g, args, outs, seqArgs, seqOuts);
+    };
+    auto outerSequence = [&](StringRef name) { return isSequence(name); };
+    if (failed(importControlFlowNode(ni, sub, outerSequence, seqInputs, outputs, seqOutputs)) ||
+        ni.failed()) {
       (void)ni.error("cannot import this " + node.op_type() + " node");
       return failure();
     }
@@ -543,7 +535,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       if (name.empty())
         continue;
       if (auto seq = seqOutputs.find(i); seq != seqOutputs.end())
-        sequences[name] = std::move(seq->second);
+        bind(name, {}, &seq->second, isEmptyOptionalSlot(seq->second));
       else
         values[name] = outputs[i];
     }
@@ -613,16 +605,51 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);
   b.setInsertionPointToEnd(module->getBody());
 
+  // Graph inputs as function arguments: a tensor is one, a sequence of n
+  // tensors n (their element type from the declared sequence type), an
+  // empty optional none.
   SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
   std::vector<const onnx::ValueInfoProto *> realInputs = modelInputs(*model.proto);
-  for (auto [i, in] : llvm::enumerate(realInputs)) {
-    auto t = inputType(*in, i);
-    if (failed(t))
-      return {};
-    argTypes.push_back(*t);
+  if (!opts.inputLayout.empty() && opts.inputLayout.size() != realInputs.size()) {
+    emitError(moduleLoc) << "the model has " << realInputs.size() << " inputs, but a layout for "
+                         << opts.inputLayout.size() << " was given";
+    return {};
   }
-  if (!opts.inputShapes.empty() && opts.inputShapes.size() != realInputs.size()) {
-    emitError(moduleLoc) << "the model has " << realInputs.size() << " inputs, but "
+  SmallVector<std::pair<size_t, size_t>> argRanges; // per graph input: first arg, count
+  for (auto [i, in] : llvm::enumerate(realInputs)) {
+    int64_t layout = opts.inputLayout.empty() ? kLayoutTensor : opts.inputLayout[i];
+    const onnx::TypeProto *type = &in->type();
+    Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + in->name() + "'"));
+    if (type->has_optional_type()) {
+      if (layout == kLayoutNone) {
+        argRanges.push_back({argTypes.size(), 0});
+        continue;
+      }
+      type = &type->optional_type().elem_type();
+    } else if (layout == kLayoutNone) {
+      emitError(loc) << "is not optional, but no value was given";
+      return {};
+    }
+    if (type->has_sequence_type() != (layout >= 0)) {
+      emitError(loc) << (layout >= 0 ? "is not a sequence, but a sequence was given"
+                                     : "is a sequence, but a tensor was given");
+      return {};
+    }
+    size_t count = layout >= 0 ? layout : 1;
+    const onnx::TypeProto &element =
+        layout >= 0 ? type->sequence_type().elem_type() : *type;
+    argRanges.push_back({argTypes.size(), count});
+    for (size_t k = 0; k < count; ++k) {
+      auto t = inputType(*in, element, argTypes.size());
+      if (failed(t))
+        return {};
+      argTypes.push_back(*t);
+      argNames.push_back(layout >= 0 ? in->name() + "[" + std::to_string(k) + "]" : in->name());
+    }
+  }
+  if (!opts.inputShapes.empty() && opts.inputShapes.size() != argTypes.size()) {
+    emitError(moduleLoc) << "the model has " << argTypes.size() << " input tensors, but "
                          << opts.inputShapes.size() << " shapes were given";
     return {};
   }
@@ -631,9 +658,10 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
                                    b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  for (auto [i, in] : llvm::enumerate(realInputs)) {
-    values[in->name()] = entry->getArgument(i);
-    func.setArgAttr(i, "kiln.name", b.getStringAttr(in->name()));
+  SmallVector<Value> args;
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    args.push_back(entry->getArgument(i));
     auto fixed = opts.inputValues.find(i);
     if (fixed == opts.inputValues.end())
       continue;
@@ -644,17 +672,26 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     if (!type || !type.hasStaticShape() || !elt.isIntOrFloat() ||
         (int64_t)bytes.size() !=
             type.getNumElements() * (isBool ? 1 : elt.getIntOrFloatBitWidth() / 8)) {
-      emitError(moduleLoc) << "cannot specialise on the value of input '" << in->name() << "'";
+      emitError(moduleLoc) << "cannot specialise on the value of input '" << name << "'";
       return {};
     }
-    Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + in->name() + "'"));
+    Location loc = NameLoc::get(StringAttr::get(&ctx, "graph input '" + name + "'"));
     DenseElementsAttr value;
     if (isBool) // i1 attributes are bit-packed; the input has a byte each
       value = DenseElementsAttr::get(
           type, llvm::map_to_vector(bytes, [](char c) { return c != 0; }));
     else
       value = DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()));
-    values[in->name()] = ConstantOp::create(b, loc, type, value);
+    args[i] = ConstantOp::create(b, loc, type, value);
+  }
+  for (auto [i, in] : llvm::enumerate(realInputs)) {
+    int64_t layout = opts.inputLayout.empty() ? kLayoutTensor : opts.inputLayout[i];
+    auto [first, count] = argRanges[i];
+    SmallVector<Value> elements(args.begin() + first, args.begin() + first + count);
+    if (layout == kLayoutTensor)
+      bind(in->name(), elements[0], nullptr, false);
+    else
+      bind(in->name(), {}, &elements, layout == kLayoutNone);
   }
 
   for (const auto &init : graph.initializer()) {
@@ -673,25 +710,36 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       return {};
 
   SmallVector<Value> results;
-  SmallVector<Type> resultTypes;
+  SmallVector<std::string> resultNames;
+  SmallVector<int64_t> outputLayout;
   for (const auto &out : graph.output()) {
-    if (sequences.count(out.name())) {
-      emitError(moduleLoc) << "graph output '" << out.name()
-                           << "' is a sequence; Kiln's executables return tensors only";
-      return {};
+    if (const SmallVector<Value> *seq = findSequence(out.name())) {
+      outputLayout.push_back(seq->size());
+      for (auto [k, v] : llvm::enumerate(*seq)) {
+        results.push_back(v);
+        resultNames.push_back(out.name() + "[" + std::to_string(k) + "]");
+      }
+      continue;
+    }
+    if (isNone(out.name())) {
+      outputLayout.push_back(kLayoutNone);
+      continue;
     }
     auto it = values.find(out.name());
     if (it == values.end() || !it->second) {
       emitError(moduleLoc) << "graph output '" << out.name() << "' is never produced";
       return {};
     }
+    outputLayout.push_back(kLayoutTensor);
     results.push_back(it->second);
-    resultTypes.push_back(it->second.getType());
+    resultNames.push_back(out.name());
   }
   func::ReturnOp::create(b, moduleLoc, results);
-  func.setType(b.getFunctionType(argTypes, resultTypes));
-  for (auto [i, out] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "kiln.name", b.getStringAttr(out.name()));
+  func.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, name] : llvm::enumerate(resultNames))
+    func.setResultAttr(i, "kiln.name", b.getStringAttr(name));
+  if (llvm::any_of(outputLayout, [](int64_t l) { return l != kLayoutTensor; }))
+    (*module)->setAttr("kiln.output_layout", b.getDenseI64ArrayAttr(outputLayout));
   return module;
 }
 

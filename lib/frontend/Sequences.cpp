@@ -7,8 +7,12 @@
 // when an error says a position "must be a constant"). Elements keep their
 // own shapes, so a sequence of tensors of different sizes is fine.
 //
-// Not supported: sequences as graph inputs or outputs, and sequences that
-// cross a control-flow boundary.
+// Sequences cross control flow where positions stay known: subgraphs read
+// their parents' sequences, a Loop that only appends becomes a scan output
+// (ControlFlow.cpp), other Loops over sequences are unrolled, and an If with
+// a known condition returns its branch's sequences. Graph inputs and
+// outputs that are sequences are flattened into one argument or result per
+// element (Importer.cpp, kiln::Model::run with kiln::ValueView).
 #include "Sequences.h"
 
 using namespace mlir;

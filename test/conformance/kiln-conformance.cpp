@@ -141,55 +141,82 @@ static std::string runOneTest(const fs::path &dir, const Options &opts, bool &sk
   std::sort(sets.begin(), sets.end());
   if (sets.empty())
     return "no test data sets";
+  auto kindName = [](kiln::ValueKind k) {
+    return k == kiln::ValueKind::Tensor ? "a tensor" : k == kiln::ValueKind::Sequence ? "a sequence" : "empty";
+  };
   for (const fs::path &set : sets) {
-    std::vector<kiln::Tensor> inputs;
-    std::vector<const kiln_tensor *> raw;
+    std::vector<kiln::Value> inputs;
+    std::vector<kiln::ValueView> views;
     for (size_t j = 0;; ++j) {
       fs::path p = set / ("input_" + std::to_string(j) + ".pb");
       if (!fs::exists(p))
         break;
-      kiln::Tensor t;
-      if (kiln::Status s = kiln::readTensorFile(p.string(), t); !s.ok()) {
-        // Sequence/optional inputs are not TensorProtos: outside Kiln's scope.
-        skipped = true;
-        return "input is not a tensor: " + s.message;
-      }
+      kiln::TensorInfo declared{"", (kiln_dtype)0, {}};
       if (j < model->inputs().size())
-        t = bfloat16FromUint16(std::move(t), model->inputs()[j].dtype);
-      raw.push_back(t.get());
-      inputs.push_back(std::move(t));
+        declared = model->inputs()[j];
+      kiln::Value v;
+      if (kiln::Status s = kiln::readValueFile(p.string(), declared, v); !s.ok()) {
+        // String tensors: outside Kiln's scope.
+        skipped = true;
+        return "input cannot be read: " + s.message;
+      }
+      kiln::ValueView view{v.kind, {}};
+      for (kiln::Tensor &t : v.tensors) {
+        t = bfloat16FromUint16(std::move(t), declared.dtype);
+        view.tensors.push_back(t.get());
+      }
+      views.push_back(std::move(view));
+      inputs.push_back(std::move(v));
     }
-    std::vector<kiln::Tensor> outputs;
-    if (kiln::Status s = model->run(raw, outputs); !s.ok())
+    std::vector<kiln::Value> results;
+    if (kiln::Status s = model->run(views, results); !s.ok())
       return s.message;
     if (RandomDraw draw = randomDrawOf(dir.filename().string()); draw != RandomDraw::None) {
-      std::vector<kiln::Tensor> refs;
-      for (size_t k = 0; k < outputs.size(); ++k) {
+      std::vector<kiln::Tensor> ins, outs, refs;
+      for (kiln::Value &v : inputs)
+        for (kiln::Tensor &t : v.tensors)
+          ins.push_back(std::move(t));
+      for (kiln::Value &v : results)
+        for (kiln::Tensor &t : v.tensors)
+          outs.push_back(std::move(t));
+      for (size_t k = 0; k < outs.size(); ++k) {
         kiln::Tensor ref;
         fs::path p = set / ("output_" + std::to_string(k) + ".pb");
         if (kiln::Status s = kiln::readTensorFile(p.string(), ref); !s.ok())
           return "reference is not a tensor: " + s.message;
         refs.push_back(std::move(ref));
       }
-      if (std::string why = checkRandomDraw(draw, inputs, outputs, refs); !why.empty())
+      if (std::string why = checkRandomDraw(draw, ins, outs, refs); !why.empty())
         return set.filename().string() + ": random draw: " + why;
       continue;
     }
-    for (size_t k = 0; k < outputs.size(); ++k) {
+    for (size_t k = 0; k < results.size(); ++k) {
       fs::path p = set / ("output_" + std::to_string(k) + ".pb");
-      kiln::Tensor ref;
-      if (kiln::Status s = kiln::readTensorFile(p.string(), ref); !s.ok()) {
+      kiln::Value ref;
+      if (kiln::Status s = kiln::readValueFile(p.string(), model->outputs()[k], ref); !s.ok()) {
         skipped = true;
-        return "reference is not a tensor: " + s.message;
+        return "reference cannot be read: " + s.message;
       }
-      ref = bfloat16FromUint16(std::move(ref), outputs[k].dtype());
-      // A bfloat16 result is compared to one bfloat16 ulp (2^-7 relative):
-      // ONNX 1.12's references truncate float -> bfloat16, the current
-      // specification rounds to nearest even, as Kiln does.
-      double rtol = ref.dtype() == KILN_BFLOAT16 ? std::max(opts.rtol, 1.0 / 128) : opts.rtol;
-      std::string report;
-      if (!kiln::tensorsClose(outputs[k], ref, opts.atol, rtol, report))
-        return set.filename().string() + " output " + std::to_string(k) + ": " + report;
+      std::string where = set.filename().string() + " output " + std::to_string(k);
+      if (ref.kind != results[k].kind)
+        return where + " is " + kindName(results[k].kind) + ", the reference " +
+               kindName(ref.kind);
+      if (ref.tensors.size() != results[k].tensors.size())
+        return where + " has " + std::to_string(results[k].tensors.size()) +
+               " tensors, the reference " + std::to_string(ref.tensors.size());
+      for (size_t e = 0; e < ref.tensors.size(); ++e) {
+        const kiln::Tensor &out = results[k].tensors[e];
+        kiln::Tensor expected = bfloat16FromUint16(std::move(ref.tensors[e]), out.dtype());
+        // A bfloat16 result is compared to one bfloat16 ulp (2^-7 relative):
+        // ONNX 1.12's references truncate float -> bfloat16, the current
+        // specification rounds to nearest even, as Kiln does.
+        double rtol =
+            expected.dtype() == KILN_BFLOAT16 ? std::max(opts.rtol, 1.0 / 128) : opts.rtol;
+        std::string report;
+        if (!kiln::tensorsClose(out, expected, opts.atol, rtol, report))
+          return where + (ref.kind == kiln::ValueKind::Sequence ? " element " + std::to_string(e) : "") +
+                 ": " + report;
+      }
     }
   }
   return "";

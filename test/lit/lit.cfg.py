@@ -14,6 +14,7 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", config.kiln_examples_dir))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%onnx-node", "/usr/share/libonnx-testdata/data/node"))
 # Compiling and linking a C program against Kiln's runtime (kilnc objects
 # call kiln_parallel_for).
 config.substitutions.append(

@@ -254,3 +254,122 @@ TEST(JitApi, EncoderAtTwoSequenceLengthsFromOneModel) {
 }
 
 } // namespace
+
+namespace {
+
+/// A model over a sequence and an optional: joined = Concat(seq) along axis
+/// 0, longer = seq with t appended, given = OptionalHasElement(opt).
+std::string sequenceModelBytes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(16);
+  onnx::GraphProto *g = m.mutable_graph();
+  g->set_name("seq");
+  auto node = [&](const std::string &op, std::vector<std::string> ins, std::string out) {
+    onnx::NodeProto *n = g->add_node();
+    n->set_op_type(op);
+    for (auto &i : ins)
+      n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  onnx::AttributeProto *axis = node("ConcatFromSequence", {"seq"}, "joined")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  node("SequenceInsert", {"seq", "t"}, "longer");
+  node("OptionalHasElement", {"opt"}, "given");
+  auto floatVector = [](onnx::TypeProto *type) {
+    type->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    type->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("n");
+  };
+  onnx::ValueInfoProto *seq = g->add_input();
+  seq->set_name("seq");
+  floatVector(seq->mutable_type()->mutable_sequence_type()->mutable_elem_type());
+  onnx::ValueInfoProto *t = g->add_input();
+  t->set_name("t");
+  floatVector(t->mutable_type());
+  onnx::ValueInfoProto *opt = g->add_input();
+  opt->set_name("opt");
+  floatVector(opt->mutable_type()->mutable_optional_type()->mutable_elem_type());
+  onnx::ValueInfoProto *joined = g->add_output();
+  joined->set_name("joined");
+  floatVector(joined->mutable_type());
+  onnx::ValueInfoProto *longer = g->add_output();
+  longer->set_name("longer");
+  floatVector(longer->mutable_type()->mutable_sequence_type()->mutable_elem_type());
+  onnx::ValueInfoProto *given = g->add_output();
+  given->set_name("given");
+  given->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  given->mutable_type()->mutable_tensor_type()->mutable_shape();
+  return m.SerializeAsString();
+}
+
+kiln::Tensor vec(std::vector<float> v) {
+  kiln::Tensor t(KILN_FLOAT32, {(int64_t)v.size()});
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+std::vector<float> values(const kiln::Tensor &t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numElements());
+}
+
+} // namespace
+
+TEST(JitApi, SequenceAndOptionalInputsAndOutputs) {
+  std::string bytes = sequenceModelBytes(), err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  ASSERT_TRUE(model) << err;
+  EXPECT_EQ(model->inputs()[0].kind, kiln::ValueKind::Sequence);
+  EXPECT_FALSE(model->inputs()[0].optional);
+  EXPECT_EQ(model->inputs()[2].kind, kiln::ValueKind::Tensor);
+  EXPECT_TRUE(model->inputs()[2].optional);
+  EXPECT_EQ(model->outputs()[1].kind, kiln::ValueKind::Sequence);
+
+  // Elements of different lengths; the optional given.
+  kiln::Tensor a = vec({1, 2}), b = vec({3}), c = vec({4, 5, 6}), t = vec({7}), o = vec({0});
+  std::vector<kiln::Value> out;
+  kiln::Status s = model->run({kiln::ValueView::sequence({a.get(), b.get(), c.get()}),
+                               kiln::ValueView::tensor(t.get()), kiln::ValueView::tensor(o.get())},
+                              out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].kind, kiln::ValueKind::Tensor);
+  EXPECT_EQ(values(out[0].tensors[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  ASSERT_EQ(out[1].kind, kiln::ValueKind::Sequence);
+  ASSERT_EQ(out[1].tensors.size(), 4u);
+  EXPECT_EQ(values(out[1].tensors[1]), (std::vector<float>{3}));
+  EXPECT_EQ(values(out[1].tensors[3]), (std::vector<float>{7}));
+  EXPECT_EQ(out[2].tensors[0].data<uint8_t>()[0], 1);
+
+  // Another length and an empty optional: a second executable.
+  s = model->run({kiln::ValueView::sequence({c.get()}), kiln::ValueView::tensor(t.get()),
+                  kiln::ValueView::none()},
+                 out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(values(out[0].tensors[0]), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(out[1].tensors.size(), 2u);
+  EXPECT_EQ(out[2].tensors[0].data<uint8_t>()[0], 0);
+  EXPECT_EQ(model->stats().compilations, 2);
+
+  // Kinds that do not match the declaration are errors naming the input.
+  s = model->run({kiln::ValueView::tensor(a.get()), kiln::ValueView::tensor(t.get()),
+                  kiln::ValueView::none()},
+                 out);
+  EXPECT_EQ(s.code, KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message, "input 0 'seq' is a sequence; a tensor was given");
+  s = model->run({kiln::ValueView::sequence({a.get()}), kiln::ValueView::none(),
+                  kiln::ValueView::none()},
+                 out);
+  EXPECT_EQ(s.message, "input 1 't' is not optional; it needs a value");
+  kiln::Tensor ints(KILN_INT64, {2});
+  s = model->run({kiln::ValueView::sequence({a.get(), ints.get()}),
+                  kiln::ValueView::tensor(t.get()), kiln::ValueView::none()},
+                 out);
+  EXPECT_EQ(s.code, KILN_DTYPE_MISMATCH);
+  // The tensors-only run() cannot take a sequence.
+  std::vector<kiln::Tensor> tensors;
+  s = model->run({a.get(), t.get(), o.get()}, tensors);
+  EXPECT_EQ(s.code, KILN_INVALID_ARGUMENT);
+}

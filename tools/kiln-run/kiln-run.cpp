@@ -118,18 +118,23 @@ int main(int argc, char **argv) {
   }
   auto tLoaded = Clock::now();
 
-  std::vector<kiln::Tensor> inputs;
-  std::vector<const kiln_tensor *> raw;
+  // Inputs as values: a tensor, or for a sequence or optional input the
+  // SequenceProto / OptionalProto the ONNX test layout stores.
+  std::vector<kiln::Value> inputs;
+  std::vector<kiln::ValueView> views;
   for (size_t j = 0; j < model->inputs().size(); ++j) {
     std::string path = (fs::path(inputsDir) / ("input_" + std::to_string(j) + ".pb")).string();
-    kiln::Tensor t;
-    if (kiln::Status s = kiln::readTensorFile(path, t); !s.ok()) {
+    kiln::Value v;
+    if (kiln::Status s = kiln::readValueFile(path, model->inputs()[j], v); !s.ok()) {
       std::fprintf(stderr, "kiln-run: error: input %zu ('%s'): %s\n", j,
                    model->inputs()[j].name.c_str(), s.message.c_str());
       return 1;
     }
-    raw.push_back(t.get());
-    inputs.push_back(std::move(t));
+    kiln::ValueView view{v.kind, {}};
+    for (const kiln::Tensor &t : v.tensors)
+      view.tensors.push_back(t.get());
+    views.push_back(std::move(view));
+    inputs.push_back(std::move(v));
   }
   std::string extra = (fs::path(inputsDir) / ("input_" + std::to_string(inputs.size()) + ".pb")).string();
   if (fs::exists(extra))
@@ -137,14 +142,13 @@ int main(int argc, char **argv) {
                  extra.c_str(), inputs.size());
 
   // Compile for these inputs (checks dtypes and shapes against the model).
-  if (kiln::Status s = model->prepare(raw); !s.ok()) {
+  if (kiln::Status s = model->prepare(views); !s.ok()) {
     std::fprintf(stderr, "kiln-run: error: %s\n", s.message.c_str());
     return 1;
   }
   auto tCompiled = Clock::now();
-
-  std::vector<kiln::Tensor> outputs;
-  if (kiln::Status s = model->run(raw, outputs); !s.ok()) {
+  std::vector<kiln::Value> outputs;
+  if (kiln::Status s = model->run(views, outputs); !s.ok()) {
     std::fprintf(stderr, "kiln-run: error: %s\n", s.message.c_str());
     return 1;
   }
@@ -152,42 +156,56 @@ int main(int argc, char **argv) {
   std::printf("model: %s\nload_ms=%.1f compile_ms=%.1f first_run_ms=%.2f\n", modelPath.c_str(),
               ms(tLoaded - t0), ms(tCompiled - tLoaded), ms(tRan - tCompiled));
 
-  int status = 0;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    const auto &info = model->outputs()[k];
-    std::vector<int64_t> dims = outputs[k].dims();
+  auto describe = [](const kiln::Tensor &t) {
+    std::vector<int64_t> dims = t.dims();
     std::string shape;
     for (size_t d = 0; d < dims.size(); ++d)
       shape += (d ? "x" : "") + std::to_string(dims[d]);
-    std::printf("output %zu '%s': %s[%s]", k, info.name.c_str(),
-                kiln_dtype_name(outputs[k].dtype()), shape.c_str());
-    if (outputs[k].dtype() == KILN_FLOAT32 && outputs[k].numElements() > 0) {
-      const float *p = outputs[k].data<float>();
-      std::printf(" first=[");
-      for (int64_t e = 0; e < std::min<int64_t>(4, outputs[k].numElements()); ++e)
-        std::printf("%s%.6g", e ? ", " : "", p[e]);
-      std::printf("%s]", outputs[k].numElements() > 4 ? ", ..." : "");
+    std::string text = std::string(kiln_dtype_name(t.dtype())) + "[" + shape + "]";
+    if (t.dtype() == KILN_FLOAT32 && t.numElements() > 0) {
+      const float *p = t.data<float>();
+      text += " first=[";
+      char buf[32];
+      for (int64_t e = 0; e < std::min<int64_t>(4, t.numElements()); ++e) {
+        std::snprintf(buf, sizeof buf, "%s%.6g", e ? ", " : "", p[e]);
+        text += buf;
+      }
+      text += t.numElements() > 4 ? ", ...]" : "]";
     }
-    std::printf("\n");
+    return text;
+  };
+  int status = 0;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const auto &info = model->outputs()[k];
+    const kiln::Value &out = outputs[k];
+    if (out.kind == kiln::ValueKind::Tensor) {
+      std::printf("output %zu '%s': %s\n", k, info.name.c_str(), describe(out.tensors[0]).c_str());
+    } else if (out.kind == kiln::ValueKind::None) {
+      std::printf("output %zu '%s': empty optional\n", k, info.name.c_str());
+    } else {
+      std::printf("output %zu '%s': sequence of %zu\n", k, info.name.c_str(), out.tensors.size());
+      for (size_t e = 0; e < out.tensors.size(); ++e)
+        std::printf("  [%zu] %s\n", e, describe(out.tensors[e]).c_str());
+    }
     if (!outputsDir.empty()) {
       std::error_code ec;
       fs::create_directories(outputsDir, ec);
       std::string path = (fs::path(outputsDir) / ("output_" + std::to_string(k) + ".pb")).string();
-      if (kiln::Status s = kiln::writeTensorFile(path, outputs[k], info.name); !s.ok()) {
+      if (kiln::Status s = kiln::writeValueFile(path, out, info); !s.ok()) {
         std::fprintf(stderr, "kiln-run: error: %s\n", s.message.c_str());
         return 1;
       }
     }
     if (!checkDir.empty()) {
       std::string path = (fs::path(checkDir) / ("output_" + std::to_string(k) + ".pb")).string();
-      kiln::Tensor ref;
-      if (kiln::Status s = kiln::readTensorFile(path, ref); !s.ok()) {
+      kiln::Value ref;
+      if (kiln::Status s = kiln::readValueFile(path, info, ref); !s.ok()) {
         std::fprintf(stderr, "kiln-run: error: reference for output %zu: %s\n", k,
                      s.message.c_str());
         return 1;
       }
       std::string report;
-      bool ok = kiln::tensorsClose(outputs[k], ref, atol, rtol, report);
+      bool ok = kiln::valuesClose(out, ref, atol, rtol, report);
       std::printf("check output %zu: %s (%s)\n", k, ok ? "match" : "MISMATCH", report.c_str());
       if (!ok)
         status = 1;
@@ -195,13 +213,13 @@ int main(int argc, char **argv) {
   }
 
   if (bench > 0) {
-    std::vector<kiln::Tensor> scratch;
+    std::vector<kiln::Value> scratch;
     for (int w = 0; w < 2; ++w)
-      (void)model->run(raw, scratch);
+      (void)model->run(views, scratch);
     std::vector<double> times;
     for (long r = 0; r < bench; ++r) {
       auto s = Clock::now();
-      if (kiln::Status st = model->run(raw, scratch); !st.ok()) {
+      if (kiln::Status st = model->run(views, scratch); !st.ok()) {
         std::fprintf(stderr, "kiln-run: error: %s\n", st.message.c_str());
         return 1;
       }

@@ -13,10 +13,20 @@
 
 namespace kiln {
 
+/// How a graph input arrives, or a graph output leaves, as function
+/// arguments or results: one tensor, a sequence of `n >= 0` tensors (each
+/// its own argument), or an empty optional (no argument).
+enum : int64_t { kLayoutTensor = -1, kLayoutNone = -2 };
+
 struct ImportOptions {
-  /// Concrete shapes for the graph inputs (in graph-input order). An empty
-  /// vector keeps the declared shapes, with unknown dims as `?`. When given,
-  /// each must agree with the declared static dims.
+  /// Per graph input: kLayoutTensor, kLayoutNone or a sequence length.
+  /// Empty: every input is one tensor (sequence or optional inputs are then
+  /// an error). A present optional is laid out as what it holds.
+  std::vector<int64_t> inputLayout;
+  /// Concrete shapes for the function arguments (the graph inputs with
+  /// sequences flattened, see inputLayout). An empty vector keeps the
+  /// declared shapes, with unknown dims as `?`. When given, each must agree
+  /// with the declared static dims.
   std::vector<std::vector<int64_t>> inputShapes;
   /// Inputs whose values the executable is specialised on, as raw
   /// little-endian bytes: the importer uses them as constants (the argument
@@ -28,7 +38,10 @@ struct ImportOptions {
 };
 
 /// Imports the model's main graph as a `func.func` of kiln ops in a new
-/// module. Each op's location names its ONNX node. On failure, diagnostics
+/// module. Each op's location names its ONNX node. When a graph output is
+/// not one tensor, the module has a `kiln.output_layout` i64 array attribute
+/// (entries as in ImportOptions::inputLayout) and the function's results
+/// are the flattened tensors. On failure, diagnostics
 /// have been emitted through the context and an empty ref is returned.
 mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
                                               const LoadedModel &model,
