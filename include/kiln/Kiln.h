@@ -146,7 +146,10 @@ public:
   /// Compiles (or finds) the executable run() with these values would use.
   Status prepare(const std::vector<ValueView> &inputs) const;
 
-  /// The compiled signature for one set of input shapes: all dims static.
+  /// The compiled signature for one set of input shapes: all dims static,
+  /// except -1 for the rows of an output whose number of rows is known only
+  /// at run time (a NonMaxSuppression's selection); run() returns such an
+  /// output with the rows it has.
   Status signatureFor(const std::vector<std::vector<int64_t>> &inputShapes,
                       std::vector<TensorInfo> &outputs) const;
 

@@ -198,6 +198,18 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
     print(*module);
     return {};
   }
+  // An object's entry point has outputs of fixed shapes (kiln/runtime.h);
+  // an output whose number of rows is known only at run time would come back
+  // padded, with no way to tell, and a sequence output as loose tensors.
+  if ((*module)->hasAttr("kiln.output_row_counts"))
+    return Status::error(KILN_COMPILE_ERROR,
+                         "an output's number of rows is known only at run time (a "
+                         "NonMaxSuppression on run-time boxes); kilnc's objects do not support "
+                         "that yet: run the model through the JIT (kiln-run, kiln::Model)");
+  if ((*module)->hasAttr("kiln.output_layout"))
+    return Status::error(KILN_COMPILE_ERROR,
+                         "an output is a sequence or an optional; kilnc's objects return "
+                         "tensors only: run the model through the JIT (kiln-run, kiln::Model)");
   // Validate the target before the (long) lowering, so a typo fails fast.
   TargetOptions to{options.triple, options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);

@@ -12,7 +12,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #ifdef __GLIBC__
@@ -51,6 +53,11 @@ struct Executable {
   /// Per graph output: kLayoutTensor, kLayoutNone or a sequence length;
   /// `outputs` are the flattened tensors.
   std::vector<int64_t> outputLayout;
+  /// Per flattened output: the index in `outputs` of the hidden result that
+  /// holds its number of valid rows (known only at run time), or -1. Hidden
+  /// results follow the visible ones; empty when there are none.
+  std::vector<int64_t> rowCounts;
+  size_t numVisible() const { return rowCounts.empty() ? outputs.size() : rowCounts.size(); }
   std::vector<kiln_tensor_desc> inputDescs, outputDescs;
   kiln_model_desc desc{};
 
@@ -217,10 +224,12 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
       return s;
     exe->outputs.push_back(info);
   }
+  if (auto c = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_row_counts"))
+    exe->rowCounts.assign(c.asArrayRef().begin(), c.asArrayRef().end());
   if (auto l = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_layout"))
     exe->outputLayout.assign(l.asArrayRef().begin(), l.asArrayRef().end());
   else
-    exe->outputLayout.assign(exe->outputs.size(), kLayoutTensor);
+    exe->outputLayout.assign(exe->numVisible(), kLayoutTensor);
 
   // Empty outputs need no code at all (and MLIR's bare-pointer calling
   // convention rejects zero-sized memrefs).
@@ -383,7 +392,10 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
   std::shared_ptr<Executable> exe;
   if (Status s = impl->getExecutable({}, shapes, {}, exe); !s.ok())
     return s;
-  outputs = exe->outputs;
+  outputs.assign(exe->outputs.begin(), exe->outputs.begin() + exe->numVisible());
+  for (size_t k = 0; k < exe->rowCounts.size(); ++k)
+    if (exe->rowCounts[k] >= 0)
+      outputs[k].dims[0] = -1; // known only at run time
   return {};
 }
 
@@ -439,7 +451,8 @@ static Status executableFor(const Model::Impl &impl, const Layout &layout,
   return s;
 }
 
-/// Runs `exe` on the flattened inputs; its flattened outputs go to `raw`.
+/// Runs `exe` on the flattened inputs; its flattened visible outputs go to
+/// `raw`, those with a run-time row count cut to it.
 static Status execute(const Model::Impl &impl, const Executable &exe,
                       const std::vector<const kiln_tensor *> &inputs,
                       std::vector<kiln_tensor *> &raw) {
@@ -447,11 +460,29 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
   kiln_status *st = kiln_model_execute_with_pool(&exe.desc, inputs.data(), inputs.size(),
                                                  raw.data(), raw.size(), nullptr,
                                                  impl.runPool());
-  if (!st)
-    return {};
-  Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
-  kiln_status_free(st);
-  return s;
+  if (st) {
+    Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
+    kiln_status_free(st);
+    return s;
+  }
+  for (size_t k = 0; k < exe.rowCounts.size(); ++k) {
+    if (exe.rowCounts[k] < 0)
+      continue;
+    int64_t rows = *static_cast<const int64_t *>(kiln_tensor_data(raw[exe.rowCounts[k]]));
+    std::vector<int64_t> dims(kiln_tensor_dims(raw[k]), kiln_tensor_dims(raw[k]) + kiln_tensor_rank(raw[k]));
+    rows = std::clamp<int64_t>(rows, 0, dims[0]);
+    size_t rowBytes = dims[0] ? kiln_tensor_num_bytes(raw[k]) / dims[0] : 0;
+    dims[0] = rows;
+    kiln_tensor *cut = kiln_tensor_create(kiln_tensor_dtype(raw[k]), (int32_t)dims.size(), dims.data());
+    if (rows)
+      std::memcpy(kiln_tensor_data(cut), kiln_tensor_data(raw[k]), rows * rowBytes);
+    kiln_tensor_free(raw[k]);
+    raw[k] = cut;
+  }
+  for (size_t k = exe.numVisible(); k < raw.size(); ++k)
+    kiln_tensor_free(raw[k]);
+  raw.resize(exe.numVisible());
+  return {};
 }
 
 Status Model::prepare(const std::vector<const kiln_tensor *> &inputs) const {

@@ -33,6 +33,7 @@ constexpr const char *kPool = "kiln_pool2d_nhwc_f32";
 constexpr const char *kSoftmax = "kiln_softmax_f32";
 constexpr const char *kLayerNorm = "kiln_layer_norm_f32";
 constexpr const char *kAttention = "kiln_attention_f32";
+constexpr const char *kNms = "kiln_nms_f32";
 // Must match kMaxAttentionKeys in lib/kernels/Kernels.cpp.
 constexpr int64_t kMaxAttentionKeys = 4096;
 
@@ -495,6 +496,26 @@ LogicalResult lowerLayerNorm(LayerNormOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// kiln.non_max_suppression -> kiln_nms_f32 (lib/kernels/SelectionKernels.cpp),
+/// whose parameter block is (batches, classes, boxes, max per class,
+/// center_point_box).
+LogicalResult lowerNonMaxSuppression(NonMaxSuppressionOp op, PatternRewriter &rw) {
+  auto bt = dyn_cast<RankedTensorType>(op.getBoxes().getType());
+  auto st = dyn_cast<RankedTensorType>(op.getScores().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!bt || !st || !t || !bt.hasStaticShape() || !st.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  Location loc = op.getLoc();
+  SmallVector<Value> args{
+      i64Block(rw, loc,
+               {bt.getDimSize(0), st.getDimSize(1), bt.getDimSize(1),
+                op.getMaxOutputBoxesPerClass(), op.getCenterPointBox()}),
+      op.getBoxes(), op.getScores(), f32(rw, loc, op.getIouThreshold().convertToFloat()),
+      f32(rw, loc, op.getScoreThreshold().convertToFloat())};
+  rw.replaceOp(op, callWithResult(rw, loc, kNms, t, args, 3));
+  return success();
+}
+
 } // namespace
 
 void declareKernelFunctions(ModuleOp module) {
@@ -514,6 +535,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kSoftmax, {i64, i64, i64, f32t});
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});
+  declare(kNms, {i64, i64, i64, i64, f32t, f32t});
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
@@ -521,6 +543,7 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerConv2DNhwc);
   patterns.add(lowerSoftmax);
   patterns.add(lowerLayerNorm);
+  patterns.add(lowerNonMaxSuppression);
   patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
       patterns.getContext(), /*benefit=*/2);
 }

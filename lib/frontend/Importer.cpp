@@ -4,6 +4,7 @@
 #include "NodeImporter.h"
 #include "ControlFlow.h"
 #include "Gradient.h"
+#include "RowCounts.h"
 #include "Sequences.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -196,6 +197,17 @@ private:
   llvm::StringMap<SmallVector<Value>> sequences;
   /// Names bound to an empty optional.
   llvm::StringSet<> nones;
+  /// Run-time row counts of tensors by name (RowCounts.h).
+  llvm::StringMap<Value> rowCounts;
+  Value rowCountOf(llvm::StringRef name) const {
+    for (const GraphImporter *g = this; g; g = g->parent) {
+      if (auto it = g->rowCounts.find(name); it != g->rowCounts.end())
+        return it->second;
+      if (g->values.count(name))
+        return {};
+    }
+    return {};
+  }
   GraphImporter *parent = nullptr;
   /// The graph whose nodes are being imported (Gradient reads earlier ones).
   const onnx::GraphProto *graphProto = nullptr;
@@ -237,6 +249,7 @@ void GraphImporter::bind(const std::string &name, Value tensor, const SmallVecto
   values.erase(name);
   sequences.erase(name);
   nones.erase(name);
+  rowCounts.erase(name);
   if (none)
     nones.insert(name);
   else if (seq)
@@ -283,6 +296,10 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
       outputs.push_back(Value());
       continue;
     }
+    if (v && sub.rowCountOf(out.name()))
+      return emitError(loc) << "subgraph output '" << out.name()
+                            << "' has a number of valid rows known only at run time (from a "
+                               "NonMaxSuppression); such values cannot leave a subgraph";
     if (!v)
       return emitError(loc) << "subgraph output '" << out.name() << "' is "
                             << (seq || none ? "a sequence or an optional; those leave only a "
@@ -479,6 +496,19 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return emitError(loc) << "operator '" << node.op_type()
                           << "' belongs to the domain 'ai.onnx.preview.training'";
   }
+  SmallVector<Value> inputCounts;
+  for (const std::string &name : node.input())
+    inputCounts.push_back(name.empty() ? Value() : rowCountOf(name));
+  bool readsCounted = llvm::any_of(inputCounts, [](Value c) { return (bool)c; });
+  bool ruleOp = !isControlFlowOperator(node.op_type()) && !isSequenceOperator(node.op_type()) &&
+                !llvm::is_contained({"Optional", "OptionalHasElement", "OptionalGetElement",
+                                     "SequenceMap"},
+                                    node.op_type());
+  if (readsCounted && !ruleOp)
+    return emitError(loc) << node.op_type()
+                          << " reads a value whose number of valid rows is known only at run "
+                             "time (from a NonMaxSuppression on run-time boxes); that is not "
+                             "supported";
   if (auto structural = importStructuralNode(node, loc, nodeOpset); failed(structural))
     return failure();
   else if (*structural)
@@ -579,6 +609,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     (void)ni.error("cannot import this " + node.op_type() + " node");
     return failure();
   }
+  SmallVector<Value> outputCounts(ni.rowCounts.begin(), ni.rowCounts.end());
+  if (readsCounted && failed(propagateRowCounts(ni, inputCounts, outputs, outputCounts)))
+    return failure();
   for (size_t i = 0; i < (size_t)node.output_size(); ++i) {
     const std::string &name = node.output(i);
     if (name.empty())
@@ -586,6 +619,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     // Outputs a rule does not produce (e.g. Dropout's mask) stay undefined;
     // a later use reports them.
     values[name] = i < outputs.size() ? outputs[i] : Value();
+    if (i < outputCounts.size() && outputCounts[i])
+      rowCounts[name] = outputCounts[i];
+    else
+      rowCounts.erase(name);
   }
   return success();
 }
@@ -712,12 +749,14 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   SmallVector<Value> results;
   SmallVector<std::string> resultNames;
   SmallVector<int64_t> outputLayout;
+  SmallVector<Value> countOf; // per visible result: its run-time row count, if any
   for (const auto &out : graph.output()) {
     if (const SmallVector<Value> *seq = findSequence(out.name())) {
       outputLayout.push_back(seq->size());
       for (auto [k, v] : llvm::enumerate(*seq)) {
         results.push_back(v);
         resultNames.push_back(out.name() + "[" + std::to_string(k) + "]");
+        countOf.push_back(Value());
       }
       continue;
     }
@@ -733,6 +772,21 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     outputLayout.push_back(kLayoutTensor);
     results.push_back(it->second);
     resultNames.push_back(out.name());
+    countOf.push_back(rowCountOf(out.name()));
+  }
+  // Run-time row counts become hidden results after the visible ones.
+  SmallVector<int64_t> countResults(results.size(), -1);
+  for (auto [i, count] : llvm::enumerate(countOf)) {
+    if (!count)
+      continue;
+    auto *at = llvm::find(results, count);
+    if (at == results.end() || at - results.begin() < (ptrdiff_t)countResults.size()) {
+      countResults[i] = results.size();
+      results.push_back(count);
+      resultNames.push_back(resultNames[i] + ".rows");
+    } else {
+      countResults[i] = at - results.begin();
+    }
   }
   func::ReturnOp::create(b, moduleLoc, results);
   func.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
@@ -740,6 +794,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     func.setResultAttr(i, "kiln.name", b.getStringAttr(name));
   if (llvm::any_of(outputLayout, [](int64_t l) { return l != kLayoutTensor; }))
     (*module)->setAttr("kiln.output_layout", b.getDenseI64ArrayAttr(outputLayout));
+  if (llvm::any_of(countResults, [](int64_t c) { return c >= 0; }))
+    (*module)->setAttr("kiln.output_row_counts", b.getDenseI64ArrayAttr(countResults));
   return module;
 }
 

@@ -24,6 +24,16 @@ public:
   const onnx::NodeProto &node;
   const int64_t opset;
 
+  /// Set by a rule whose output i has a number of valid rows (along axis 0)
+  /// known only at run time: a scalar i64 tensor. The rows past it are
+  /// padding (see RowCounts.h).
+  llvm::SmallVector<mlir::Value> rowCounts;
+  void setRowCount(size_t output, mlir::Value count) {
+    if (rowCounts.size() <= output)
+      rowCounts.resize(output + 1);
+    rowCounts[output] = count;
+  }
+
   // ---- inputs (a missing optional input is a null Value) ----
   size_t numInputs() const { return inputs.size(); }
   mlir::Value input(size_t i) const { return i < inputs.size() ? inputs[i] : mlir::Value(); }

@@ -1,10 +1,14 @@
 // Operators whose output size depends on input values: Compress, NonZero,
-// Unique, NonMaxSuppression. Kiln's executables have static shapes, so these need the values
-// that decide the size while compiling: Compress its condition, NonZero and
-// Unique their whole input, NonMaxSuppression its boxes and scores. That holds for constants and for small graph
-// inputs, on whose values kiln::Model specialises the executable when an
-// error says they "must be a constant". Values computed at run time inside
-// the graph are reported as not supported.
+// Unique, NonMaxSuppression. Kiln's executables have static shapes, so these
+// need the values that decide the size while compiling: Compress its
+// condition, NonZero and Unique their whole input. That holds for constants
+// and for small graph inputs, on whose values kiln::Model specialises the
+// executable when an error says they "must be a constant". NonMaxSuppression
+// also runs on boxes and scores computed at run time (a detector's head):
+// the kiln_nms_f32 kernel fills a buffer for the most it can select and the
+// output carries the number selected as a run-time row count (RowCounts.h).
+// Compress, NonZero and Unique on values computed at run time are reported
+// as not supported.
 #include "NodeImporter.h"
 
 #include "mlir/IR/Matchers.h"
@@ -197,6 +201,38 @@ double iou(const double *a, const double *b, bool centerBox) {
   return uni > 0 ? inter / uni : 0.0;
 }
 
+/// NonMaxSuppression on boxes and scores computed at run time: the
+/// kiln_nms_f32 kernel fills a buffer for the most it can select, and the
+/// output is its rows with the number selected as their row count.
+LogicalResult runTimeNonMaxSuppression(NodeImporter &n, double maxOut, double iouThreshold,
+                                       double scoreThreshold, Outs &out) {
+  Value boxes = n.required(0), scores = n.required(1);
+  auto bt = NodeImporter::rankedType(boxes), st = NodeImporter::rankedType(scores);
+  if (!bt || !st || !bt.hasStaticShape() || !st.hasStaticShape() || bt.getRank() != 3 ||
+      bt.getDimSize(2) != 4 || st.getRank() != 3 || st.getDimSize(0) != bt.getDimSize(0) ||
+      st.getDimSize(2) != bt.getDimSize(1))
+    return n.error("NonMaxSuppression needs boxes [batch, boxes, 4] and scores "
+                   "[batch, classes, boxes] of static shapes");
+  if (!bt.getElementType().isF32() || !st.getElementType().isF32())
+    return n.error("NonMaxSuppression takes float boxes and scores");
+  int64_t numBoxes = bt.getDimSize(1);
+  int64_t perClass = maxOut <= 0 ? 0 : (int64_t)std::min<double>(maxOut, (double)numBoxes);
+  int64_t rows = bt.getDimSize(0) * st.getDimSize(1) * perClass;
+  Value packed = n.make<NonMaxSuppressionOp>(
+      boxes, scores, n.b.getI64IntegerAttr(perClass),
+      n.b.getF32FloatAttr((float)iouThreshold), n.b.getF32FloatAttr((float)scoreThreshold),
+      n.b.getI64IntegerAttr(n.getInt("center_point_box", 0)));
+  auto slice = [&](int64_t begin, int64_t end) {
+    return n.make<SliceOp>(packed, n.i64Tensor({begin}), n.i64Tensor({end}), n.i64Tensor({0}),
+                           n.i64Tensor({1}));
+  };
+  Value count = n.make<ReshapeOp>(slice(0, 1), n.i64Tensor({}), n.b.getBoolAttr(false));
+  out.push_back(n.make<ReshapeOp>(slice(1, 1 + 3 * rows), n.i64Tensor({rows, 3}),
+                                  n.b.getBoolAttr(false)));
+  n.setRowCount(0, count);
+  return failure(n.failed());
+}
+
 /// Greedy per-class NMS, as ONNX Runtime does it: boxes above the score
 /// threshold by descending score (ties by index), each kept unless its IoU
 /// with a kept box exceeds the threshold, at most max_output per class.
@@ -214,10 +250,11 @@ LogicalResult nonMaxSuppression(NodeImporter &n, Outs &out) {
   };
   auto maxOut = optionalScalar(2, 0), iouThreshold = optionalScalar(3, 0),
        scoreThreshold = optionalScalar(4, -INFINITY);
-  if (!boxes || !scores || !maxOut || !iouThreshold || !scoreThreshold)
-    return n.error("NonMaxSuppression's inputs decide the output size; they must be a constant "
-                   "(detection models whose boxes are computed at run time are not supported "
-                   "yet)");
+  if (!maxOut || !iouThreshold || !scoreThreshold)
+    return n.error("NonMaxSuppression's max_output_boxes_per_class, iou_threshold and "
+                   "score_threshold must be constants");
+  if (!boxes || !scores)
+    return runTimeNonMaxSuppression(n, *maxOut, *iouThreshold, *scoreThreshold, out);
   auto bt = cast<RankedTensorType>(boxes.getType()), st = cast<RankedTensorType>(scores.getType());
   if (bt.getRank() != 3 || bt.getDimSize(2) != 4 || st.getRank() != 3 ||
       st.getDimSize(0) != bt.getDimSize(0) || st.getDimSize(2) != bt.getDimSize(1))

@@ -227,6 +227,23 @@ LogicalResult RandomUniformLikeOp::inferReturnTypes(MLIRContext *, std::optional
   return inferShapeWithElementType(a.getInput(), a.getDtype(), types);
 }
 
+LogicalResult NonMaxSuppressionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                                   Adaptor a, SmallVectorImpl<Type> &types) {
+  Type i64 = IntegerType::get(ctx, 64);
+  auto bt = ranked(a.getBoxes()), st = ranked(a.getScores());
+  if (!bt || !st || bt.getRank() != 3 || st.getRank() != 3 || bt.isDynamicDim(0) ||
+      bt.isDynamicDim(1) || st.isDynamicDim(1)) {
+    types.push_back(RankedTensorType::get({ShapedType::kDynamic}, i64));
+    return success();
+  }
+  int64_t boxes = bt.getDimSize(1);
+  int64_t perClass = std::max<int64_t>(
+      0, std::min<int64_t>(a.getMaxOutputBoxesPerClass(), boxes));
+  int64_t rows = bt.getDimSize(0) * st.getDimSize(1) * perClass;
+  types.push_back(RankedTensorType::get({1 + 3 * rows + boxes}, i64));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getLhs());

@@ -17,6 +17,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | scan_rnn | Scan (opset 16) with a reversed scanned input, a scan output along axis 1, an RNN-style tanh cell |
 | rnn_seq_lens | bidirectional LSTM and a GRU over a padded batch with run-time sequence_lens (lengths 7, 3, 0, 5) |
 | qdq_cnn | a CNN in the QDQ form ONNX Runtime's quantizer writes: uint8 activations, per-channel int8 conv weights, int32 biases, QuantizeLinear/DequantizeLinear around Conv, Relu, MaxPool, Add, GlobalAveragePool and Gemm |
+| ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
 README.md beside this script).
@@ -262,8 +263,67 @@ def qdq_cnn(folder):
             ([rng.uniform(-2.5, 2.5, (1, 3, 16, 16)).astype(np.float32)], None)]
 
 
+def ssd_tail(folder):
+    """Built with ONNX's helpers: boxes = anchors (4x4 boxes at stride 1 on a
+    16x16 grid, [y1, x1, y2, x2]) + 0.05 x a 1x1 conv's deltas, scores =
+    sigmoid of another; NonMaxSuppression (at most 100 per class, IoU 0.5,
+    score 0.3); the selected boxes by Gather on the box column, their scores
+    by Gather at class * 256 + box of the flattened scores."""
+    rng = np.random.default_rng(17)
+    n, classes = 256, 3
+    ys, xs = np.meshgrid(np.arange(16), np.arange(16), indexing="ij")
+    anchors = np.stack([ys, xs, ys + 4, xs + 4], axis=-1).reshape(1, n, 4).astype(np.float32)
+    def w(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+    def i64(name, values):
+        return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+    def f32(name, values):
+        return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+    inits = [w("w1", 8, 3, 3, 3), w("b1", 8), w("wb", 4, 8, 1, 1), w("bb", 4),
+             w("ws", classes, 8, 1, 1), w("bs", classes),
+             numpy_helper.from_array(anchors, "anchors"), f32("scale", 0.05),
+             i64("box_shape", [1, n, 4]), i64("score_shape", [1, classes, n]),
+             i64("max_out", [100]), f32("iou", [0.5]), f32("score_thr", [0.3]),
+             i64("col_class", 1), i64("col_box", 2), i64("n", n), i64("flat", [-1]),
+             i64("rows", [n, 4])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["f"]),
+        helper.make_node("Conv", ["f", "wb", "bb"], ["deltas_nchw"]),
+        helper.make_node("Transpose", ["deltas_nchw"], ["deltas_nhwc"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["deltas_nhwc", "box_shape"], ["deltas"]),
+        helper.make_node("Mul", ["deltas", "scale"], ["offsets"]),
+        helper.make_node("Add", ["anchors", "offsets"], ["boxes"]),
+        helper.make_node("Conv", ["f", "ws", "bs"], ["logits"]),
+        helper.make_node("Reshape", ["logits", "score_shape"], ["logits3"]),
+        helper.make_node("Sigmoid", ["logits3"], ["scores"]),
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "score_thr"],
+                         ["selected"]),
+        helper.make_node("Gather", ["selected", "col_box"], ["box_index"], axis=1),
+        helper.make_node("Gather", ["selected", "col_class"], ["class_index"], axis=1),
+        helper.make_node("Reshape", ["boxes", "rows"], ["box_rows"]),
+        helper.make_node("Gather", ["box_rows", "box_index"], ["det_boxes"], axis=0),
+        helper.make_node("Mul", ["class_index", "n"], ["class_base"]),
+        helper.make_node("Add", ["class_base", "box_index"], ["score_index"]),
+        helper.make_node("Reshape", ["scores", "flat"], ["score_list"]),
+        helper.make_node("Gather", ["score_list", "score_index"], ["det_scores"], axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "ssd_tail", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("selected", TensorProto.INT64, ["K", 3]),
+         helper.make_tensor_value_info("det_boxes", TensorProto.FLOAT, ["K", 4]),
+         helper.make_tensor_value_info("det_scores", TensorProto.FLOAT, ["K"])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    return [([rng.standard_normal((1, 3, 16, 16)).astype(np.float32)], None),
+            ([rng.uniform(-3, 3, (1, 3, 16, 16)).astype(np.float32)], None)]
+
+
 MODELS = {"loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
-          "qdq_cnn": qdq_cnn}
+          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail}
 
 
 def write_sets(folder, sets, ort):

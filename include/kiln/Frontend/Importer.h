@@ -41,7 +41,10 @@ struct ImportOptions {
 /// module. Each op's location names its ONNX node. When a graph output is
 /// not one tensor, the module has a `kiln.output_layout` i64 array attribute
 /// (entries as in ImportOptions::inputLayout) and the function's results
-/// are the flattened tensors. On failure, diagnostics
+/// are the flattened tensors. When an output's number of rows is known only
+/// at run time (RowCounts.h), the module has a `kiln.output_row_counts` i64
+/// array: per flattened output, the index of the hidden result (after the
+/// visible ones) holding that number as a scalar i64, or -1. On failure, diagnostics
 /// have been emitted through the context and an empty ref is returned.
 mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
                                               const LoadedModel &model,

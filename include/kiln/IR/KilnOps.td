@@ -657,4 +657,30 @@ def Kiln_RandomUniformLikeOp : Kiln_Op<"random_uniform_like"> {
   let results = (outs AnyTensor:$output);
 }
 
+
+def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression"> {
+  let summary = "ONNX NonMaxSuppression on run-time boxes and scores, into one i64 buffer";
+  let description = [{
+    Greedy per-(batch, class) suppression, as ONNX Runtime does it. Its
+    output size depends on the values, so the result is a buffer for the
+    most it can select, K = batches x classes x min(max_output_boxes_per_class,
+    boxes): element 0 is the number selected, then K (batch, class, box)
+    rows (zero past the count), then `boxes` elements of scratch. The
+    importer slices the rows and the count out and tracks the count to the
+    graph outputs (lib/frontend/RowCounts.cpp). Lowered to the
+    `kiln_nms_f32` kernel.
+
+    ```mlir
+    %r = kiln.non_max_suppression %boxes, %scores {center_point_box = 0 : i64,
+           iou_threshold = 5.0e-01 : f32, max_output_boxes_per_class = 3 : i64,
+           score_threshold = 0.0 : f32}
+         : (tensor<1x6x4xf32>, tensor<1x1x6xf32>) -> tensor<16xi64>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$boxes, F32Tensor:$scores,
+                       Kiln_I64Attr:$max_output_boxes_per_class, F32Attr:$iou_threshold,
+                       F32Attr:$score_threshold, Kiln_I64Attr:$center_point_box);
+  let results = (outs AnyTensor:$output);
+}
+
 #endif
