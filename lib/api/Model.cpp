@@ -54,9 +54,10 @@ struct Executable {
   /// `outputs` are the flattened tensors.
   std::vector<int64_t> outputLayout;
   /// Per flattened output: the index in `outputs` of the hidden result that
-  /// holds its number of valid rows (known only at run time), or -1. Hidden
-  /// results follow the visible ones; empty when there are none.
-  std::vector<int64_t> rowCounts;
+  /// holds its number of valid entries along `countAxes[k]` (known only at
+  /// run time), or -1. Hidden results follow the visible ones; empty when
+  /// there are none.
+  std::vector<int64_t> rowCounts, countAxes;
   size_t numVisible() const { return rowCounts.empty() ? outputs.size() : rowCounts.size(); }
   std::vector<kiln_tensor_desc> inputDescs, outputDescs;
   kiln_model_desc desc{};
@@ -226,6 +227,9 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   }
   if (auto c = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_row_counts"))
     exe->rowCounts.assign(c.asArrayRef().begin(), c.asArrayRef().end());
+  if (auto c = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_count_axes"))
+    exe->countAxes.assign(c.asArrayRef().begin(), c.asArrayRef().end());
+  exe->countAxes.resize(exe->rowCounts.size(), 0);
   if (auto l = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_layout"))
     exe->outputLayout.assign(l.asArrayRef().begin(), l.asArrayRef().end());
   else
@@ -395,7 +399,7 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
   outputs.assign(exe->outputs.begin(), exe->outputs.begin() + exe->numVisible());
   for (size_t k = 0; k < exe->rowCounts.size(); ++k)
     if (exe->rowCounts[k] >= 0)
-      outputs[k].dims[0] = -1; // known only at run time
+      outputs[k].dims[exe->countAxes[k]] = -1; // known only at run time
   return {};
 }
 
@@ -468,14 +472,26 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
   for (size_t k = 0; k < exe.rowCounts.size(); ++k) {
     if (exe.rowCounts[k] < 0)
       continue;
-    int64_t rows = *static_cast<const int64_t *>(kiln_tensor_data(raw[exe.rowCounts[k]]));
-    std::vector<int64_t> dims(kiln_tensor_dims(raw[k]), kiln_tensor_dims(raw[k]) + kiln_tensor_rank(raw[k]));
-    rows = std::clamp<int64_t>(rows, 0, dims[0]);
-    size_t rowBytes = dims[0] ? kiln_tensor_num_bytes(raw[k]) / dims[0] : 0;
-    dims[0] = rows;
-    kiln_tensor *cut = kiln_tensor_create(kiln_tensor_dtype(raw[k]), (int32_t)dims.size(), dims.data());
-    if (rows)
-      std::memcpy(kiln_tensor_data(cut), kiln_tensor_data(raw[k]), rows * rowBytes);
+    // Keep the first `count` entries along the counted axis: `outer` blocks
+    // of `count` slices out of `dims[axis]`.
+    int64_t count = *static_cast<const int64_t *>(kiln_tensor_data(raw[exe.rowCounts[k]]));
+    size_t axis = exe.countAxes[k];
+    std::vector<int64_t> dims(kiln_tensor_dims(raw[k]),
+                              kiln_tensor_dims(raw[k]) + kiln_tensor_rank(raw[k]));
+    count = std::clamp<int64_t>(count, 0, dims[axis]);
+    size_t sliceBytes = kiln_dtype_size(kiln_tensor_dtype(raw[k])), outer = 1;
+    for (size_t d = 0; d < axis; ++d)
+      outer *= dims[d];
+    for (size_t d = axis + 1; d < dims.size(); ++d)
+      sliceBytes *= dims[d];
+    int64_t full = dims[axis];
+    dims[axis] = count;
+    kiln_tensor *cut =
+        kiln_tensor_create(kiln_tensor_dtype(raw[k]), (int32_t)dims.size(), dims.data());
+    const char *from = static_cast<const char *>(kiln_tensor_data(raw[k]));
+    char *to = static_cast<char *>(kiln_tensor_data(cut));
+    for (size_t o = 0; count && o < outer; ++o)
+      std::memcpy(to + o * count * sliceBytes, from + o * full * sliceBytes, count * sliceBytes);
     kiln_tensor_free(raw[k]);
     raw[k] = cut;
   }

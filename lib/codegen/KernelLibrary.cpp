@@ -21,7 +21,8 @@ namespace kiln {
 
 static bool callsKernels(const llvm::Module &module) {
   for (const llvm::Function &f : module)
-    if (f.isDeclaration() && f.getName().starts_with("kiln_") && f.getName().ends_with("_f32"))
+    if (f.isDeclaration() && f.getName().starts_with("kiln_") &&
+        (f.getName().ends_with("_f32") || f.getName().ends_with("_u8")))
       return true;
   return false;
 }

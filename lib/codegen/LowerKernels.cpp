@@ -34,6 +34,7 @@ constexpr const char *kSoftmax = "kiln_softmax_f32";
 constexpr const char *kLayerNorm = "kiln_layer_norm_f32";
 constexpr const char *kAttention = "kiln_attention_f32";
 constexpr const char *kNms = "kiln_nms_f32";
+constexpr const char *kNonZero = "kiln_nonzero_u8";
 // Must match kMaxAttentionKeys in lib/kernels/Kernels.cpp.
 constexpr int64_t kMaxAttentionKeys = 4096;
 
@@ -516,6 +517,21 @@ LogicalResult lowerNonMaxSuppression(NonMaxSuppressionOp op, PatternRewriter &rw
   return success();
 }
 
+/// kiln.non_zero -> kiln_nonzero_u8, whose parameter block is (elements,
+/// rank, dims...).
+LogicalResult lowerNonZero(NonZeroOp op, PatternRewriter &rw) {
+  auto mt = dyn_cast<RankedTensorType>(op.getMask().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!mt || !t || !mt.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  SmallVector<int64_t> params{mt.getNumElements(), mt.getRank()};
+  llvm::append_range(params, mt.getShape());
+  Location loc = op.getLoc();
+  rw.replaceOp(op, callWithResult(rw, loc, kNonZero, t,
+                                  {i64Block(rw, loc, params), op.getMask()}, 2));
+  return success();
+}
+
 } // namespace
 
 void declareKernelFunctions(ModuleOp module) {
@@ -536,6 +552,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});
   declare(kNms, {i64, i64, i64, i64, f32t, f32t});
+  declare(kNonZero, {i64, i64, i64});
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
@@ -544,6 +561,7 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerSoftmax);
   patterns.add(lowerLayerNorm);
   patterns.add(lowerNonMaxSuppression);
+  patterns.add(lowerNonZero);
   patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
       patterns.getContext(), /*benefit=*/2);
 }

@@ -198,8 +198,8 @@ private:
   /// Names bound to an empty optional.
   llvm::StringSet<> nones;
   /// Run-time row counts of tensors by name (RowCounts.h).
-  llvm::StringMap<Value> rowCounts;
-  Value rowCountOf(llvm::StringRef name) const {
+  llvm::StringMap<CountedAxis> rowCounts;
+  CountedAxis rowCountOf(llvm::StringRef name) const {
     for (const GraphImporter *g = this; g; g = g->parent) {
       if (auto it = g->rowCounts.find(name); it != g->rowCounts.end())
         return it->second;
@@ -496,10 +496,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return emitError(loc) << "operator '" << node.op_type()
                           << "' belongs to the domain 'ai.onnx.preview.training'";
   }
-  SmallVector<Value> inputCounts;
+  SmallVector<CountedAxis> inputCounts;
   for (const std::string &name : node.input())
-    inputCounts.push_back(name.empty() ? Value() : rowCountOf(name));
-  bool readsCounted = llvm::any_of(inputCounts, [](Value c) { return (bool)c; });
+    inputCounts.push_back(name.empty() ? CountedAxis() : rowCountOf(name));
+  bool readsCounted = llvm::any_of(inputCounts, [](CountedAxis c) { return (bool)c; });
   bool ruleOp = !isControlFlowOperator(node.op_type()) && !isSequenceOperator(node.op_type()) &&
                 !llvm::is_contained({"Optional", "OptionalHasElement", "OptionalGetElement",
                                      "SequenceMap"},
@@ -609,7 +609,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     (void)ni.error("cannot import this " + node.op_type() + " node");
     return failure();
   }
-  SmallVector<Value> outputCounts(ni.rowCounts.begin(), ni.rowCounts.end());
+  SmallVector<CountedAxis> outputCounts(ni.rowCounts.begin(), ni.rowCounts.end());
   if (readsCounted && failed(propagateRowCounts(ni, inputCounts, outputs, outputCounts)))
     return failure();
   for (size_t i = 0; i < (size_t)node.output_size(); ++i) {
@@ -749,14 +749,14 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   SmallVector<Value> results;
   SmallVector<std::string> resultNames;
   SmallVector<int64_t> outputLayout;
-  SmallVector<Value> countOf; // per visible result: its run-time row count, if any
+  SmallVector<CountedAxis> countOf; // per visible result: its run-time count, if any
   for (const auto &out : graph.output()) {
     if (const SmallVector<Value> *seq = findSequence(out.name())) {
       outputLayout.push_back(seq->size());
       for (auto [k, v] : llvm::enumerate(*seq)) {
         results.push_back(v);
         resultNames.push_back(out.name() + "[" + std::to_string(k) + "]");
-        countOf.push_back(Value());
+        countOf.push_back(CountedAxis());
       }
       continue;
     }
@@ -775,10 +775,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     countOf.push_back(rowCountOf(out.name()));
   }
   // Run-time row counts become hidden results after the visible ones.
-  SmallVector<int64_t> countResults(results.size(), -1);
-  for (auto [i, count] : llvm::enumerate(countOf)) {
-    if (!count)
+  SmallVector<int64_t> countResults(results.size(), -1), countAxes(results.size(), 0);
+  for (auto [i, counted] : llvm::enumerate(countOf)) {
+    if (!counted)
       continue;
+    Value count = counted.count;
+    countAxes[i] = counted.axis;
     auto *at = llvm::find(results, count);
     if (at == results.end() || at - results.begin() < (ptrdiff_t)countResults.size()) {
       countResults[i] = results.size();
@@ -795,7 +797,10 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   if (llvm::any_of(outputLayout, [](int64_t l) { return l != kLayoutTensor; }))
     (*module)->setAttr("kiln.output_layout", b.getDenseI64ArrayAttr(outputLayout));
   if (llvm::any_of(countResults, [](int64_t c) { return c >= 0; }))
+  {
     (*module)->setAttr("kiln.output_row_counts", b.getDenseI64ArrayAttr(countResults));
+    (*module)->setAttr("kiln.output_count_axes", b.getDenseI64ArrayAttr(countAxes));
+  }
   return module;
 }
 

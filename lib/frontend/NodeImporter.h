@@ -13,6 +13,15 @@
 
 namespace kiln {
 
+/// A tensor's number of valid entries along `axis`, known only at run time:
+/// `count` is a scalar i64 tensor, and the entries past it are padding (see
+/// RowCounts.h). Null `count`: the tensor has no such axis.
+struct CountedAxis {
+  mlir::Value count;
+  int64_t axis = 0;
+  explicit operator bool() const { return (bool)count; }
+};
+
 class NodeImporter {
 public:
   NodeImporter(mlir::OpBuilder &b, mlir::Location loc, const onnx::NodeProto &node,
@@ -24,14 +33,13 @@ public:
   const onnx::NodeProto &node;
   const int64_t opset;
 
-  /// Set by a rule whose output i has a number of valid rows (along axis 0)
-  /// known only at run time: a scalar i64 tensor. The rows past it are
-  /// padding (see RowCounts.h).
-  llvm::SmallVector<mlir::Value> rowCounts;
-  void setRowCount(size_t output, mlir::Value count) {
+  /// Set by a rule whose output i has a number of valid entries along one
+  /// axis known only at run time (RowCounts.h).
+  llvm::SmallVector<CountedAxis> rowCounts;
+  void setRowCount(size_t output, mlir::Value count, int64_t axis = 0) {
     if (rowCounts.size() <= output)
       rowCounts.resize(output + 1);
-    rowCounts[output] = count;
+    rowCounts[output] = {count, axis};
   }
 
   // ---- inputs (a missing optional input is a null Value) ----

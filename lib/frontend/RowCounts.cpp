@@ -1,8 +1,9 @@
-// Passing run-time row counts through the ops that keep rows aligned (see
-// RowCounts.h). The list is what detection tails do with NonMaxSuppression's
-// output: take a column (Gather or Slice on axis 1), gather boxes and
-// scores by it (Gather on axis 0), scale, cast, stack columns (Concat on
-// axis 1), reorder other axes.
+// Passing run-time counts through the ops that keep the counted entries
+// apart from the padding (see RowCounts.h). The list is what detection
+// tails do with NonMaxSuppression's and NonZero's outputs: take a column
+// (Gather or Slice), gather boxes and scores by it (Gather, GatherND),
+// scale, cast, compare, stack columns (Concat), reorder axes (Transpose),
+// drop or add unit axes.
 #include "RowCounts.h"
 
 using namespace mlir;
@@ -19,8 +20,13 @@ bool isElementwise(StringRef op) {
       op);
 }
 
-/// The constant axes of attribute `name` (opset < 13 forms) or input `index`,
-/// normalised to `rank`; nullopt when not known.
+int64_t rankOf(Value v) {
+  auto t = NodeImporter::rankedType(v);
+  return t ? t.getRank() : -1;
+}
+
+/// The constant axes of attribute `name` (opset < 13 forms) or input
+/// `index`, normalised to `rank`; nullopt when not known.
 std::optional<SmallVector<int64_t>> axesOf(NodeImporter &n, StringRef name, size_t index,
                                            int64_t rank) {
   std::optional<SmallVector<int64_t>> axes =
@@ -32,88 +38,118 @@ std::optional<SmallVector<int64_t>> axesOf(NodeImporter &n, StringRef name, size
   return axes;
 }
 
+/// Where the counted axis `a` of the counted inputs lands in the node's
+/// first output, or nullopt when the node would mix in padding.
+std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
+                                  ArrayRef<size_t> counted, int64_t a, ArrayRef<Value> outputs) {
+  StringRef op = n.node.op_type();
+  bool onlyFirst = counted.size() == 1 && counted[0] == 0;
+  if (isElementwise(op)) {
+    // Same rank as the output: broadcasting adds no leading axis.
+    int64_t rank = outputs.empty() ? -1 : rankOf(outputs[0]);
+    if (rank >= 0 && llvm::all_of(counted, [&](size_t i) { return rankOf(n.input(i)) == rank; }))
+      return a;
+    return std::nullopt;
+  }
+  if (op == "Gather") {
+    int64_t rank = rankOf(n.input(0)), g = n.getInt("axis", 0);
+    g = g < 0 ? g + rank : g;
+    if (onlyFirst && a != g) // other entries of counted data
+      return a < g ? a : a + rankOf(n.input(1)) - 1;
+    if (counted.size() == 1 && counted[0] == 1) // counted indices
+      return g + a;
+    return std::nullopt;
+  }
+  if (op == "GatherND" && counted.size() == 1 && counted[0] == 1 &&
+      n.getInt("batch_dims", 0) == 0 && a < rankOf(n.input(1)) - 1)
+    return a; // counted index tuples: the output's leading axes are theirs
+  if (op == "Slice" && onlyFirst) {
+    // The counted axis only as a whole.
+    auto t = NodeImporter::rankedType(n.input(0));
+    auto axes = n.hasInput(3) ? n.constInts(3) : std::optional<SmallVector<int64_t>>();
+    if (!n.hasInput(3) && t) {
+      axes.emplace();
+      for (int64_t k = 0; k < t.getRank(); ++k)
+        axes->push_back(k);
+    }
+    auto starts = n.constInts(1), ends = n.constInts(2);
+    auto steps = n.hasInput(4) ? n.constInts(4) : std::optional<SmallVector<int64_t>>();
+    if (!t || !axes || !starts || !ends || starts->size() != axes->size())
+      return std::nullopt;
+    for (size_t k = 0; k < axes->size(); ++k) {
+      int64_t ax = (*axes)[k] < 0 ? (*axes)[k] + t.getRank() : (*axes)[k];
+      if (ax == a && ((*starts)[k] != 0 || (*ends)[k] < t.getDimSize(a) ||
+                      (steps && (*steps)[k] != 1)))
+        return std::nullopt;
+    }
+    return a;
+  }
+  if (op == "Squeeze" && onlyFirst) {
+    auto axes = axesOf(n, "axes", 1, rankOf(n.input(0)));
+    if (!axes || llvm::is_contained(*axes, a))
+      return std::nullopt;
+    return a - llvm::count_if(*axes, [&](int64_t x) { return x < a; });
+  }
+  if (op == "Unsqueeze" && onlyFirst) {
+    auto axes = axesOf(n, "axes", 1, rankOf(outputs[0]));
+    if (!axes)
+      return std::nullopt;
+    SmallVector<int64_t> sorted(*axes);
+    llvm::sort(sorted);
+    for (int64_t x : sorted)
+      if (x <= a)
+        ++a;
+    return a;
+  }
+  if (op == "Flatten" && onlyFirst && a == 0 && n.getInt("axis", 1) == 1)
+    return 0;
+  if (op == "Concat") {
+    // Along another axis, of inputs of one rank.
+    int64_t rank = rankOf(n.input(counted[0])), c = n.getInt("axis", 0);
+    c = c < 0 ? c + rank : c;
+    if (c == a || llvm::any_of(counted, [&](size_t i) { return rankOf(n.input(i)) != rank; }))
+      return std::nullopt;
+    return a;
+  }
+  if (op == "Transpose" && onlyFirst) {
+    auto perm = n.getInts("perm");
+    int64_t rank = rankOf(n.input(0));
+    if (!perm) // reversed axes
+      return rank > 0 ? std::optional<int64_t>(rank - 1 - a) : std::nullopt;
+    auto *at = llvm::find(*perm, a);
+    return at == perm->end() ? std::nullopt : std::optional<int64_t>(at - perm->begin());
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
-LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<Value> inputCounts,
-                                 ArrayRef<Value> outputs, SmallVectorImpl<Value> &outputCounts) {
+LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCounts,
+                                 ArrayRef<Value> outputs,
+                                 SmallVectorImpl<CountedAxis> &outputCounts) {
   StringRef op = n.node.op_type();
-  Value count;
+  CountedAxis first;
   SmallVector<size_t> counted;
   for (auto [i, c] : llvm::enumerate(inputCounts)) {
     if (!c)
       continue;
-    if (count && c != count)
-      return n.error("its inputs have different numbers of valid rows, each known only at run "
-                     "time");
-    count = c;
+    if (first && (c.count != first.count || c.axis != first.axis))
+      return n.error("its inputs have different numbers of valid entries, each known only at "
+                     "run time");
+    first = c;
     counted.push_back(i);
   }
-  auto reject = [&](const Twine &why) {
+  std::optional<int64_t> axis = outputAxis(n, inputCounts, counted, first.axis, outputs);
+  if (!axis)
     return n.error("input " + Twine(counted.front()) +
-                   " has a number of valid rows known only at run time (it comes from a "
-                   "NonMaxSuppression on run-time boxes); " + why);
-  };
-  auto rankOf = [&](size_t i) -> int64_t {
-    auto t = NodeImporter::rankedType(n.input(i));
-    return t ? t.getRank() : -1;
-  };
-  bool keepsRows = false;
-  if (isElementwise(op)) {
-    // Each counted input's rows line up with the output's: same rank, so
-    // broadcasting adds no leading axis.
-    auto out = outputs.empty() ? RankedTensorType() : NodeImporter::rankedType(outputs[0]);
-    keepsRows = out && llvm::all_of(counted, [&](size_t i) { return rankOf(i) == out.getRank(); });
-  } else if (op == "Gather") {
-    int64_t rank = rankOf(0);
-    int64_t axis = n.getInt("axis", 0);
-    axis = axis < 0 ? axis + rank : axis;
-    bool dataCounted = inputCounts[0] != nullptr;
-    bool indicesCounted = inputCounts.size() > 1 && inputCounts[1];
-    // Rows of the data along another axis, or rows of the indices choosing
-    // along axis 0: either way the output's axis 0 is the counted one.
-    keepsRows = (dataCounted && !indicesCounted && axis > 0) ||
-                (!dataCounted && indicesCounted && axis == 0 && rankOf(1) >= 1);
-  } else if (op == "Slice" && counted == SmallVector<size_t>{0}) {
-    int64_t rank = rankOf(0);
-    auto axes = n.hasInput(3) ? n.constInts(3) : std::optional<SmallVector<int64_t>>();
-    if (!n.hasInput(3) && rank >= 0) {
-      axes.emplace();
-      for (int64_t a = 0; a < rank; ++a)
-        axes->push_back(a);
-    }
-    auto starts = n.constInts(1), ends = n.constInts(2);
-    auto steps = n.hasInput(4) ? n.constInts(4) : std::optional<SmallVector<int64_t>>();
-    keepsRows = axes && starts && ends && starts->size() == axes->size();
-    for (size_t k = 0; keepsRows && k < axes->size(); ++k) {
-      int64_t a = (*axes)[k] < 0 ? (*axes)[k] + rank : (*axes)[k];
-      if (a != 0)
-        continue;
-      // Axis 0 may be sliced only as a whole.
-      auto t = NodeImporter::rankedType(n.input(0));
-      keepsRows = t && (*starts)[k] == 0 && (*ends)[k] >= t.getDimSize(0) &&
-                  (!steps || (*steps)[k] == 1);
-    }
-  } else if (op == "Squeeze" || op == "Unsqueeze") {
-    int64_t rank = op == "Squeeze" ? rankOf(0) : NodeImporter::rankedType(outputs[0]).getRank();
-    auto axes = axesOf(n, "axes", 1, rank);
-    keepsRows = counted == SmallVector<size_t>{0} && axes && !llvm::is_contained(*axes, 0);
-  } else if (op == "Flatten") {
-    keepsRows = counted == SmallVector<size_t>{0} && n.getInt("axis", 1) >= 1;
-  } else if (op == "Concat") {
-    int64_t rank = rankOf(counted.front());
-    int64_t axis = n.getInt("axis", 0);
-    keepsRows = (axis < 0 ? axis + rank : axis) != 0 &&
-                llvm::all_of(counted, [&](size_t i) { return rankOf(i) == rank; });
-  } else if (op == "Transpose") {
-    auto perm = n.getInts("perm");
-    keepsRows = counted == SmallVector<size_t>{0} && perm && !perm->empty() && (*perm)[0] == 0;
-  }
-  if (!keepsRows)
-    return reject("'" + op + "' here would not keep its rows apart from the padding. Kiln "
-                  "supports such values flowing to graph outputs through Gather, Slice, "
-                  "Squeeze, Unsqueeze, Flatten, Concat, Transpose and elementwise operators "
-                  "that keep axis 0");
-  outputCounts.assign(outputs.size(), count);
+                   " has a number of valid entries along axis " + Twine(first.axis) +
+                   " known only at run time (from a NonMaxSuppression or NonZero on run-time "
+                   "values); '" + op + "' here would not keep them apart from the padding. "
+                   "Kiln supports such values flowing to graph outputs through Gather, "
+                   "GatherND, Slice, "
+                   "Squeeze, Unsqueeze, Flatten, Concat, Transpose and elementwise operators "
+                   "that leave the counted axis whole");
+  outputCounts.assign(outputs.size(), CountedAxis{first.count, *axis});
   return success();
 }
 

@@ -3,12 +3,12 @@
 // need the values that decide the size while compiling: Compress its
 // condition, NonZero and Unique their whole input. That holds for constants
 // and for small graph inputs, on whose values kiln::Model specialises the
-// executable when an error says they "must be a constant". NonMaxSuppression
-// also runs on boxes and scores computed at run time (a detector's head):
-// the kiln_nms_f32 kernel fills a buffer for the most it can select and the
-// output carries the number selected as a run-time row count (RowCounts.h).
-// Compress, NonZero and Unique on values computed at run time are reported
-// as not supported.
+// executable when an error says they "must be a constant". On values
+// computed at run time, NonMaxSuppression (kiln_nms_f32), NonZero
+// (kiln_nonzero_u8) and Compress (a Gather at NonZero's positions) fill
+// buffers for the most they can produce, and the output carries its number
+// of valid entries along one axis, known at run time (RowCounts.h). Unique
+// on run-time values is reported as not supported.
 #include "NodeImporter.h"
 
 #include "mlir/IR/Matchers.h"
@@ -51,13 +51,37 @@ Value i64Constant(NodeImporter &n, ArrayRef<int64_t> shape, ArrayRef<int64_t> va
       DenseIntElementsAttr::get(RankedTensorType::get(shape, n.b.getI64Type()), values));
 }
 
+/// NonZero of `x`, computed at run time by kiln_nonzero_u8: coordinates
+/// [rank, elements] whose valid columns (axis 1) number `count`.
+LogicalResult runTimeNonZero(NodeImporter &n, Value x, Value &coords, Value &count) {
+  auto t = NodeImporter::rankedType(x);
+  if (!t || !t.hasStaticShape() || t.getRank() == 0)
+    return n.error("NonZero on values computed at run time needs an input of static shape and "
+                   "rank >= 1");
+  Type elt = t.getElementType();
+  Value zero = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, elt),
+      isa<FloatType>(elt) ? Attribute(FloatAttr::get(elt, 0.0)) : IntegerAttr::get(elt, 0)));
+  Value mask = n.make<CastOp>(n.make<NotOp>(n.make<EqualOp>(x, zero)),
+                              TypeAttr::get(IntegerType::get(n.b.getContext(), 8,
+                                                             IntegerType::Unsigned)));
+  Value packed = n.make<NonZeroOp>(mask);
+  int64_t rank = t.getRank(), elements = t.getNumElements();
+  auto slice = [&](int64_t begin, int64_t end) {
+    return n.make<SliceOp>(packed, n.i64Tensor({begin}), n.i64Tensor({end}), n.i64Tensor({0}),
+                           n.i64Tensor({1}));
+  };
+  count = n.make<ReshapeOp>(slice(0, 1), n.i64Tensor({}), n.b.getBoolAttr(false));
+  coords = n.make<ReshapeOp>(slice(1, 1 + rank * elements), n.i64Tensor({rank, elements}),
+                             n.b.getBoolAttr(false));
+  return failure(n.failed());
+}
+
 LogicalResult compress(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
   DenseElementsAttr cond = constantOf(n.required(1));
   if (n.failed())
     return failure();
-  if (!cond)
-    return n.error("Compress's condition decides the output size; it must be a constant");
   auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape())
     return n.error("Compress needs an input of static shape");
@@ -70,6 +94,20 @@ LogicalResult compress(NodeImporter &n, Outs &out) {
     dim = t.getDimSize(axis);
   } else {
     x = n.make<ReshapeOp>(x, n.i64Tensor({-1}), n.b.getBoolAttr(false));
+  }
+  if (!cond) {
+    // A run-time condition: the positions of its true entries (padded with
+    // 0, a valid position) gather along the axis, and their number counts it.
+    Value c = n.input(1), coords, count;
+    auto ct = NodeImporter::rankedType(c);
+    if (!ct || ct.getRank() != 1 || !ct.hasStaticShape() || ct.getDimSize(0) > dim)
+      return n.error("Compress's condition must be a 1-D tensor no longer than the axis");
+    if (failed(runTimeNonZero(n, c, coords, count)))
+      return failure();
+    Value positions = n.make<SqueezeOp>(coords, n.b.getDenseI64ArrayAttr({0}));
+    out.push_back(n.make<GatherOp>(x, positions, n.b.getI64IntegerAttr(axis)));
+    n.setRowCount(0, count, axis);
+    return failure(n.failed());
   }
   SmallVector<double> c = asDoubles(cond);
   if ((int64_t)c.size() > dim)
@@ -88,8 +126,14 @@ LogicalResult nonZero(NodeImporter &n, Outs &out) {
   DenseElementsAttr x = constantOf(n.required(0));
   if (n.failed())
     return failure();
-  if (!x)
-    return n.error("NonZero's input decides the output size; it must be a constant");
+  if (!x) {
+    Value coords, count;
+    if (failed(runTimeNonZero(n, n.input(0), coords, count)))
+      return failure();
+    out.push_back(coords);
+    n.setRowCount(0, count, 1);
+    return success();
+  }
   auto t = cast<RankedTensorType>(x.getType());
   SmallVector<double> v = asDoubles(x);
   int64_t rank = t.getRank();

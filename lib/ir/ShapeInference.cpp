@@ -244,6 +244,16 @@ LogicalResult NonMaxSuppressionOp::inferReturnTypes(MLIRContext *ctx, std::optio
   return success();
 }
 
+LogicalResult NonZeroOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>, Adaptor a,
+                                          SmallVectorImpl<Type> &types) {
+  Type i64 = IntegerType::get(ctx, 64);
+  auto t = ranked(a.getMask());
+  types.push_back(RankedTensorType::get(
+      {t && t.hasStaticShape() ? 1 + t.getRank() * t.getNumElements() : ShapedType::kDynamic},
+      i64));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getLhs());

@@ -1,5 +1,6 @@
 // Selection kernels whose output size depends on the values: NonMaxSuppression
-// on boxes and scores computed at run time (a detector's head).
+// on boxes and scores computed at run time (a detector's head), and NonZero
+// (also behind Compress) on a run-time mask.
 //
 // Kiln's executables have static shapes, so such a kernel writes a buffer
 // sized for the most it can select, and the number it did select: the
@@ -140,6 +141,33 @@ void kiln_nms_f32(kiln_addr paramsAddr, kiln_addr boxesAddr, kiln_addr scoresAdd
   }
   for (kiln_i64 i = 3 * count; i < 3 * capacity; ++i)
     triples[i] = 0;
+  out[0] = count;
+}
+
+/// ONNX NonZero of a 0/1 byte mask of `elements` entries with dims
+/// params[2 .. 2 + rank): `out` (i64) is [0] the count, then `rank` rows of
+/// `elements` coordinates (row d: the d-th coordinate of each non-zero entry
+/// in row-major order), zero past the count.
+void kiln_nonzero_u8(kiln_addr paramsAddr, kiln_addr maskAddr, kiln_addr outAddr) {
+  const kiln_i64 *q = (const kiln_i64 *)paramsAddr;
+  kiln_i64 elements = q[0], rank = q[1];
+  const kiln_i64 *dims = q + 2;
+  const unsigned char *mask = (const unsigned char *)maskAddr;
+  kiln_i64 *out = (kiln_i64 *)outAddr, *coords = out + 1;
+  kiln_i64 count = 0;
+  for (kiln_i64 flat = 0; flat < elements; ++flat) {
+    if (!mask[flat])
+      continue;
+    kiln_i64 rest = flat;
+    for (kiln_i64 d = rank; d-- > 0;) {
+      coords[d * elements + count] = rest % dims[d];
+      rest /= dims[d];
+    }
+    ++count;
+  }
+  for (kiln_i64 d = 0; d < rank; ++d)
+    for (kiln_i64 k = count; k < elements; ++k)
+      coords[d * elements + k] = 0;
   out[0] = count;
 }
 

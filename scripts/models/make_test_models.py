@@ -17,6 +17,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | scan_rnn | Scan (opset 16) with a reversed scanned input, a scan output along axis 1, an RNN-style tanh cell |
 | rnn_seq_lens | bidirectional LSTM and a GRU over a padded batch with run-time sequence_lens (lengths 7, 3, 0, 5) |
 | qdq_cnn | a CNN in the QDQ form ONNX Runtime's quantizer writes: uint8 activations, per-channel int8 conv weights, int32 biases, QuantizeLinear/DequantizeLinear around Conv, Relu, MaxPool, Add, GlobalAveragePool and Gemm |
+| masked_select | TorchScript export of `x[x > t]` and `torch.nonzero(x > 0)` with a threshold computed from the input: NonZero, Transpose and GatherND on run-time values, outputs whose length depends on the data |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -263,6 +264,32 @@ def qdq_cnn(folder):
             ([rng.uniform(-2.5, 2.5, (1, 3, 16, 16)).astype(np.float32)], None)]
 
 
+class MaskedSelect(torch.nn.Module):
+    """Entries above the input's mean, doubled, and the coordinates of the
+    positive ones: both of data-dependent size."""
+
+    def forward(self, x):
+        picked = x[x > x.mean()] * 2.0
+        return picked, torch.nonzero(x > 0)
+
+
+def masked_select(folder):
+    torch.manual_seed(3)
+    model_path = os.path.join(folder, "model.onnx")
+    x = torch.randn(4, 6)
+    torch.onnx.export(MaskedSelect(), (x,), model_path, opset_version=13,
+                      input_names=["x"], output_names=["picked", "where"])
+    ops = {n.op_type for n in onnx.load(model_path).graph.node}
+    assert "NonZero" in ops, f"the export has no NonZero: {sorted(ops)}"
+    sets = []
+    for seed in (1, 2):
+        g = torch.Generator().manual_seed(seed)
+        xi = torch.randn(4, 6, generator=g)
+        picked, where = MaskedSelect()(xi)
+        sets.append(([xi.numpy()], [picked.numpy(), where.numpy()]))
+    return sets
+
+
 def ssd_tail(folder):
     """Built with ONNX's helpers: boxes = anchors (4x4 boxes at stride 1 on a
     16x16 grid, [y1, x1, y2, x2]) + 0.05 x a 1x1 conv's deltas, scores =
@@ -323,7 +350,7 @@ def ssd_tail(folder):
 
 
 MODELS = {"loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
-          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail}
+          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select}
 
 
 def write_sets(folder, sets, ort):

@@ -1,7 +1,8 @@
-// The NonMaxSuppression kernel (lib/kernels/SelectionKernels.cpp), compiled
-// natively: ONNX's own examples (expected selections from the operator's
-// specification) and random detector-like inputs against a plain reference
-// written from the specification (a sort, every pair's IoU).
+// The selection kernels (lib/kernels/SelectionKernels.cpp), compiled
+// natively. NonMaxSuppression: ONNX's own examples (expected selections from
+// the operator's specification) and random detector-like inputs against a
+// plain reference written from the specification (a sort, every pair's
+// IoU). NonZero: coordinates worked out by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 extern "C" void kiln_nms_f32(intptr_t, intptr_t, intptr_t, intptr_t, float, float);
+extern "C" void kiln_nonzero_u8(intptr_t, intptr_t, intptr_t);
 
 namespace {
 
@@ -143,6 +145,18 @@ TEST(SelectionKernels, RandomDetectionsMatchTheReference) {
               reference(boxes, scores, batches, classes, n, maxPerClass, 0.45f, 0.2f))
         << "trial " << trial;
   }
+}
+
+TEST(SelectionKernels, NonZeroCoordinatesAndPadding) {
+  // [[1, 0, 1], [0, 0, 1]]: entries (0, 0), (0, 2), (1, 2).
+  const unsigned char mask[] = {1, 0, 1, 0, 0, 1};
+  int64_t params[] = {6, 2, 2, 3};
+  std::vector<int64_t> out(1 + 2 * 6, -7);
+  kiln_nonzero_u8(addr(params), addr(mask), addr(out.data()));
+  EXPECT_EQ(out, (std::vector<int64_t>{3, 0, 0, 1, 0, 0, 0, 0, 2, 2, 0, 0, 0}));
+  const unsigned char none[] = {0, 0, 0, 0, 0, 0};
+  kiln_nonzero_u8(addr(params), addr(none), addr(out.data()));
+  EXPECT_EQ(out, std::vector<int64_t>(13, 0));
 }
 
 } // namespace

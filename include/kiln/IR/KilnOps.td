@@ -683,4 +683,23 @@ def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression"> {
   let results = (outs AnyTensor:$output);
 }
 
+
+def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
+  let summary = "ONNX NonZero of a run-time mask, into one i64 buffer";
+  let description = [{
+    The coordinates of the non-zero bytes of `mask` (a ui8 tensor of 0 and
+    1), in row-major order. Their number depends on the values, so the
+    result is a buffer for all of them: element 0 is the count, then `rank`
+    rows of `numel` coordinates each (zero past the count). The importer
+    slices the rows and the count out (lib/frontend/RowCounts.cpp). Lowered
+    to the `kiln_nonzero_u8` kernel.
+
+    ```mlir
+    %r = kiln.non_zero %mask : (tensor<2x3xui8>) -> tensor<13xi64>
+    ```
+  }];
+  let arguments = (ins TensorOf<[UI8]>:$mask);
+  let results = (outs AnyTensor:$output);
+}
+
 #endif
