@@ -4,8 +4,13 @@
 //
 // Quantizing rounds half to even (kiln.round) and saturates to the range of
 // the zero point's type before the cast, as ONNX specifies. Integer matrix
-// products accumulate in i32, which is exact for int8/uint8 operands.
+// products and convolutions are exact: in f32 on the CPU kernels when every
+// partial sum provably stays below 2^24 (exactInF32), else in i32.
 #include "NodeImporter.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -125,25 +130,85 @@ LogicalResult dynamicQuantizeLinear(NodeImporter &n, Outs &out) {
   return success();
 }
 
-/// (a - a_zp) as i32; a per-row zero point of a matrix lies along its rows.
-Value centeredI32(NodeImporter &n, Value a, Value zp, bool rowsOfA) {
-  Type i32 = n.b.getI32Type();
-  Value v = n.make<CastOp>(a, TypeAttr::get(i32));
+/// Whether a product of 8-bit operands centred on their zero points,
+/// reducing over the weight's axes `reduced` (for each index of its axis
+/// `kept`), plus `bias`, stays an exact integer in f32 (below 2^24 in every
+/// partial sum): then it runs on the f32 kernels, as fast as a float model,
+/// and gives what i32 accumulation gives. The activations' centred values
+/// are at most 255 in magnitude; the weights' are summed per output when
+/// they are constants, else bounded by 255 each.
+bool exactInF32(NodeImporter &n, Value a, Value w, Value wZp, int64_t kept, Value bias) {
+  auto at = NodeImporter::rankedType(a), wt = NodeImporter::rankedType(w);
+  if (!at || !wt || !wt.hasStaticShape() || at.getElementTypeBitWidth() > 8 ||
+      wt.getElementTypeBitWidth() > 8)
+    return false;
+  constexpr double kExact = 16777216.0; // 2^24
+  int64_t outputs = wt.getDimSize(kept), reduced = wt.getNumElements() / std::max<int64_t>(outputs, 1);
+  SmallVector<double> sums(outputs, 255.0 * reduced); // bound for run-time weights
+  DenseElementsAttr values;
+  if (matchPattern(w, m_Constant(&values))) {
+    std::optional<SmallVector<int64_t>> zps =
+        wZp ? getConstantInts(wZp) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+    if (!zps)
+      return false;
+    bool isUnsigned = wt.getElementType().isUnsignedInteger();
+    llvm::fill(sums, 0.0);
+    SmallVector<int64_t> strides(wt.getRank(), 1);
+    for (int64_t d = wt.getRank() - 1; d > 0; --d)
+      strides[d - 1] = strides[d] * wt.getDimSize(d);
+    int64_t flat = 0;
+    for (const APInt &v : values.getValues<APInt>()) {
+      int64_t out = (flat++ / strides[kept]) % outputs;
+      int64_t zp = zps->size() == 1 ? (*zps)[0] : (*zps)[out];
+      int64_t q = isUnsigned ? (int64_t)v.getZExtValue() : v.getSExtValue();
+      sums[out] += std::abs(q - zp);
+    }
+  }
+  std::optional<SmallVector<int64_t>> biases =
+      bias ? getConstantInts(bias) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+  if (!biases)
+    return false;
+  for (int64_t out = 0; out < outputs; ++out) {
+    int64_t b = biases->size() == 1 ? (*biases)[0] : (*biases)[out];
+    if (255.0 * sums[out] + std::abs((double)b) >= kExact)
+      return false;
+  }
+  return true;
+}
+
+/// (a - a_zp) in `t` (i32, or f32 for exact f32 accumulation); a per-row
+/// zero point of a matrix lies along its rows.
+Value centered(NodeImporter &n, Value a, Value zp, bool rowsOfA, Type t) {
+  Value v = n.make<CastOp>(a, TypeAttr::get(t));
   if (!zp)
     return v;
-  Value z = n.make<CastOp>(zp, TypeAttr::get(i32));
+  Value z = n.make<CastOp>(zp, TypeAttr::get(t));
   auto zt = NodeImporter::rankedType(z);
   if (rowsOfA && zt && zt.getRank() == 1 && zt.getDimSize(0) != 1)
     z = n.make<UnsqueezeOp>(z, n.b.getDenseI64ArrayAttr({1})); // [M] -> [M, 1]
   return n.make<SubOp>(v, z);
 }
 
+Value toI32(NodeImporter &n, Value v) {
+  if (!v || NodeImporter::elementType(v).isInteger(32))
+    return v;
+  return n.make<CastOp>(v, TypeAttr::get(n.b.getI32Type()));
+}
+
+/// (a - a_zp) (b - b_zp), in i32, or in f32 where that is exact (B's
+/// columns are the outputs).
+Value centeredMatMul(NodeImporter &n, Value a, Value aZp, Value b, Value bZp) {
+  auto bt = NodeImporter::rankedType(b);
+  bool f32 = bt && bt.getRank() >= 1 && exactInF32(n, a, b, bZp, bt.getRank() - 1, Value());
+  Type t = f32 ? Type(n.b.getF32Type()) : Type(n.b.getI32Type());
+  return n.make<MatMulOp>(centered(n, a, aZp, true, t), centered(n, b, bZp, false, t));
+}
+
 LogicalResult matMulInteger(NodeImporter &n, Outs &out) {
   Value a = n.required(0), b = n.required(1);
   if (n.failed())
     return failure();
-  out.push_back(n.make<MatMulOp>(centeredI32(n, a, n.input(2), true),
-                                 centeredI32(n, b, n.input(3), false)));
+  out.push_back(toI32(n, centeredMatMul(n, a, n.input(2), b, n.input(3))));
   return success();
 }
 
@@ -154,7 +219,7 @@ LogicalResult qlinearMatMul(NodeImporter &n, Outs &out) {
   if (n.failed())
     return failure();
   Type f = NodeImporter::elementType(aScale);
-  Value acc = n.make<MatMulOp>(centeredI32(n, a, aZp, true), centeredI32(n, b, bZp, false));
+  Value acc = centeredMatMul(n, a, aZp, b, bZp);
   auto st = NodeImporter::rankedType(aScale);
   if (st && st.getRank() == 1 && st.getDimSize(0) != 1)
     aScale = n.make<UnsqueezeOp>(aScale, n.b.getDenseI64ArrayAttr({1}));
@@ -164,14 +229,16 @@ LogicalResult qlinearMatMul(NodeImporter &n, Outs &out) {
   return success();
 }
 
-/// The convolution of (x - x_zp) and (w - w_zp) accumulated in `acc` (i32:
-/// exact for 8-bit operands), with zero padding of the centred input (the
-/// padded positions contribute nothing, as in ONNX's reference). It runs on
-/// the generic loop path, not the f32 CPU kernels: correct, not yet fast.
-Value centeredConv(NodeImporter &n, Value x, Value xZp, Value w, Value wZp, Type acc) {
+/// The convolution of (x - x_zp) and (w - w_zp), with zero padding of the
+/// centred input (the padded positions contribute nothing, as in ONNX's
+/// reference), plus `bias` (i32, per output channel) if given. In f32 on the
+/// CPU kernels when that is exact (exactInF32), else accumulated in i32 on
+/// the generic loop path. The result is i32 or f32: integer-valued either way.
+Value centeredConv(NodeImporter &n, Value x, Value xZp, Value w, Value wZp, Value bias) {
   auto wt = NodeImporter::rankedType(w);
   if (!wt)
     return (void)n.error("the weight's rank must be known"), Value();
+  Type acc = exactInF32(n, x, w, wZp, 0, bias) ? Type(n.b.getF32Type()) : Type(n.b.getI32Type());
   Value xc = n.make<CastOp>(x, TypeAttr::get(acc));
   if (xZp)
     xc = n.make<SubOp>(xc, n.make<CastOp>(xZp, TypeAttr::get(acc)));
@@ -179,17 +246,17 @@ Value centeredConv(NodeImporter &n, Value x, Value xZp, Value w, Value wZp, Type
   if (wZp)
     wc = n.make<SubOp>(wc, perVector(n, n.make<CastOp>(wZp, TypeAttr::get(acc)), wt.getRank(),
                                      0)); // per output channel: the weight's first axis
-  return buildConv(n, xc, wc, Value());
+  return buildConv(n, xc, wc, bias ? n.make<CastOp>(bias, TypeAttr::get(acc)) : Value());
 }
 
 LogicalResult convInteger(NodeImporter &n, Outs &out) {
   Value x = n.required(0), w = n.required(1);
   if (n.failed())
     return failure();
-  Value y = centeredConv(n, x, n.input(2), w, n.input(3), n.b.getI32Type());
+  Value y = centeredConv(n, x, n.input(2), w, n.input(3), Value());
   if (!y)
     return failure();
-  out.push_back(y);
+  out.push_back(toI32(n, y));
   return success();
 }
 
@@ -206,13 +273,10 @@ LogicalResult qlinearConv(NodeImporter &n, Outs &out) {
   if (!xt)
     return n.error("QLinearConv needs an input of known rank");
   Type f = NodeImporter::elementType(xScale);
-  Value acc = centeredConv(n, x, xZp, w, wZp, n.b.getI32Type());
+  Value acc = centeredConv(n, x, xZp, w, wZp, bias);
   if (!acc)
     return failure();
-  // The bias and per-output-channel weight scales lie along the output's
-  // channel axis.
-  if (bias)
-    acc = n.make<AddOp>(acc, perVector(n, bias, xt.getRank(), 1));
+  // The per-output-channel weight scales lie along the output's channel axis.
   Value ws = perVector(n, wScale, xt.getRank(), 1);
   Value factor = n.make<DivOp>(n.make<MulOp>(xScale, ws), yScale);
   Value v = n.make<MulOp>(n.make<CastOp>(acc, TypeAttr::get(f)), factor);

@@ -18,6 +18,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | rnn_seq_lens | bidirectional LSTM and a GRU over a padded batch with run-time sequence_lens (lengths 7, 3, 0, 5) |
 | qdq_cnn | a CNN in the QDQ form ONNX Runtime's quantizer writes: uint8 activations, per-channel int8 conv weights, int32 biases, QuantizeLinear/DequantizeLinear around Conv, Relu, MaxPool, Add, GlobalAveragePool and Gemm |
 | masked_select | TorchScript export of `x[x > t]` and `torch.nonzero(x > 0)` with a threshold computed from the input: NonZero, Transpose and GatherND on run-time values, outputs whose length depends on the data |
+| qlinear_cnn | the QOperator form: QuantizeLinear, two QLinearConv (per-channel int8 weights, int32 biases, 16 channels on 14x14) and DequantizeLinear; Kiln runs them on the f32 kernels where the integer sums are exact in f32, so outputs must match ONNX Runtime's integer kernels to the quantum |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -39,6 +40,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import torch  # noqa: E402
 
 from export_models import check_ort, ort_dir, ort_reference  # noqa: E402
+import make_quant_bench  # noqa: E402
 
 ATOL = 1e-4
 RTOL = 1e-4
@@ -290,6 +292,12 @@ def masked_select(folder):
     return sets
 
 
+def qlinear_cnn(folder):
+    rng = np.random.default_rng(29)
+    x = make_quant_bench.qlinear_cnn(folder, rng, c=16, hw=14)[0]
+    return [([x], None), ([rng.uniform(-2, 2, x.shape).astype(np.float32)], None)]
+
+
 def ssd_tail(folder):
     """Built with ONNX's helpers: boxes = anchors (4x4 boxes at stride 1 on a
     16x16 grid, [y1, x1, y2, x2]) + 0.05 x a 1x1 conv's deltas, scores =
@@ -350,7 +358,7 @@ def ssd_tail(folder):
 
 
 MODELS = {"loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
-          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select}
+          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn}
 
 
 def write_sets(folder, sets, ort):

@@ -48,6 +48,22 @@ func.func @no_fold(%x: tensor<1x4x4x1xf32>, %r: tensor<1x4x4x2xf32>) -> (tensor<
 
 // -----
 
+// No fold of a fractional scale into integer weights: a quantized
+// convolution's exact integer sum must be scaled as a whole (its
+// requantization rounds the product), as integer kernels do.
+// CHECK-LABEL: func.func @quantized_scale_stays
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %arg0, %{{.*}} {clamp_max
+// CHECK: kiln.mul %[[C]]
+func.func @quantized_scale_stays(%x: tensor<1x4x4x1xf32>) -> tensor<1x4x4x2xf32> {
+  %w = kiln.constant {value = dense<[[[[3.0]]], [[[-7.0]]]]> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+  %f = kiln.constant {value = dense<[0.013, 0.021]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x1xf32>, tensor<2x1x1x1xf32>) -> tensor<1x4x4x2xf32>
+  %1 = kiln.mul %0, %f : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  return %1 : tensor<1x4x4x2xf32>
+}
+
+// -----
+
 // A Linear layer: matmul by constant weights [K=2, N=3] is a 1x1
 // convolution over the 4 rows of x (weights transposed to [N, K, 1, 1]);
 // the bias add, the residual add and the Relu behind the reshape back to
