@@ -8,6 +8,11 @@
 namespace kiln {
 
 Status readTensorFile(const std::string &path, Tensor &tensor, std::string *name = nullptr);
+/// NumPy .npy files (little-endian, C order; bool, int, uint and float
+/// element types).
+Status readNpyFile(const std::string &path, Tensor &tensor);
+Status writeNpyFile(const std::string &path, const Tensor &tensor);
+
 /// Reads what `declared` describes (a model input's or output's info): a
 /// TensorProto for a tensor, a SequenceProto for a sequence, an
 /// OptionalProto for an optional (empty: ValueKind::None).

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <iterator>
+#include <cstdlib>
 
 namespace kiln {
 
@@ -182,6 +184,147 @@ bool valuesClose(const Value &actual, const Value &expected, double atol, double
                                             : std::to_string(actual.tensors.size()) +
                                                   " tensors; " + last;
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// NumPy .npy files (format versions 1.0-3.0, little-endian, C order)
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct NpyType {
+  const char *descr;
+  kiln_dtype dtype;
+};
+constexpr NpyType kNpyTypes[] = {
+    {"<f4", KILN_FLOAT32}, {"<f8", KILN_FLOAT64}, {"<f2", KILN_FLOAT16}, {"|i1", KILN_INT8},
+    {"<i2", KILN_INT16},   {"<i4", KILN_INT32},   {"<i8", KILN_INT64},   {"|u1", KILN_UINT8},
+    {"<u2", KILN_UINT16},  {"<u4", KILN_UINT32},  {"<u8", KILN_UINT64},  {"|b1", KILN_BOOL},
+};
+
+/// The value text after `'key':` in a .npy header dictionary.
+std::string npyField(const std::string &header, const std::string &key) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos)
+    return "";
+  at = header.find(':', at);
+  if (at == std::string::npos)
+    return "";
+  ++at;
+  while (at < header.size() && header[at] == ' ')
+    ++at;
+  size_t end = at;
+  if (at < header.size() && header[at] == '(')
+    end = header.find(')', at) + 1;
+  else if (at < header.size() && header[at] == '\'')
+    end = header.find('\'', at + 1) + 1;
+  else
+    while (end < header.size() && header[end] != ',' && header[end] != '}')
+      ++end;
+  return end == 0 || end == std::string::npos ? "" : header.substr(at, end - at);
+}
+} // namespace
+
+Status readNpyFile(const std::string &path, Tensor &tensor) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return ioError("'" + path + "': cannot open");
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto bad = [&](const std::string &why) { return ioError("'" + path + "': " + why); };
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    return bad("not a NumPy .npy file");
+  int major = (unsigned char)bytes[6];
+  size_t lenBytes = major == 1 ? 2 : 4, start = 8 + lenBytes;
+  if (major < 1 || major > 3 || bytes.size() < start)
+    return bad("unsupported .npy version " + std::to_string(major));
+  size_t headerLen = 0;
+  for (size_t i = 0; i < lenBytes; ++i)
+    headerLen |= (size_t)(unsigned char)bytes[8 + i] << (8 * i);
+  if (bytes.size() < start + headerLen)
+    return bad("truncated header");
+  std::string header = bytes.substr(start, headerLen);
+  std::string descr = npyField(header, "descr"), order = npyField(header, "fortran_order"),
+              shape = npyField(header, "shape");
+  if (descr.size() >= 2)
+    descr = descr.substr(1, descr.size() - 2);
+  if (descr == "<b1" || descr == "b1")
+    descr = "|b1";
+  if (descr == "<i1" || descr == "i1")
+    descr = "|i1";
+  if (descr == "<u1" || descr == "u1")
+    descr = "|u1";
+  const NpyType *type = nullptr;
+  for (const NpyType &t : kNpyTypes)
+    if (descr == t.descr)
+      type = &t;
+  if (!type)
+    return bad("unsupported element type '" + descr +
+               "' (little-endian bool, int, uint and float types are)");
+  if (order != "False")
+    return bad("Fortran-ordered arrays are not supported; save a C-ordered copy");
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')')
+    return bad("cannot read the shape");
+  std::vector<int64_t> dims;
+  std::string inner = shape.substr(1, shape.size() - 2);
+  size_t pos = 0;
+  while (pos < inner.size()) {
+    size_t comma = inner.find(',', pos);
+    std::string part = inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    if (!part.empty()) {
+      char *end = nullptr;
+      long long d = std::strtoll(part.c_str(), &end, 10);
+      if (!end || *end || d < 0)
+        return bad("cannot read the shape");
+      dims.push_back(d);
+    }
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  Tensor t(type->dtype, dims);
+  if (!t.valid())
+    return bad("invalid shape");
+  if (bytes.size() - start - headerLen != t.numBytes())
+    return bad("holds " + std::to_string(bytes.size() - start - headerLen) +
+               " bytes of data; its shape needs " + std::to_string(t.numBytes()));
+  std::memcpy(t.data(), bytes.data() + start + headerLen, t.numBytes());
+  tensor = std::move(t);
+  return {};
+}
+
+Status writeNpyFile(const std::string &path, const Tensor &tensor) {
+  const NpyType *type = nullptr;
+  for (const NpyType &t : kNpyTypes)
+    if (t.dtype == tensor.dtype())
+      type = &t;
+  if (!type)
+    return ioError("'" + path + "': NumPy has no type for " + kiln_dtype_name(tensor.dtype()));
+  std::string shape = "(";
+  for (int64_t d : tensor.dims())
+    shape += std::to_string(d) + ", ";
+  if (tensor.dims().size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (tensor.dims().size() == 1)
+    shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = std::string("{'descr': '") + type->descr +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Data starts on a 64-byte boundary, the header ends in a newline.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += (char)(header.size() & 0xff);
+  out += (char)(header.size() >> 8);
+  out += header;
+  out.append(static_cast<const char *>(tensor.data()), tensor.numBytes());
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !f.write(out.data(), out.size()))
+    return ioError("'" + path + "': cannot write");
+  return {};
 }
 
 template <typename T> static double at(const Tensor &t, int64_t i) {

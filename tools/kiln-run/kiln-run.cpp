@@ -1,4 +1,5 @@
-// kiln-run: runs a model on inputs from a folder, checks and benchmarks it.
+// kiln-run: runs a model on inputs from files or made up from its signature,
+// checks and benchmarks it.
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
 
@@ -8,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,15 +18,26 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 static const char *kUsage =
-    "usage: kiln-run MODEL.onnx --inputs DIR [--outputs DIR] [--check DIR]\n"
+    "usage: kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
+    "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
     "                [--debug-memory]\n"
     "\n"
-    "Compiles MODEL.onnx for the shapes of the inputs in DIR (input_0.pb, input_1.pb, ...:\n"
-    "ONNX TensorProto files in graph-input order), runs it and prints a summary.\n"
+    "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
+    "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
+    "(J: its position among the graph inputs) when --inputs DIR is given; else it is\n"
+    "made from the model's signature and filled as --fill says.\n"
     "\n"
-    "  --inputs DIR   folder with input_J.pb (required)\n"
-    "  --outputs DIR  write output_J.pb (graph-output order) into DIR (created if missing)\n"
+    "  --inputs DIR      folder with input_J.pb: ONNX TensorProto files, or SequenceProto /\n"
+    "                    OptionalProto for sequence and optional inputs (the ONNX test layout)\n"
+    "  --input NAME=FILE one input from a .pb (TensorProto) or .npy (NumPy) file\n"
+    "  --shape NAME=DIMS dims of a made-up input whose declared shape has dynamic dims,\n"
+    "                    e.g. --shape x=1x3x224x224\n"
+    "  --fill random|zeros  made-up inputs: uniform in [-1, 1] for floats, in [0, 3] for\n"
+    "                    integers, 0 or 1 for booleans (default); or all zeros\n"
+    "  --seed N          seed of the random fill (default 0)\n"
+    "  --outputs DIR     write output_J.pb (graph-output order) into DIR (created if missing)\n"
+    "  --npy             with --outputs: write tensors as output_J.npy (NumPy) instead\n"
     "  --check DIR    compare with DIR/output_J.pb: |out - ref| <= atol + rtol*|ref|\n"
     "  --atol X       absolute tolerance for --check (default 1e-4)\n"
     "  --rtol Y       relative tolerance for --check (default 1e-3)\n"
@@ -52,8 +66,62 @@ static bool parseNumber(const char *s, double &out) {
 
 static double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+/// "1x3x224x224" -> {1, 3, 224, 224}; false on anything else.
+static bool parseDims(const std::string &text, std::vector<int64_t> &dims) {
+  dims.clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t x = text.find('x', pos);
+    std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    char *end = nullptr;
+    long long d = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || !end || *end || d < 0)
+      return false;
+    dims.push_back(d);
+    if (x == std::string::npos)
+      return true;
+    pos = x + 1;
+  }
+  return false;
+}
+
+static bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A tensor of `info`'s dtype and `dims`, zeros or uniform random values.
+static kiln::Tensor madeUpInput(const kiln::TensorInfo &info, const std::vector<int64_t> &dims,
+                                bool random, std::mt19937_64 &gen) {
+  kiln::Tensor t(info.dtype, dims);
+  if (!t.valid())
+    return t;
+  std::memset(t.data(), 0, t.numBytes());
+  if (!random)
+    return t;
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 3), bit(0, 1);
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    switch (info.dtype) {
+    case KILN_FLOAT32: t.data<float>()[i] = (float)real(gen); break;
+    case KILN_FLOAT64: t.data<double>()[i] = real(gen); break;
+    case KILN_INT64: t.data<int64_t>()[i] = small(gen); break;
+    case KILN_INT32: t.data<int32_t>()[i] = small(gen); break;
+    case KILN_INT16: t.data<int16_t>()[i] = (int16_t)small(gen); break;
+    case KILN_INT8: t.data<int8_t>()[i] = (int8_t)small(gen); break;
+    case KILN_UINT8: t.data<uint8_t>()[i] = (uint8_t)small(gen); break;
+    case KILN_BOOL: t.data<uint8_t>()[i] = (uint8_t)bit(gen); break;
+    default: break; // other types stay zero
+    }
+  }
+  return t;
+}
+
 int main(int argc, char **argv) {
   std::string modelPath, inputsDir, outputsDir, checkDir;
+  std::map<std::string, std::string> inputFiles;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  bool randomFill = true, npy = false;
+  unsigned long long seed = 0;
   double atol = 1e-4, rtol = 1e-3;
   long bench = 0;
   kiln::CompileOptions copts;
@@ -77,6 +145,28 @@ int main(int argc, char **argv) {
       inputsDir = value("--inputs");
     } else if (a == "--outputs") {
       outputsDir = value("--outputs");
+    } else if (a == "--npy") {
+      npy = true;
+    } else if (a == "--input" || a == "--shape") {
+      std::string v = value(a.c_str());
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        return usageError(a + " needs NAME=" + (a == "--input" ? "FILE" : "DIMS"));
+      std::string name = v.substr(0, eq), rest = v.substr(eq + 1);
+      if (a == "--input") {
+        inputFiles[name] = rest;
+      } else if (!parseDims(rest, shapes[name])) {
+        return usageError("--shape " + v + ": DIMS must look like 1x3x224x224");
+      }
+    } else if (a == "--fill") {
+      std::string v = value("--fill");
+      if (v != "random" && v != "zeros")
+        return usageError("--fill needs 'random' or 'zeros'");
+      randomFill = v == "random";
+    } else if (a == "--seed") {
+      if (!parseNumber(value("--seed"), num) || num < 0 || num != (unsigned long long)num)
+        return usageError("--seed needs a non-negative integer");
+      seed = (unsigned long long)num;
     } else if (a == "--check") {
       checkDir = value("--check");
     } else if (a == "--atol" || a == "--rtol") {
@@ -106,8 +196,8 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return usageError("no model given");
-  if (inputsDir.empty())
-    return usageError("--inputs DIR is required");
+  if (npy && outputsDir.empty())
+    return usageError("--npy needs --outputs DIR");
 
   auto t0 = Clock::now();
   std::string err;
@@ -120,15 +210,69 @@ int main(int argc, char **argv) {
 
   // Inputs as values: a tensor, or for a sequence or optional input the
   // SequenceProto / OptionalProto the ONNX test layout stores.
+  for (const auto &named : inputFiles)
+    if (std::none_of(model->inputs().begin(), model->inputs().end(),
+                     [&](const kiln::TensorInfo &i) { return i.name == named.first; }))
+      return usageError("--input " + named.first + "=...: the model has no input '" +
+                        named.first + "'");
+  for (const auto &named : shapes)
+    if (std::none_of(model->inputs().begin(), model->inputs().end(),
+                     [&](const kiln::TensorInfo &i) { return i.name == named.first; }))
+      return usageError("--shape " + named.first + "=...: the model has no input '" +
+                        named.first + "'");
   std::vector<kiln::Value> inputs;
   std::vector<kiln::ValueView> views;
+  std::mt19937_64 gen(seed);
   for (size_t j = 0; j < model->inputs().size(); ++j) {
-    std::string path = (fs::path(inputsDir) / ("input_" + std::to_string(j) + ".pb")).string();
-    kiln::Value v;
-    if (kiln::Status s = kiln::readValueFile(path, model->inputs()[j], v); !s.ok()) {
-      std::fprintf(stderr, "kiln-run: error: input %zu ('%s'): %s\n", j,
-                   model->inputs()[j].name.c_str(), s.message.c_str());
+    const kiln::TensorInfo &info = model->inputs()[j];
+    auto fail = [&](const std::string &why) {
+      std::fprintf(stderr, "kiln-run: error: input %zu ('%s'): %s\n", j, info.name.c_str(),
+                   why.c_str());
       return 1;
+    };
+    kiln::Value v;
+    auto file = inputFiles.find(info.name);
+    std::string path = file != inputFiles.end()
+                           ? file->second
+                           : inputsDir.empty()
+                                 ? std::string()
+                                 : (fs::path(inputsDir) / ("input_" + std::to_string(j) + ".pb")).string();
+    if (!path.empty() && endsWith(path, ".npy")) {
+      if (info.kind != kiln::ValueKind::Tensor)
+        return fail("a sequence or optional input cannot come from a .npy file");
+      v.tensors.emplace_back();
+      if (kiln::Status s = kiln::readNpyFile(path, v.tensors[0]); !s.ok())
+        return fail(s.message);
+    } else if (!path.empty()) {
+      if (kiln::Status s = kiln::readValueFile(path, info, v); !s.ok())
+        return fail(s.message);
+    } else {
+      // Made up from the signature.
+      if (info.kind != kiln::ValueKind::Tensor)
+        return fail("a sequence input needs a file: --input " + info.name + "=FILE.pb");
+      std::vector<int64_t> dims = info.dims;
+      if (auto given = shapes.find(info.name); given != shapes.end()) {
+        if (given->second.size() != dims.size())
+          return fail("--shape gives " + std::to_string(given->second.size()) +
+                      " dims; the input has rank " + std::to_string(dims.size()));
+        for (size_t d = 0; d < dims.size(); ++d)
+          if (dims[d] >= 0 && dims[d] != given->second[d])
+            return fail("--shape gives dim " + std::to_string(d) + " as " +
+                        std::to_string(given->second[d]) + "; the model fixes it at " +
+                        std::to_string(dims[d]));
+        dims = given->second;
+      }
+      if (std::find(dims.begin(), dims.end(), -1) != dims.end())
+        return fail("its shape has dynamic dims: give them with --shape " + info.name +
+                    "=DIMS (e.g. 1x128)");
+      v.tensors.push_back(madeUpInput(info, dims, randomFill, gen));
+      if (!v.tensors.back().valid())
+        return fail("cannot make a tensor of this shape and type");
+      std::string shape;
+      for (size_t d = 0; d < dims.size(); ++d)
+        shape += (d ? "x" : "") + std::to_string(dims[d]);
+      std::printf("input %zu '%s': %s %s[%s]\n", j, info.name.c_str(),
+                  randomFill ? "random" : "zeros", kiln_dtype_name(info.dtype), shape.c_str());
     }
     kiln::ValueView view{v.kind, {}};
     for (const kiln::Tensor &t : v.tensors)
@@ -137,7 +281,7 @@ int main(int argc, char **argv) {
     inputs.push_back(std::move(v));
   }
   std::string extra = (fs::path(inputsDir) / ("input_" + std::to_string(inputs.size()) + ".pb")).string();
-  if (fs::exists(extra))
+  if (!inputsDir.empty() && fs::exists(extra))
     std::fprintf(stderr, "kiln-run: warning: %s is ignored: the model has %zu inputs\n",
                  extra.c_str(), inputs.size());
 
@@ -190,8 +334,16 @@ int main(int argc, char **argv) {
     if (!outputsDir.empty()) {
       std::error_code ec;
       fs::create_directories(outputsDir, ec);
-      std::string path = (fs::path(outputsDir) / ("output_" + std::to_string(k) + ".pb")).string();
-      if (kiln::Status s = kiln::writeValueFile(path, out, info); !s.ok()) {
+      std::string path =
+          (fs::path(outputsDir) / ("output_" + std::to_string(k) + (npy ? ".npy" : ".pb"))).string();
+      kiln::Status s;
+      if (npy && out.kind != kiln::ValueKind::Tensor)
+        s = kiln::Status::error(KILN_INVALID_ARGUMENT,
+                                "output " + std::to_string(k) +
+                                    " is a sequence or an empty optional; .npy holds tensors only");
+      else
+        s = npy ? kiln::writeNpyFile(path, out.tensors[0]) : kiln::writeValueFile(path, out, info);
+      if (!s.ok()) {
         std::fprintf(stderr, "kiln-run: error: %s\n", s.message.c_str());
         return 1;
       }
