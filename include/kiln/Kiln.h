@@ -108,6 +108,10 @@ struct CompileOptions {
   /// (a run-time choice: compiled code is the same for any count). 0: the
   /// number of physical cores, from the runtime's shared pool; 1: no pool.
   int numThreads = 0;
+  /// Called after each compilation stage with its name and duration (as
+  /// EmitOptions::progress), for progress output on long compiles. It may be
+  /// called from any thread that compiles.
+  std::function<void(const std::string &stage, double seconds)> progress;
 };
 
 /// A loaded ONNX model. Executables are compiled per input-shape signature

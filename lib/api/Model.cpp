@@ -188,11 +188,18 @@ struct Model::Impl {
 
 Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                             const InputValues &values, std::shared_ptr<Executable> &out) const {
-  auto start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now(), last = start;
+  auto done = [&](const char *stage) {
+    auto now = std::chrono::steady_clock::now();
+    if (options.progress)
+      options.progress(stage, std::chrono::duration<double>(now - last).count());
+    last = now;
+  };
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
   if (Status s = importAndOptimize(*ctx, model, shapes, values, module, layout); !s.ok())
     return s;
+  done("import, shape inference, folding");
   releaseFreedMemory();
 
   releaseFreedMemory();
@@ -247,6 +254,7 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   }
   if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory); !s.ok())
     return s;
+  done("lower to linalg, bufferize, lower to the LLVM dialect");
   releaseFreedMemory();
   if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
     exe->desc.workspace_size = ws.getInt();
@@ -266,7 +274,9 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   module = nullptr;
   ctx.reset();
   releaseFreedMemory();
+  done("translate to LLVM IR");
   optimizeModule(*llvmModule, *tm, options.optLevel);
+  done(options.optLevel ? "optimize LLVM IR" : "LLVM IR (-O0: not optimized)");
   exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, &exe->constants,
                               error);
   if (!exe->code)
@@ -274,6 +284,7 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   void *entry = exe->code->lookup("kiln_entry", error);
   if (!entry)
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
+  done("generate machine code");
   exe->finalize(reinterpret_cast<kiln_entry_fn>(entry));
   out = exe;
   stats.compilations++;

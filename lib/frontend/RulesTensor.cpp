@@ -460,6 +460,45 @@ LogicalResult bernoulli(NodeImporter &n, Outs &out) {
   return failure(n.failed());
 }
 
+/// Multinomial: `sample_size` draws per row from softmax(input) by inverse
+/// transform: with the unnormalised cumulative weights c of exp(x - max),
+/// a draw u in [0, 1) picks the number of c_i <= u * c_last (a class of
+/// weight 0 is never picked).
+LogicalResult multinomial(NodeImporter &n, Outs &out) {
+  Value x = n.required(0);
+  auto t = NodeImporter::rankedType(x);
+  if (!t || t.getRank() != 2 || !t.hasStaticShape())
+    return n.error("Multinomial needs an input [batch, classes] of static shape");
+  int64_t batch = t.getDimSize(0), classes = t.getDimSize(1), samples = n.getInt("sample_size", 1);
+  if (samples < 1 || classes < 1)
+    return n.error("Multinomial needs at least one class and sample_size >= 1");
+  Type elt = t.getElementType();
+  Type dtype = onnxElementType(n.b.getContext(), (int32_t)n.getInt("dtype", 6));
+  if (!dtype || !(dtype.isInteger(32) || dtype.isInteger(64)))
+    return n.error("Multinomial's dtype must be int32 or int64");
+  Value weights = n.make<ExpOp>(n.make<SubOp>(
+      x, n.make<ReduceMaxOp>(x, n.b.getDenseI64ArrayAttr({1}), n.b.getBoolAttr(true))));
+  SmallVector<Attribute> upper;
+  for (int64_t i = 0; i < classes; ++i)
+    for (int64_t j = 0; j < classes; ++j)
+      upper.push_back(FloatAttr::get(elt, i <= j ? 1.0 : 0.0));
+  Value cumulative = n.make<MatMulOp>(
+      weights, n.constant(DenseElementsAttr::get(RankedTensorType::get({classes, classes}, elt),
+                                                 upper)));
+  Value total = n.make<SliceOp>(cumulative, n.i64Tensor({classes - 1}), n.i64Tensor({classes}),
+                                n.i64Tensor({1}), n.i64Tensor({1}));
+  Value shape = n.constant(DenseElementsAttr::get(
+      RankedTensorType::get({batch, samples}, elt), FloatAttr::get(elt, 0.0)));
+  Value target = n.make<MulOp>(uniform(n, shape, elt, 0.0, 1.0, seedOf(n)), total);
+  Value below = n.make<LessEqualOp>(n.make<UnsqueezeOp>(cumulative, n.b.getDenseI64ArrayAttr({1})),
+                                    n.make<UnsqueezeOp>(target, n.b.getDenseI64ArrayAttr({2})));
+  Value index = n.make<ReduceSumOp>(n.make<CastOp>(below, TypeAttr::get(n.b.getI64Type())),
+                                    n.b.getDenseI64ArrayAttr({2}), n.b.getBoolAttr(false));
+  index = n.make<MinOp>(index, n.i64Tensor({classes - 1}));
+  out.push_back(n.make<CastOp>(index, TypeAttr::get(dtype)));
+  return failure(n.failed());
+}
+
 LogicalResult dropout(NodeImporter &n, Outs &out) {
   // Inference, or training with a zero ratio: the identity, and a mask
   // that keeps everything. Training with a ratio r keeps each element with
@@ -686,6 +725,7 @@ void addTensorRules(std::vector<ImportRule> &r) {
       {"Trilu", 14, M, trilu},
       {"ReverseSequence", 10, M, reverseSequence},
       {"CumSum", 11, M, cumsum},
+      {"Multinomial", 7, M, multinomial},
       {"EyeLike", 9, M, eyeLike},
       {"OneHot", 9, M, oneHot},
   });

@@ -1,7 +1,8 @@
 // kiln.random_uniform_like: the numbers must look uniform (moments and a
 // chi-square test over 64 bins on 2^16 draws, with bounds far outside
 // what a good generator misses), stay inside [low, high), repeat for a
-// seed and change with it.
+// seed and change with it. The ops built on it (RandomNormal(Like),
+// RandomUniform, Multinomial) must follow their distributions.
 #include "JitTestSupport.h"
 
 #include <algorithm>
@@ -174,3 +175,67 @@ TEST(RandomUniform, ShapeAttribute) {
 }
 
 } // namespace
+
+namespace {
+
+/// Multinomial over logits log([0.2, 0.3, 0.5]) (one row), 20000 draws.
+std::vector<int64_t> multinomialDraws() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto *g = m.mutable_graph();
+  g->set_name("g");
+  auto *node = g->add_node();
+  node->set_op_type("Multinomial");
+  node->add_input("x");
+  node->add_output("y");
+  auto *size = node->add_attribute();
+  size->set_name("sample_size");
+  size->set_type(onnx::AttributeProto::INT);
+  size->set_i(20000);
+  auto *dtype = node->add_attribute();
+  dtype->set_name("dtype");
+  dtype->set_type(onnx::AttributeProto::INT);
+  dtype->set_i(onnx::TensorProto::INT64);
+  auto *in = g->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  auto *out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  out->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  out->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(20000);
+  std::string bytes = m.SerializeAsString(), err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  EXPECT_TRUE(model) << err;
+  if (!model)
+    return {};
+  kiln::Tensor x(KILN_FLOAT32, {1, 3});
+  const float logits[] = {std::log(0.2f), std::log(0.3f), std::log(0.5f)};
+  std::copy(logits, logits + 3, x.data<float>());
+  std::vector<kiln::Tensor> y;
+  kiln::Status s = model->run({x.get()}, y);
+  EXPECT_TRUE(s.ok()) << s.message;
+  if (!s.ok())
+    return {};
+  return std::vector<int64_t>(y[0].data<int64_t>(), y[0].data<int64_t>() + y[0].numElements());
+}
+
+} // namespace
+
+TEST(Multinomial, FrequenciesFollowTheSoftmax) {
+  std::vector<int64_t> draws = multinomialDraws();
+  ASSERT_EQ(draws.size(), 20000u);
+  int64_t counts[3] = {0, 0, 0};
+  for (int64_t d : draws) {
+    ASSERT_GE(d, 0);
+    ASSERT_LE(d, 2);
+    ++counts[d];
+  }
+  // Standard errors sqrt(p (1 - p) / n) <= 0.0036; 5 of them each way.
+  const double p[] = {0.2, 0.3, 0.5};
+  for (int c = 0; c < 3; ++c)
+    EXPECT_NEAR(counts[c] / 20000.0, p[c], 0.018) << "class " << c;
+}

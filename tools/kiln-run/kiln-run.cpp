@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -200,6 +202,23 @@ int main(int argc, char **argv) {
     return usageError("--npy needs --outputs DIR");
 
   auto t0 = Clock::now();
+  // On a terminal, a compile that takes more than a second shows its stages
+  // as they finish (the ones before the first second all at once).
+  std::vector<std::string> pendingStages;
+  double compiled = 0;
+  if (isatty(2))
+    copts.progress = [&](const std::string &stage, double seconds) {
+      compiled += seconds;
+      char line[256];
+      std::snprintf(line, sizeof line, "kiln-run: compiling: %s (%.2f s)\n", stage.c_str(),
+                    seconds);
+      pendingStages.push_back(line);
+      if (compiled < 1.0)
+        return;
+      for (const std::string &l : pendingStages)
+        std::fputs(l.c_str(), stderr);
+      pendingStages.clear();
+    };
   std::string err;
   auto model = kiln::Model::load(modelPath, copts, &err);
   if (!model) {
