@@ -35,6 +35,7 @@ constexpr const char *kLayerNorm = "kiln_layer_norm_f32";
 constexpr const char *kAttention = "kiln_attention_f32";
 constexpr const char *kNms = "kiln_nms_f32";
 constexpr const char *kNonZero = "kiln_nonzero_u8";
+constexpr const char *kDet = "kiln_det_f32";
 // Must match kMaxAttentionKeys in lib/kernels/Kernels.cpp.
 constexpr int64_t kMaxAttentionKeys = 4096;
 
@@ -532,6 +533,22 @@ LogicalResult lowerNonZero(NonZeroOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// kiln.det -> kiln_det_f32 (lib/kernels/LinearAlgebraKernels.cpp), whose
+/// parameter block is (matrices, n).
+LogicalResult lowerDet(DetOp op, PatternRewriter &rw) {
+  auto it = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!it || !t || !it.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  Location loc = op.getLoc();
+  rw.replaceOp(op, callWithResult(rw, loc, kDet, t,
+                                  {i64Block(rw, loc, {t.getNumElements(),
+                                                      it.getDimSize(it.getRank() - 1)}),
+                                   op.getInput()},
+                                  2));
+  return success();
+}
+
 } // namespace
 
 void declareKernelFunctions(ModuleOp module) {
@@ -553,6 +570,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});
   declare(kNms, {i64, i64, i64, i64, f32t, f32t});
   declare(kNonZero, {i64, i64, i64});
+  declare(kDet, {i64, i64, i64});
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
@@ -562,6 +580,7 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerLayerNorm);
   patterns.add(lowerNonMaxSuppression);
   patterns.add(lowerNonZero);
+  patterns.add(lowerDet);
   patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
       patterns.getContext(), /*benefit=*/2);
 }

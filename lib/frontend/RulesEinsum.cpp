@@ -187,7 +187,7 @@ LogicalResult einsum(NodeImporter &n, Outs &out) {
 /// permutations p of prod_i a[i, p(i)], each product one Gather of n
 /// elements and a ReduceProd. Exact up to rounding and branch-free, which
 /// suits the small matrices (2x2 to 4x4: transforms, Jacobians) that models
-/// take determinants of; larger n would need a pivoted LU.
+/// take determinants of; larger ones (up to 128x128) go to kiln.det.
 LogicalResult det(NodeImporter &n, SmallVectorImpl<Value> &out) {
   Value x = n.required(0);
   auto t = NodeImporter::rankedType(x);
@@ -197,9 +197,18 @@ LogicalResult det(NodeImporter &n, SmallVectorImpl<Value> &out) {
   if (t.getDimSize(rank - 2) != size)
     return n.error("Det needs square matrices, got " + Twine(t.getDimSize(rank - 2)) + "x" +
                    Twine(size));
-  if (size < 1 || size > 4)
+  if (size < 1 || size > 128)
     return n.error("Det of " + Twine(size) + "x" + Twine(size) +
-                   " matrices is not supported (Kiln handles 1x1 to 4x4)");
+                   " matrices is not supported (Kiln handles 1x1 to 128x128)");
+  if (size > 4) {
+    // Too many permutations: a pivoted LU in the kiln_det_f32 kernel (in
+    // double; the input goes through f32).
+    Type elt = t.getElementType();
+    Value input = elt.isF32() ? x : n.make<CastOp>(x, TypeAttr::get(n.b.getF32Type()));
+    Value d = n.make<DetOp>(input);
+    out.push_back(elt.isF32() ? d : n.make<CastOp>(d, TypeAttr::get(elt)));
+    return failure(n.failed());
+  }
   SmallVector<int64_t> flatShape(t.getShape().drop_back(2));
   flatShape.push_back(size * size);
   Value flat = n.make<ReshapeOp>(x, n.i64Tensor(flatShape), n.b.getBoolAttr(false));

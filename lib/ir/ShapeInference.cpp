@@ -254,6 +254,20 @@ LogicalResult NonZeroOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   return success();
 }
 
+LogicalResult DetOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor a,
+                                      SmallVectorImpl<Type> &types) {
+  Type f32 = Float32Type::get(ctx);
+  auto t = ranked(a.getInput());
+  if (!t) {
+    types.push_back(UnrankedTensorType::get(f32));
+    return success();
+  }
+  if (t.getRank() < 2)
+    return fail(loc, "det needs matrices [..., n, n]");
+  types.push_back(RankedTensorType::get(t.getShape().drop_back(2), f32));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getLhs());

@@ -702,4 +702,20 @@ def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
   let results = (outs AnyTensor:$output);
 }
 
+
+def Kiln_DetOp : Kiln_Op<"det"> {
+  let summary = "determinants of the trailing n x n matrices, by pivoted LU";
+  let description = [{
+    For ONNX Det above 4x4 (smaller ones are imported as closed-form sums).
+    Lowered to the `kiln_det_f32` kernel: LU with partial pivoting in double,
+    n at most 128.
+
+    ```mlir
+    %d = kiln.det %x : (tensor<3x6x6xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input);
+  let results = (outs F32Tensor:$output);
+}
+
 #endif
