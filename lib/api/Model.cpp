@@ -499,6 +499,12 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
     dims[axis] = count;
     kiln_tensor *cut =
         kiln_tensor_create(kiln_tensor_dtype(raw[k]), (int32_t)dims.size(), dims.data());
+    if (!cut) {
+      for (kiln_tensor *t : raw)
+        kiln_tensor_free(t);
+      raw.clear();
+      return Status::error(KILN_OUT_OF_MEMORY, "cannot allocate output " + std::to_string(k));
+    }
     const char *from = static_cast<const char *>(kiln_tensor_data(raw[k]));
     char *to = static_cast<char *>(kiln_tensor_data(cut));
     for (size_t o = 0; count && o < outer; ++o)

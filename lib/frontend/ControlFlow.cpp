@@ -19,6 +19,8 @@
 // compiling (unrollLoop).
 #include "ControlFlow.h"
 
+#include "mlir/IR/Diagnostics.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -797,11 +799,27 @@ LogicalResult importControlFlowNode(NodeImporter &n, SubgraphImporter importSubg
         inputs.push_back(n.input(i));
       NodeImporter attempt(n.b, n.loc, n.node, n.opset, inputs);
       SmallVector<Value> results;
-      if (succeeded(importLoop(attempt, importSubgraph, body, results)) && !attempt.failed()) {
+      bool ran;
+      SmallVector<std::string> attemptErrors;
+      {
+        // The attempt's errors are held back: reported only if unrolling
+        // fails too, so that a model that compiles shows none of them.
+        ScopedDiagnosticHandler quiet(n.b.getContext(), [&](Diagnostic &d) {
+          if (d.getSeverity() == DiagnosticSeverity::Error)
+            attemptErrors.push_back(d.str());
+          return success();
+        });
+        ran = succeeded(importLoop(attempt, importSubgraph, body, results)) && !attempt.failed();
+      }
+      if (ran) {
         llvm::append_range(outputs, results);
         return success();
       }
-      return unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs);
+      if (succeeded(unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs)))
+        return success();
+      for (const std::string &e : attemptErrors)
+        emitError(n.loc) << e;
+      return failure();
     }
     return importLoop(n, importSubgraph, body, outputs);
   }

@@ -246,14 +246,19 @@ void GraphImporter::bind(const std::string &name, Value tensor, const SmallVecto
                          bool none) {
   if (name.empty())
     return;
+  // A copy first: `seq` may be this very name's entry (a node whose output
+  // reuses its input's name).
+  std::optional<SmallVector<Value>> elements;
+  if (seq)
+    elements = *seq;
   values.erase(name);
   sequences.erase(name);
   nones.erase(name);
   rowCounts.erase(name);
   if (none)
     nones.insert(name);
-  else if (seq)
-    sequences[name] = *seq;
+  else if (elements)
+    sequences[name] = std::move(*elements);
   else
     values[name] = tensor;
 }

@@ -187,7 +187,7 @@ LogicalResult einsum(NodeImporter &n, Outs &out) {
 /// permutations p of prod_i a[i, p(i)], each product one Gather of n
 /// elements and a ReduceProd. Exact up to rounding and branch-free, which
 /// suits the small matrices (2x2 to 4x4: transforms, Jacobians) that models
-/// take determinants of; larger ones (up to 128x128) go to kiln.det.
+/// take determinants of; larger ones (up to 64x64) go to kiln.det.
 LogicalResult det(NodeImporter &n, SmallVectorImpl<Value> &out) {
   Value x = n.required(0);
   auto t = NodeImporter::rankedType(x);
@@ -197,9 +197,9 @@ LogicalResult det(NodeImporter &n, SmallVectorImpl<Value> &out) {
   if (t.getDimSize(rank - 2) != size)
     return n.error("Det needs square matrices, got " + Twine(t.getDimSize(rank - 2)) + "x" +
                    Twine(size));
-  if (size < 1 || size > 128)
+  if (size < 1 || size > 64)
     return n.error("Det of " + Twine(size) + "x" + Twine(size) +
-                   " matrices is not supported (Kiln handles 1x1 to 128x128)");
+                   " matrices is not supported (Kiln handles 1x1 to 64x64)");
   if (size > 4) {
     // Too many permutations: a pivoted LU in the kiln_det_f32 kernel (in
     // double; the input goes through f32).

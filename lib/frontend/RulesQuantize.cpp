@@ -139,18 +139,30 @@ LogicalResult dynamicQuantizeLinear(NodeImporter &n, Outs &out) {
 /// they are constants, else bounded by 255 each.
 bool exactInF32(NodeImporter &n, Value a, Value w, Value wZp, int64_t kept, Value bias) {
   auto at = NodeImporter::rankedType(a), wt = NodeImporter::rankedType(w);
-  if (!at || !wt || !wt.hasStaticShape() || at.getElementTypeBitWidth() > 8 ||
-      wt.getElementTypeBitWidth() > 8)
+  if (!at || !wt || !wt.hasStaticShape() || wt.getRank() < 2 ||
+      at.getElementTypeBitWidth() > 8 || wt.getElementTypeBitWidth() > 8)
     return false;
   constexpr double kExact = 16777216.0; // 2^24
   int64_t outputs = wt.getDimSize(kept), reduced = wt.getNumElements() / std::max<int64_t>(outputs, 1);
   SmallVector<double> sums(outputs, 255.0 * reduced); // bound for run-time weights
   DenseElementsAttr values;
   if (matchPattern(w, m_Constant(&values))) {
-    std::optional<SmallVector<int64_t>> zps =
-        wZp ? getConstantInts(wZp) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
-    if (!zps)
+    // Zero points as their own type reads them (a uint8 200 is 200), one
+    // for all outputs or one per output; anything else takes the i32 path.
+    SmallVector<int64_t> zpValues{0};
+    if (wZp) {
+      DenseElementsAttr zpAttr;
+      auto zt = NodeImporter::rankedType(wZp);
+      if (!zt || zt.getRank() > 1 || !matchPattern(wZp, m_Constant(&zpAttr)))
+        return false;
+      bool zpUnsigned = zt.getElementType().isUnsignedInteger();
+      zpValues.clear();
+      for (const APInt &v : zpAttr.getValues<APInt>())
+        zpValues.push_back(zpUnsigned ? (int64_t)v.getZExtValue() : v.getSExtValue());
+    }
+    if (zpValues.size() != 1 && (int64_t)zpValues.size() != outputs)
       return false;
+    std::optional<SmallVector<int64_t>> zps = zpValues;
     bool isUnsigned = wt.getElementType().isUnsignedInteger();
     llvm::fill(sums, 0.0);
     SmallVector<int64_t> strides(wt.getRank(), 1);
@@ -166,7 +178,7 @@ bool exactInF32(NodeImporter &n, Value a, Value w, Value wZp, int64_t kept, Valu
   }
   std::optional<SmallVector<int64_t>> biases =
       bias ? getConstantInts(bias) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
-  if (!biases)
+  if (!biases || (biases->size() != 1 && (int64_t)biases->size() != outputs))
     return false;
   for (int64_t out = 0; out < outputs; ++out) {
     int64_t b = biases->size() == 1 ? (*biases)[0] : (*biases)[out];

@@ -9,8 +9,9 @@
 namespace {
 
 // The largest matrix side: the LU works on a double copy on the stack
-// (128 KB at this size). The importer rejects larger ones.
-constexpr kiln_i64 kMaxDetSide = 128;
+// (32 KB at this size: the calling thread may have a small stack, and the
+// kernels get no stack probes). The importer rejects larger ones.
+constexpr kiln_i64 kMaxDetSide = 64;
 
 INLINE double absd(double x) { return x < 0 ? -x : x; }
 

@@ -708,7 +708,7 @@ def Kiln_DetOp : Kiln_Op<"det"> {
   let description = [{
     For ONNX Det above 4x4 (smaller ones are imported as closed-form sums).
     Lowered to the `kiln_det_f32` kernel: LU with partial pivoting in double,
-    n at most 128.
+    n at most 64.
 
     ```mlir
     %d = kiln.det %x : (tensor<3x6x6xf32>) -> tensor<3xf32>
