@@ -51,6 +51,21 @@ Value i64Constant(NodeImporter &n, ArrayRef<int64_t> shape, ArrayRef<int64_t> va
       DenseIntElementsAttr::get(RankedTensorType::get(shape, n.b.getI64Type()), values));
 }
 
+/// The layout the selection kernels write (SelectionKernels.cpp): element 0
+/// of `packed` is the count, then the entries, shaped `shape` here. Gives
+/// the entries and sets `count` (a scalar i64 tensor).
+Value unpackCounted(NodeImporter &n, Value packed, ArrayRef<int64_t> shape, Value &count) {
+  auto slice = [&](int64_t begin, int64_t end) {
+    return n.make<SliceOp>(packed, n.i64Tensor({begin}), n.i64Tensor({end}), n.i64Tensor({0}),
+                           n.i64Tensor({1}));
+  };
+  int64_t entries = 1;
+  for (int64_t d : shape)
+    entries *= d;
+  count = n.make<ReshapeOp>(slice(0, 1), n.i64Tensor({}), n.b.getBoolAttr(false));
+  return n.make<ReshapeOp>(slice(1, 1 + entries), n.i64Tensor(shape), n.b.getBoolAttr(false));
+}
+
 /// NonZero of `x`, computed at run time by kiln_nonzero_u8: coordinates
 /// [rank, elements] whose valid columns (axis 1) number `count`.
 LogicalResult runTimeNonZero(NodeImporter &n, Value x, Value &coords, Value &count) {
@@ -65,15 +80,7 @@ LogicalResult runTimeNonZero(NodeImporter &n, Value x, Value &coords, Value &cou
   Value mask = n.make<CastOp>(n.make<NotOp>(n.make<EqualOp>(x, zero)),
                               TypeAttr::get(IntegerType::get(n.b.getContext(), 8,
                                                              IntegerType::Unsigned)));
-  Value packed = n.make<NonZeroOp>(mask);
-  int64_t rank = t.getRank(), elements = t.getNumElements();
-  auto slice = [&](int64_t begin, int64_t end) {
-    return n.make<SliceOp>(packed, n.i64Tensor({begin}), n.i64Tensor({end}), n.i64Tensor({0}),
-                           n.i64Tensor({1}));
-  };
-  count = n.make<ReshapeOp>(slice(0, 1), n.i64Tensor({}), n.b.getBoolAttr(false));
-  coords = n.make<ReshapeOp>(slice(1, 1 + rank * elements), n.i64Tensor({rank, elements}),
-                             n.b.getBoolAttr(false));
+  coords = unpackCounted(n, n.make<NonZeroOp>(mask), {t.getRank(), t.getNumElements()}, count);
   return failure(n.failed());
 }
 
@@ -266,13 +273,8 @@ LogicalResult runTimeNonMaxSuppression(NodeImporter &n, double maxOut, double io
       boxes, scores, n.b.getI64IntegerAttr(perClass),
       n.b.getF32FloatAttr((float)iouThreshold), n.b.getF32FloatAttr((float)scoreThreshold),
       n.b.getI64IntegerAttr(n.getInt("center_point_box", 0)));
-  auto slice = [&](int64_t begin, int64_t end) {
-    return n.make<SliceOp>(packed, n.i64Tensor({begin}), n.i64Tensor({end}), n.i64Tensor({0}),
-                           n.i64Tensor({1}));
-  };
-  Value count = n.make<ReshapeOp>(slice(0, 1), n.i64Tensor({}), n.b.getBoolAttr(false));
-  out.push_back(n.make<ReshapeOp>(slice(1, 1 + 3 * rows), n.i64Tensor({rows, 3}),
-                                  n.b.getBoolAttr(false)));
+  Value count;
+  out.push_back(unpackCounted(n, packed, {rows, 3}, count));
   n.setRowCount(0, count);
   return failure(n.failed());
 }

@@ -87,6 +87,14 @@ static bool parseDims(const std::string &text, std::vector<int64_t> &dims) {
   return false;
 }
 
+/// {1, 3, 224} -> "1x3x224", as --shape takes it.
+static std::string dimsString(const std::vector<int64_t> &dims) {
+  std::string s;
+  for (size_t d = 0; d < dims.size(); ++d)
+    s += (d ? "x" : "") + std::to_string(dims[d]);
+  return s;
+}
+
 static bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -287,11 +295,9 @@ int main(int argc, char **argv) {
       v.tensors.push_back(madeUpInput(info, dims, randomFill, gen));
       if (!v.tensors.back().valid())
         return fail("cannot make a tensor of this shape and type");
-      std::string shape;
-      for (size_t d = 0; d < dims.size(); ++d)
-        shape += (d ? "x" : "") + std::to_string(dims[d]);
       std::printf("input %zu '%s': %s %s[%s]\n", j, info.name.c_str(),
-                  randomFill ? "random" : "zeros", kiln_dtype_name(info.dtype), shape.c_str());
+                  randomFill ? "random" : "zeros", kiln_dtype_name(info.dtype),
+                  dimsString(dims).c_str());
     }
     kiln::ValueView view{v.kind, {}};
     for (const kiln::Tensor &t : v.tensors)
@@ -320,11 +326,7 @@ int main(int argc, char **argv) {
               ms(tLoaded - t0), ms(tCompiled - tLoaded), ms(tRan - tCompiled));
 
   auto describe = [](const kiln::Tensor &t) {
-    std::vector<int64_t> dims = t.dims();
-    std::string shape;
-    for (size_t d = 0; d < dims.size(); ++d)
-      shape += (d ? "x" : "") + std::to_string(dims[d]);
-    std::string text = std::string(kiln_dtype_name(t.dtype())) + "[" + shape + "]";
+    std::string text = std::string(kiln_dtype_name(t.dtype())) + "[" + dimsString(t.dims()) + "]";
     if (t.dtype() == KILN_FLOAT32 && t.numElements() > 0) {
       const float *p = t.data<float>();
       text += " first=[";
