@@ -187,4 +187,19 @@ LogicalResult NodeImporter::error(const Twine &message) {
   return failure();
 }
 
+/// Axes from an attribute (older opsets) or a constant input (newer ones).
+std::optional<SmallVector<int64_t>> axesFrom(NodeImporter &n, int64_t inputSince,
+                                             size_t inputIndex) {
+  if (n.opset >= inputSince) {
+    if (!n.hasInput(inputIndex))
+      return SmallVector<int64_t>();
+    auto v = n.constInts(inputIndex);
+    if (!v)
+      (void)n.error("axes must be a constant");
+    return v;
+  }
+  auto a = n.getInts("axes");
+  return a ? a : SmallVector<int64_t>();
+}
+
 } // namespace kiln

@@ -168,6 +168,12 @@ mlir::Value buildSoftmax(NodeImporter &n, mlir::Value x, llvm::ArrayRef<int64_t>
 /// error (lib/frontend/RulesNN.cpp).
 mlir::Value buildConv(NodeImporter &n, mlir::Value x, mlir::Value w, mlir::Value bias);
 
+/// Axes from an attribute (opsets before `inputSince`) or a constant input
+/// `inputIndex` (from it on); empty when not given. Reports a non-constant
+/// input as an error at the node.
+std::optional<llvm::SmallVector<int64_t>> axesFrom(NodeImporter &n, int64_t inputSince,
+                                                   size_t inputIndex);
+
 /// The value of a one-element boolean constant.
 std::optional<bool> getConstantBool(mlir::Value v);
 

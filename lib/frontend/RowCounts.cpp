@@ -25,13 +25,12 @@ int64_t rankOf(Value v) {
   return t ? t.getRank() : -1;
 }
 
-/// The constant axes of attribute `name` (opset < 13 forms) or input
-/// `index`, normalised to `rank`; nullopt when not known.
-std::optional<SmallVector<int64_t>> axesOf(NodeImporter &n, StringRef name, size_t index,
-                                           int64_t rank) {
-  std::optional<SmallVector<int64_t>> axes =
-      n.attr(name) ? n.getInts(name) : n.constInts(index);
-  if (!axes)
+/// Squeeze's or Unsqueeze's axes (axesFrom), normalised to `rank`; nullopt
+/// when not given, as Squeeze then drops every unit axis, which may be the
+/// counted one.
+std::optional<SmallVector<int64_t>> axesOf(NodeImporter &n, int64_t rank) {
+  std::optional<SmallVector<int64_t>> axes = axesFrom(n, 13, 1);
+  if (!axes || axes->empty())
     return std::nullopt;
   for (int64_t &a : *axes)
     a = a < 0 ? a + rank : a;
@@ -85,13 +84,13 @@ std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
     return a;
   }
   if (op == "Squeeze" && onlyFirst) {
-    auto axes = axesOf(n, "axes", 1, rankOf(n.input(0)));
+    auto axes = axesOf(n, rankOf(n.input(0)));
     if (!axes || llvm::is_contained(*axes, a))
       return std::nullopt;
     return a - llvm::count_if(*axes, [&](int64_t x) { return x < a; });
   }
   if (op == "Unsqueeze" && onlyFirst) {
-    auto axes = axesOf(n, "axes", 1, rankOf(outputs[0]));
+    auto axes = axesOf(n, rankOf(outputs[0]));
     if (!axes)
       return std::nullopt;
     SmallVector<int64_t> sorted(*axes);
