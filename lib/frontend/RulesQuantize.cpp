@@ -147,22 +147,12 @@ bool exactInF32(NodeImporter &n, Value a, Value w, Value wZp, int64_t kept, Valu
   SmallVector<double> sums(outputs, 255.0 * reduced); // bound for run-time weights
   DenseElementsAttr values;
   if (matchPattern(w, m_Constant(&values))) {
-    // Zero points as their own type reads them (a uint8 200 is 200), one
-    // for all outputs or one per output; anything else takes the i32 path.
-    SmallVector<int64_t> zpValues{0};
-    if (wZp) {
-      DenseElementsAttr zpAttr;
-      auto zt = NodeImporter::rankedType(wZp);
-      if (!zt || zt.getRank() > 1 || !matchPattern(wZp, m_Constant(&zpAttr)))
-        return false;
-      bool zpUnsigned = zt.getElementType().isUnsignedInteger();
-      zpValues.clear();
-      for (const APInt &v : zpAttr.getValues<APInt>())
-        zpValues.push_back(zpUnsigned ? (int64_t)v.getZExtValue() : v.getSExtValue());
-    }
-    if (zpValues.size() != 1 && (int64_t)zpValues.size() != outputs)
+    // One zero point for all outputs or one per output; anything else takes
+    // the i32 path.
+    std::optional<SmallVector<int64_t>> zps =
+        wZp ? getConstantInts(wZp) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+    if (!zps || (zps->size() != 1 && (int64_t)zps->size() != outputs))
       return false;
-    std::optional<SmallVector<int64_t>> zps = zpValues;
     bool isUnsigned = wt.getElementType().isUnsignedInteger();
     llvm::fill(sums, 0.0);
     SmallVector<int64_t> strides(wt.getRank(), 1);

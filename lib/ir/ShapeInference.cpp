@@ -35,9 +35,12 @@ std::optional<SmallVector<int64_t>> kiln::getConstantInts(Value v) {
   DenseIntElementsAttr attr;
   if (!v || !matchPattern(v, m_Constant(&attr)))
     return std::nullopt;
+  // Each value as its type reads it: a uint8 200 is 200, a true is 1.
+  Type elt = attr.getElementType();
+  bool zeroExtend = elt.isUnsignedInteger() || elt.isInteger(1);
   SmallVector<int64_t> out;
   for (const APInt &i : attr.getValues<APInt>())
-    out.push_back(i.getSExtValue());
+    out.push_back(zeroExtend ? (int64_t)i.getZExtValue() : i.getSExtValue());
   return out;
 }
 
