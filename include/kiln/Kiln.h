@@ -171,7 +171,7 @@ private:
 };
 
 /// What `kilnc --emit=` produces.
-enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object };
+enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object, Bundle };
 
 struct EmitOptions {
   EmitKind kind = EmitKind::Object;
@@ -185,6 +185,10 @@ struct EmitOptions {
   /// model input is an error.
   std::map<std::string, std::vector<int64_t>> inputShapesByName;
   std::string entryName = "kiln_entry";
+  /// Bundles: the C identifier that prefixes every exported symbol, and
+  /// whether the weights go to a separate file instead of the object.
+  std::string bundleName = "model";
+  bool externalWeights = false;
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).
   std::function<void(const std::string &stage, double seconds)> progress;
@@ -194,6 +198,18 @@ struct EmitOptions {
 /// linalg, llvm, asm) and object bytes land in `out`. Standard MLIR
 /// IR-printing flags, when registered by the tool, apply to the passes.
 Status emit(const std::string &path, const EmitOptions &options, std::string &out);
+
+/// An ahead-of-time bundle: an object exporting `const kiln_model_desc
+/// NAME_model` and `void NAME_entry(void **)` and nothing else, its C header,
+/// and with external weights the NAME.weights file
+/// (kiln_model_load_weights).
+struct Bundle {
+  std::string object, header, weights;
+};
+Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &out);
+
+/// The hex digest Kiln identifies a model's bytes by (xxh3, 128 bits).
+std::string modelDigest(const void *data, size_t size);
 
 } // namespace kiln
 

@@ -5,6 +5,7 @@
 
 #include "onnx/onnx_pb.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -139,27 +140,42 @@ kiln_dtype dtypeOf(Type t) {
   return (kiln_dtype)0;
 }
 
-namespace {
-/// Reports each stage's duration to EmitOptions::progress.
-class StageClock {
-public:
-  explicit StageClock(const EmitOptions &o) : options(o) {}
-  void done(const std::string &stage) {
-    auto now = std::chrono::steady_clock::now();
-    if (options.progress)
-      options.progress(stage, std::chrono::duration<double>(now - last).count());
-    last = now;
-  }
+void StageClock::done(const std::string &stage) {
+  auto now = std::chrono::steady_clock::now();
+  if (progress)
+    progress(stage, std::chrono::duration<double>(now - last).count());
+  last = now;
+}
 
-private:
-  const EmitOptions &options;
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-};
-} // namespace
+Status describeSignature(ModuleOp module, std::vector<TensorInfo> &inputs,
+                         std::vector<TensorInfo> &outputs) {
+  auto func = cast<func::FuncOp>(module.getBody()->front());
+  auto describe = [&](Type t, DictionaryAttr attrs, std::vector<TensorInfo> &list) -> Status {
+    auto nameAttr = attrs ? attrs.getAs<StringAttr>("kiln.name") : StringAttr();
+    std::string name = nameAttr ? nameAttr.str() : std::string();
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if (!rt || !rt.hasStaticShape())
+      return Status::error(KILN_COMPILE_ERROR,
+                           "the shape of '" + name + "' is not known after shape inference");
+    list.push_back({std::move(name), dtypeOf(rt.getElementType()),
+                    std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end())});
+    return {};
+  };
+  inputs.clear();
+  outputs.clear();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (Status s = describe(func.getArgumentTypes()[i], func.getArgAttrDict(i), inputs); !s.ok())
+      return s;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (Status s = describe(func.getResultTypes()[i], func.getResultAttrDict(i), outputs);
+        !s.ok())
+      return s;
+  return {};
+}
 
-Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
-  StageClock clock(options);
-  LoadedModel model;
+Status loadAndImport(const std::string &path, const EmitOptions &options, StageClock &clock,
+                     LoadedModel &model, std::unique_ptr<MLIRContext> &ctx,
+                     OwningOpRef<ModuleOp> &module) {
   std::string error;
   if (!loadModelFromFile(path, model, error))
     return Status::error(KILN_IO_ERROR, error);
@@ -178,11 +194,36 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
       shapes[it - inputs.begin()] = entry.second;
     }
   }
-  auto ctx = createCompilerContext();
-  OwningOpRef<ModuleOp> module;
+  ctx = createCompilerContext();
   if (Status s = importAndOptimize(*ctx, model, shapes, {}, module); !s.ok())
     return s;
   clock.done("import, shape inference, folding");
+  return {};
+}
+
+Status checkFixedOutputs(ModuleOp module) {
+  // An object's entry point has outputs of fixed shapes (kiln/runtime.h);
+  // an output whose number of rows is known only at run time would come back
+  // padded, with no way to tell, and a sequence output as loose tensors.
+  if (module->hasAttr("kiln.output_row_counts"))
+    return Status::error(KILN_COMPILE_ERROR,
+                         "an output's number of rows is known only at run time (a "
+                         "NonMaxSuppression on run-time boxes); kilnc's objects do not support "
+                         "that yet: run the model through the JIT (kiln-run, kiln::Model)");
+  if (module->hasAttr("kiln.output_layout"))
+    return Status::error(KILN_COMPILE_ERROR,
+                         "an output is a sequence or an optional; kilnc's objects return "
+                         "tensors only: run the model through the JIT (kiln-run, kiln::Model)");
+  return {};
+}
+
+Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
+  StageClock clock(options.progress);
+  LoadedModel model;
+  std::unique_ptr<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> module;
+  if (Status s = loadAndImport(path, options, clock, model, ctx, module); !s.ok())
+    return s;
   auto print = [&](Operation *op) {
     llvm::raw_string_ostream os(out);
     op->print(os);
@@ -198,19 +239,10 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
     print(*module);
     return {};
   }
-  // An object's entry point has outputs of fixed shapes (kiln/runtime.h);
-  // an output whose number of rows is known only at run time would come back
-  // padded, with no way to tell, and a sequence output as loose tensors.
-  if ((*module)->hasAttr("kiln.output_row_counts"))
-    return Status::error(KILN_COMPILE_ERROR,
-                         "an output's number of rows is known only at run time (a "
-                         "NonMaxSuppression on run-time boxes); kilnc's objects do not support "
-                         "that yet: run the model through the JIT (kiln-run, kiln::Model)");
-  if ((*module)->hasAttr("kiln.output_layout"))
-    return Status::error(KILN_COMPILE_ERROR,
-                         "an output is a sequence or an optional; kilnc's objects return "
-                         "tensors only: run the model through the JIT (kiln-run, kiln::Model)");
+  if (Status s = checkFixedOutputs(*module); !s.ok())
+    return s;
   // Validate the target before the (long) lowering, so a typo fails fast.
+  std::string error;
   TargetOptions to{options.triple, options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);
   if (!tm)

@@ -6,7 +6,11 @@
 #include "kiln/Frontend/Importer.h"
 #include "kiln/Kiln.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+
+#include <chrono>
+#include <functional>
 
 namespace kiln {
 
@@ -43,6 +47,33 @@ Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
 
 /// Signature types of a func's arguments and results.
 kiln_dtype dtypeOf(mlir::Type elementType);
+
+/// The compiled signature of an imported module's function: names, dtypes
+/// and static dims. An error names a value whose shape is still unknown.
+Status describeSignature(mlir::ModuleOp module, std::vector<TensorInfo> &inputs,
+                         std::vector<TensorInfo> &outputs);
+
+/// Reports each stage's duration to a progress callback.
+class StageClock {
+public:
+  using Callback = std::function<void(const std::string &stage, double seconds)>;
+  explicit StageClock(Callback progress) : progress(std::move(progress)) {}
+  void done(const std::string &stage);
+
+private:
+  Callback progress;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+
+/// The front half of kilnc: loads the model at `path`, applies `options`'
+/// shapes (by position and by name) and imports and optimises it.
+Status loadAndImport(const std::string &path, const EmitOptions &options, StageClock &clock,
+                     LoadedModel &model, std::unique_ptr<mlir::MLIRContext> &ctx,
+                     mlir::OwningOpRef<mlir::ModuleOp> &module);
+
+/// Refuses modules whose outputs an ahead-of-time entry point cannot return
+/// (run-time row counts, sequences, optionals).
+Status checkFixedOutputs(mlir::ModuleOp module);
 
 } // namespace kiln
 

@@ -67,6 +67,7 @@ struct Executable {
     outputDescs = describeTensors(outputs);
     desc.abi_version = KILN_ABI_VERSION;
     desc.name = "model";
+    desc.workspace_alignment = 64;
     desc.num_inputs = (int32_t)inputs.size();
     desc.num_outputs = (int32_t)outputs.size();
     desc.inputs = inputDescs.data();
@@ -201,37 +202,9 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
     return s;
   done("import, shape inference, folding");
   releaseFreedMemory();
-
-  releaseFreedMemory();
   auto exe = std::make_shared<Executable>();
-  auto func = cast<func::FuncOp>(module->getBody()->front());
-  auto describe = [&](Type t, std::string name, TensorInfo &info) -> Status {
-    auto rt = dyn_cast<RankedTensorType>(t);
-    if (!rt || !rt.hasStaticShape())
-      return Status::error(KILN_COMPILE_ERROR,
-                           "the shape of '" + name + "' is not known after shape inference");
-    info = {std::move(name), dtypeOf(rt.getElementType()),
-            std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end())};
-    return {};
-  };
-  auto nameOf = [](DictionaryAttr attrs) {
-    auto name = attrs ? attrs.getAs<StringAttr>("kiln.name") : StringAttr();
-    return name ? name.str() : std::string();
-  };
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    TensorInfo info;
-    if (Status s = describe(func.getArgumentTypes()[i], nameOf(func.getArgAttrDict(i)), info);
-        !s.ok())
-      return s;
-    exe->inputs.push_back(info);
-  }
-  for (unsigned i = 0; i < func.getNumResults(); ++i) {
-    TensorInfo info;
-    if (Status s = describe(func.getResultTypes()[i], nameOf(func.getResultAttrDict(i)), info);
-        !s.ok())
-      return s;
-    exe->outputs.push_back(info);
-  }
+  if (Status s = describeSignature(*module, exe->inputs, exe->outputs); !s.ok())
+    return s;
   if (auto c = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_row_counts"))
     exe->rowCounts.assign(c.asArrayRef().begin(), c.asArrayRef().end());
   if (auto c = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_count_axes"))

@@ -150,6 +150,12 @@ kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor
                               ("model was compiled for runtime ABI " +
                                std::to_string(m->abi_version) + ", this runtime has " +
                                std::to_string(KILN_ABI_VERSION)).c_str());
+  if (m->weights && !m->weights->loaded)
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("model '" + std::string(m->name ? m->name : "") +
+                               "' keeps its weights in a file: load it with "
+                               "kiln_model_load_weights before running")
+                                  .c_str());
   if (n != (size_t)m->num_inputs || (n && !inputs))
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               ("the model takes " + std::to_string(m->num_inputs) +

@@ -1,5 +1,6 @@
 // kilnc: the command-line compiler. Parses flags and calls kiln::emit.
 #include "kiln/Kiln.h"
+#include "kiln/TensorIO.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -35,7 +36,9 @@ static cl::opt<kiln::EmitKind> emitKind(
                clEnumValN(kiln::EmitKind::Linalg, "linalg", "linalg/tensor IR"),
                clEnumValN(kiln::EmitKind::LLVMIR, "llvm", "optimized LLVM IR"),
                clEnumValN(kiln::EmitKind::Assembly, "asm", "target assembly"),
-               clEnumValN(kiln::EmitKind::Object, "obj", "ELF relocatable object (default)")),
+               clEnumValN(kiln::EmitKind::Object, "obj", "ELF relocatable object (default)"),
+               clEnumValN(kiln::EmitKind::Bundle, "bundle",
+                          "deployable bundle: NAME.o + NAME.h (+ NAME.weights); -o DIR/NAME")),
     cl::cat(kilncCat));
 static cl::opt<std::string> targetTriple("target", cl::desc("Target triple (default: host), e.g. "
                                                             "aarch64-linux-gnu"),
@@ -50,14 +53,70 @@ static cl::list<std::string> shapes(
     cl::desc("Concrete shape of an input, NAME=DxDx...; needed for llvm/asm/obj when the model "
              "has dynamic dims (e.g. --shape input=1x128x256)"),
     cl::value_desc("NAME=DIMS"), cl::cat(kilncCat));
+static cl::opt<std::string> shapesFrom(
+    "shapes-from",
+    cl::desc("Take the input shapes from DIR/input_J.pb (ONNX test-data layout), for models "
+             "with dynamic dims; --shape overrides single inputs"),
+    cl::value_desc("DIR"), cl::cat(kilncCat));
 static cl::opt<std::string> entryName("entry", cl::desc("Name of the generated entry point"),
                                       cl::init("kiln_entry"), cl::cat(kilncCat));
+enum class WeightsPlace { Embedded, External };
+static cl::opt<WeightsPlace> weightsPlace(
+    "weights", cl::desc("Where a bundle keeps its weights"), cl::init(WeightsPlace::Embedded),
+    cl::values(clEnumValN(WeightsPlace::Embedded, "embedded", "in the object (default)"),
+               clEnumValN(WeightsPlace::External, "external",
+                          "in NAME.weights, loaded with kiln_model_load_weights")),
+    cl::cat(kilncCat));
 static cl::opt<bool> verbose("v", cl::desc("Report progress and timing on stderr"),
                              cl::cat(kilncCat));
 
 static void printVersion(llvm::raw_ostream &os) {
   os << "kilnc (Kiln) " << kiln::version() << "\nbuilt with LLVM/MLIR " << LLVM_VERSION_STRING
      << "\n";
+}
+
+static bool writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream f(path, std::ios::binary);
+  if (f.write(bytes.data(), bytes.size()) && f.flush())
+    return true;
+  llvm::errs() << "kilnc: error: cannot write '" << path << "'\n";
+  return false;
+}
+
+/// --emit=bundle: -o DIR/NAME names the files and the symbols' prefix.
+static int writeBundle(kiln::EmitOptions &opts, std::chrono::steady_clock::time_point start) {
+  std::filesystem::path base = outputPath.empty()
+                                   ? std::filesystem::path(inputPath.getValue()).stem()
+                                   : std::filesystem::path(outputPath.getValue());
+  if (outputPath == "-" || base.filename().empty()) {
+    llvm::errs() << "kilnc: error: a bundle is several files: give -o DIR/NAME\n";
+    return 2;
+  }
+  opts.bundleName = base.filename().string();
+  opts.externalWeights = weightsPlace == WeightsPlace::External;
+  kiln::Bundle bundle;
+  kiln::Status status = kiln::emitBundle(inputPath, opts, bundle);
+  if (!status.ok()) {
+    llvm::errs() << "kilnc: error: " << status.message << "\n";
+    return 1;
+  }
+  std::string stem = base.string();
+  if (!writeFile(stem + ".o", bundle.object) || !writeFile(stem + ".h", bundle.header))
+    return 1;
+  if (opts.externalWeights && !writeFile(stem + ".weights", bundle.weights))
+    return 1;
+  if (verbose)
+    llvm::errs() << "kilnc: wrote " << stem << ".o (" << bundle.object.size() << " bytes), "
+                 << stem << ".h"
+                 << (opts.externalWeights
+                         ? ", " + stem + ".weights (" + std::to_string(bundle.weights.size()) +
+                               " bytes)"
+                         : std::string())
+                 << " in "
+                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                        .count()
+                 << " s\n";
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -98,7 +157,13 @@ int main(int argc, char **argv) {
       argc, argv,
       "Kiln: compiles an ONNX model to native code.\n\n"
       "  kilnc MODEL.onnx [-o FILE] --emit=kiln|linalg|llvm|asm|obj [--target=TRIPLE]\n"
-      "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n\n"
+      "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n"
+      "  kilnc MODEL.onnx --emit=bundle -o DIR/NAME [--weights=embedded|external] ...\n\n"
+      "A bundle is NAME.o, exporting `const kiln_model_desc NAME_model` and\n"
+      "NAME_entry, and NAME.h, which declares them and gives the signature as\n"
+      "constants; run it with kiln_model_execute(&NAME_model, ...) from\n"
+      "libkiln_runtime. --weights=external writes the weights to NAME.weights, for\n"
+      "kiln_model_load_weights(&NAME_model, PATH).\n"
       "The object file exports `void kiln_entry(void **buffers)`: input data pointers\n"
       "then output data pointers, dense row-major, in graph order, then the workspace\n"
       "(kiln_entry_workspace_size bytes); it calls kiln_parallel_for, so link it with\n"
@@ -117,6 +182,23 @@ int main(int argc, char **argv) {
   opts.optLevel = optLevel;
   opts.entryName = entryName;
 
+  if (!shapesFrom.empty()) {
+    for (int j = 0;; ++j) {
+      std::string file = shapesFrom + "/input_" + std::to_string(j) + ".pb";
+      if (!std::filesystem::exists(file))
+        break;
+      kiln::Tensor t;
+      if (kiln::Status s = kiln::readTensorFile(file, t); !s.ok()) {
+        llvm::errs() << "kilnc: error: --shapes-from: " << s.message << "\n";
+        return 1;
+      }
+      opts.inputShapes.push_back(t.dims());
+    }
+    if (opts.inputShapes.empty()) {
+      llvm::errs() << "kilnc: error: --shapes-from: no " << shapesFrom << "/input_0.pb\n";
+      return 1;
+    }
+  }
   // --shape NAME=DxDx...; kiln::emit matches the names to the model's inputs.
   for (const std::string &s : shapes) {
     size_t eq = s.rfind('=');
@@ -150,6 +232,8 @@ int main(int argc, char **argv) {
       llvm::errs() << llvm::format("kilnc: %7.2f s  ", seconds) << stage << "\n";
     };
   }
+  if (emitKind == kiln::EmitKind::Bundle)
+    return writeBundle(opts, start);
   std::string out;
   kiln::Status status = kiln::emit(inputPath, opts, out);
   if (!status.ok()) {

@@ -18,8 +18,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever kiln_model_desc or the entry-point ABI changes
- * (3: compiled code calls kiln_parallel_for). */
-#define KILN_ABI_VERSION 3
+ * (3: compiled code calls kiln_parallel_for; 4: workspace alignment, model
+ * hash and external weights in kiln_model_desc). */
+#define KILN_ABI_VERSION 4
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -77,8 +78,18 @@ typedef struct kiln_tensor_desc {
  * may be reused from run to run, but not by two runs at the same time. */
 typedef void (*kiln_entry_fn)(void **buffers);
 
+/* Weights a bundle keeps outside its object (kilnc --weights=external):
+ * storage inside the bundle that kiln_model_load_weights fills from the
+ * NAME.weights file kilnc wrote next to it. */
+typedef struct kiln_weights {
+  void *data;       /* `size` bytes, 64-byte aligned */
+  uint64_t size;
+  uint64_t hash;    /* kiln_hash64 of the bytes */
+  int32_t loaded;   /* set by kiln_model_load_weights */
+} kiln_weights;
+
 typedef struct kiln_model_desc {
-  uint32_t abi_version; /* KILN_ABI_VERSION */
+  uint32_t abi_version; /* KILN_ABI_VERSION; checked before anything else is read */
   const char *name;
   int32_t num_inputs;
   int32_t num_outputs;
@@ -86,7 +97,34 @@ typedef struct kiln_model_desc {
   const kiln_tensor_desc *outputs;
   uint64_t workspace_size; /* bytes of scratch the entry point needs */
   kiln_entry_fn entry;
+  uint64_t workspace_alignment; /* of the workspace, in bytes (64) */
+  const char *model_hash; /* hex digest of the ONNX model compiled; NULL if unknown */
+  kiln_weights *weights;  /* external weights; NULL when they are in the code */
 } kiln_model_desc;
+
+/* A 64-bit hash of `size` bytes (not cryptographic): what kiln_weights.hash
+ * and a weights file's header hold. */
+uint64_t kiln_hash64(const void *data, size_t size);
+
+/* Reads a weights file written by kilnc --weights=external into
+ * model->weights, after checking that it belongs to this model: its header
+ * (magic, ABI version, size, hash) and then the hash of its contents, so a
+ * truncated, corrupt or other model's file is an error and leaves the model
+ * unloaded. Not safe while the model runs. Models without external weights
+ * accept any call with path NULL. */
+kiln_status *kiln_model_load_weights(const kiln_model_desc *model, const char *path);
+
+/* The layout of a weights file: this header (little-endian), zero padding
+ * up to byte 64, then the `size` bytes. */
+#define KILN_WEIGHTS_MAGIC "KILNWGT"
+#define KILN_WEIGHTS_DATA_OFFSET 64
+typedef struct kiln_weights_file_header {
+  char magic[8];        /* KILN_WEIGHTS_MAGIC, NUL-terminated */
+  uint32_t abi_version; /* KILN_ABI_VERSION of the compiler that wrote it */
+  uint32_t reserved;
+  uint64_t size;
+  uint64_t hash; /* kiln_hash64 of the bytes */
+} kiln_weights_file_header;
 
 /* A dense tensor owned by the runtime (or wrapping caller memory). */
 typedef struct kiln_tensor kiln_tensor;

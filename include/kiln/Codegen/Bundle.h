@@ -1,0 +1,48 @@
+// The data an ahead-of-time bundle carries besides its code: the runtime
+// descriptor (kiln/runtime.h's kiln_model_desc) and the weights, either in
+// the object or in storage that kiln_model_load_weights fills.
+// Compiler-internal.
+#ifndef KILN_CODEGEN_BUNDLE_H
+#define KILN_CODEGEN_BUNDLE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln {
+
+struct ConstantPool;
+
+struct BundleTensor {
+  std::string name;
+  int32_t dtype;
+  std::vector<int64_t> dims;
+};
+
+struct BundleLayout {
+  std::string name; ///< prefix of every exported symbol (a C identifier)
+  std::string modelHash;
+  std::vector<BundleTensor> inputs, outputs;
+  uint64_t workspaceSize = 0;
+  bool externalWeights = false;
+};
+
+/// Before optimisation: makes every pool constant (extractConstants) an
+/// offset into one array, NAME_weights, declared but not yet defined so the
+/// optimiser never looks into the weights; gives every symbol but
+/// NAME_entry internal linkage, so that two bundles link into one program.
+void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std::string &name);
+
+/// After optimisation: defines NAME_weights (the pool's bytes, read-only, or
+/// zeroed storage for an external weights file) and the descriptor
+/// NAME_model. Large weights go to the large-data sections on x86-64, so a
+/// model over 2 GB links.
+void defineBundleData(llvm::Module &module, const ConstantPool &pool, const BundleLayout &layout);
+
+} // namespace kiln
+
+#endif

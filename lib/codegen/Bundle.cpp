@@ -1,0 +1,144 @@
+// Builds the descriptor and weights of an ahead-of-time bundle in LLVM IR;
+// see include/kiln/Codegen/Bundle.h.
+#include "kiln/Codegen/Bundle.h"
+#include "kiln/Codegen/ConstantPool.h"
+
+#include "kiln/runtime.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/Module.h"
+#include "llvm/TargetParser/Triple.h"
+
+namespace kiln {
+
+static std::string weightsSymbol(const std::string &name) { return name + "_weights"; }
+
+void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std::string &name) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *i8 = llvm::Type::getInt8Ty(ctx);
+  if (pool.size) {
+    auto *arrayTy = llvm::ArrayType::get(i8, pool.size);
+    // Constant while the optimiser runs: the code never writes its weights
+    // (defineBundleData makes external storage writable for the loader).
+    auto *weights = new llvm::GlobalVariable(module, arrayTy, /*isConstant=*/true,
+                                             llvm::GlobalValue::ExternalLinkage, nullptr,
+                                             weightsSymbol(name));
+    weights->setAlignment(llvm::Align(64));
+    for (const auto &[symbol, offset] : pool.symbols) {
+      llvm::GlobalVariable *gv = module.getGlobalVariable(symbol);
+      if (!gv)
+        continue; // folded away
+      llvm::Constant *at = llvm::ConstantExpr::getInBoundsGetElementPtr(
+          i8, weights, llvm::ConstantInt::get(llvm::Type::getInt64Ty(ctx), offset));
+      gv->replaceAllUsesWith(at);
+      gv->eraseFromParent();
+    }
+  }
+  std::string entry = name + "_entry";
+  for (llvm::GlobalValue &gv : module.global_values())
+    if (!gv.isDeclaration() && gv.getName() != entry)
+      gv.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+namespace {
+/// Emits the constant globals the descriptor points to.
+class DescriptorBuilder {
+public:
+  DescriptorBuilder(llvm::Module &module)
+      : module(module), ctx(module.getContext()), ptr(llvm::PointerType::get(ctx, 0)),
+        i32(llvm::Type::getInt32Ty(ctx)), i64(llvm::Type::getInt64Ty(ctx)),
+        tensorTy(llvm::StructType::get(ctx, {ptr, i32, i32, ptr})) {}
+
+  llvm::Constant *string(const std::string &s) {
+    llvm::Constant *init = llvm::ConstantDataArray::getString(ctx, s, /*AddNull=*/true);
+    return privateConstant(init, "str");
+  }
+
+  llvm::Constant *tensors(const std::vector<BundleTensor> &list, const std::string &what) {
+    if (list.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    std::vector<llvm::Constant *> entries;
+    for (const BundleTensor &t : list) {
+      llvm::Constant *dims = llvm::ConstantPointerNull::get(ptr);
+      if (!t.dims.empty()) {
+        std::vector<uint64_t> values(t.dims.begin(), t.dims.end());
+        dims = privateConstant(llvm::ConstantDataArray::get(ctx, values), "dims");
+      }
+      entries.push_back(llvm::ConstantStruct::get(
+          tensorTy, {string(t.name), llvm::ConstantInt::get(i32, t.dtype),
+                     llvm::ConstantInt::get(i32, t.dims.size()), dims}));
+    }
+    return privateConstant(
+        llvm::ConstantArray::get(llvm::ArrayType::get(tensorTy, entries.size()), entries), what);
+  }
+
+  llvm::GlobalVariable *privateConstant(llvm::Constant *init, const std::string &name) {
+    auto *gv = new llvm::GlobalVariable(module, init->getType(), /*isConstant=*/true,
+                                        llvm::GlobalValue::PrivateLinkage, init,
+                                        "__kiln_" + name);
+    gv->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return gv;
+  }
+
+  llvm::Module &module;
+  llvm::LLVMContext &ctx;
+  llvm::PointerType *ptr;
+  llvm::IntegerType *i32, *i64;
+  llvm::StructType *tensorTy;
+};
+} // namespace
+
+void defineBundleData(llvm::Module &module, const ConstantPool &pool, const BundleLayout &layout) {
+  DescriptorBuilder b(module);
+  llvm::Constant *weightsSlot = llvm::ConstantPointerNull::get(b.ptr);
+  llvm::GlobalVariable *weights = module.getGlobalVariable(weightsSymbol(layout.name));
+  llvm::StringRef bytes(pool.data.get(), pool.size);
+  if (weights) {
+    weights->setLinkage(llvm::GlobalValue::InternalLinkage);
+    if (layout.externalWeights) {
+      weights->setInitializer(llvm::Constant::getNullValue(weights->getValueType()));
+      weights->setConstant(false);
+    } else {
+      weights->setInitializer(
+          llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(b.ctx)));
+    }
+    // Beyond the small code model's 2 GB, x86-64 needs the large-data
+    // sections (.lrodata, .lbss) and 64-bit addressing for the weights.
+    llvm::Triple triple(module.getTargetTriple());
+    if (triple.getArch() == llvm::Triple::x86_64 && pool.size > (64u << 10))
+      weights->setCodeModel(llvm::CodeModel::Large);
+  }
+  if (layout.externalWeights) {
+    // A slot even with no weights to load, so the program's call to
+    // kiln_model_load_weights stays valid whatever the model holds.
+    auto *slotTy = llvm::StructType::get(b.ctx, {b.ptr, b.i64, b.i64, b.i32});
+    llvm::Constant *data = weights ? llvm::cast<llvm::Constant>(weights)
+                                   : llvm::cast<llvm::Constant>(llvm::ConstantPointerNull::get(b.ptr));
+    llvm::Constant *slot = llvm::ConstantStruct::get(
+        slotTy, {data, llvm::ConstantInt::get(b.i64, bytes.size()),
+                 llvm::ConstantInt::get(b.i64, kiln_hash64(bytes.data(), bytes.size())),
+                 llvm::ConstantInt::get(b.i32, 0)});
+    weightsSlot = new llvm::GlobalVariable(module, slotTy, /*isConstant=*/false,
+                                           llvm::GlobalValue::InternalLinkage, slot,
+                                           layout.name + "_weights_slot");
+  }
+
+  auto *descTy = llvm::StructType::get(
+      b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64, b.ptr, b.i64, b.ptr, b.ptr});
+  llvm::Function *entry = module.getFunction(layout.name + "_entry");
+  llvm::Constant *desc = llvm::ConstantStruct::get(
+      descTy, {llvm::ConstantInt::get(b.i32, KILN_ABI_VERSION), b.string(layout.name),
+               llvm::ConstantInt::get(b.i32, layout.inputs.size()),
+               llvm::ConstantInt::get(b.i32, layout.outputs.size()),
+               b.tensors(layout.inputs, "inputs"), b.tensors(layout.outputs, "outputs"),
+               llvm::ConstantInt::get(b.i64, layout.workspaceSize),
+               entry ? llvm::cast<llvm::Constant>(entry)
+                     : llvm::cast<llvm::Constant>(llvm::ConstantPointerNull::get(b.ptr)),
+               llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot});
+  new llvm::GlobalVariable(module, descTy, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+                           desc, layout.name + "_model");
+}
+
+} // namespace kiln

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds a Kiln bundle of a model, links it with the runtime alone, runs it
+# and checks its outputs against the model's ONNX test data.
+#
+#   bundle-test.sh MODE NAME MODEL.onnx DATA_DIR [kilnc options...]
+#
+# MODE: host      embedded weights, native; the program links nothing of LLVM/MLIR
+#       external  --weights=external: runs only with its own, intact weights file
+#       jit-exact the bundle's outputs equal the JIT's (kiln-run) bit for bit
+#       aarch64   cross-compiled for aarch64-linux-gnu, run under qemu-aarch64
+# Environment (set by CTest): KILNC, KILN_RUN, KILN_CC, KILN_RUNTIME_INCLUDE,
+# KILN_RUNTIME_LIBDIR, KILN_AARCH64_CC, KILN_AARCH64_RUNTIME, KILN_LLVM_BIN,
+# KILN_TEST_DIR.
+set -euo pipefail
+mode=$1 name=$2 model=$3 data=$4
+shift 4
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$KILN_TEST_DIR/$mode-$name
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"
+fail() { echo "bundle-test: FAIL: $*" >&2; exit 1; }
+
+compile_runner() { # CC OUT EXTRA...
+  local cc=$1 out=$2
+  shift 2
+  "$cc" -O2 -I. -I"$KILN_RUNTIME_INCLUDE" -DKILN_BUNDLE_HEADER="\"$name.h\"" \
+    -DKILN_BUNDLE_MODEL="${name}_model" "$src/bundle-run.c" "$name.o" "$@" -lm -o "$out"
+}
+expect_error() { # PATTERN COMMAND...
+  local pattern=$1 out
+  shift
+  if out=$("$@" 2>&1); then fail "'$*' succeeded; expected an error matching '$pattern'"; fi
+  echo "$out"
+  grep -q -- "$pattern" <<<"$out" || fail "the error does not say '$pattern'"
+}
+native_runner() {
+  compile_runner "$KILN_CC" run -L"$KILN_RUNTIME_LIBDIR" -lkiln_runtime \
+    -Wl,-rpath,"$KILN_RUNTIME_LIBDIR"
+  if ldd ./run | grep -Ei 'llvm|mlir'; then fail "the bundle's program links LLVM/MLIR"; fi
+}
+
+case $mode in
+host)
+  "$KILNC" "$model" --emit=bundle -o "$work/$name" "$@"
+  "$KILN_LLVM_BIN/llvm-nm" -g --defined-only "$name.o"
+  # Only the descriptor and the entry point are exported, so bundles of two
+  # models link into one program.
+  [ "$("$KILN_LLVM_BIN/llvm-nm" -g --defined-only "$name.o" | awk '{print $3}' | sort | tr '\n' ' ')" = \
+    "${name}_entry ${name}_model " ] || fail "the object exports more than its two symbols"
+  native_runner
+  ./run "$data"
+  ;;
+external)
+  "$KILNC" "$model" --emit=bundle --weights=external -o "$work/$name" "$@"
+  native_runner
+  expect_error "needs its weights file" ./run "$data"
+  expect_error "cannot open weights file" ./run "$data" --weights missing.weights
+  head -c $(( $(stat -c %s "$name.weights") / 2 )) "$name.weights" > truncated.weights
+  expect_error "belongs to another model\|truncated" ./run "$data" --weights truncated.weights
+  # Same size and header, one byte of the data changed.
+  cp "$name.weights" corrupt.weights
+  size=$(stat -c %s corrupt.weights)
+  printf '\x5a' | dd of=corrupt.weights bs=1 seek=$(( size - 3 )) conv=notrunc status=none
+  cmp -s corrupt.weights "$name.weights" && printf '\xa5' |
+    dd of=corrupt.weights bs=1 seek=$(( size - 3 )) conv=notrunc status=none
+  expect_error "is corrupt" ./run "$data" --weights corrupt.weights
+  head -c 64 /dev/zero > notweights.weights
+  expect_error "not a Kiln weights file" ./run "$data" --weights notweights.weights
+  ./run "$data" --weights "$name.weights"
+  ;;
+jit-exact)
+  "$KILNC" "$model" --emit=bundle -o "$work/$name" "$@"
+  native_runner
+  mkdir jit
+  cp "$data"/input_*.pb jit/
+  "$KILN_RUN" "$model" --inputs "$data" --outputs jit >/dev/null
+  ./run jit --atol 0 --rtol 0
+  ;;
+aarch64)
+  "$KILNC" "$model" --emit=bundle --target=aarch64-linux-gnu -o "$work/$name" "$@"
+  header=$("$KILN_LLVM_BIN/llvm-readelf" -h "$name.o")
+  grep -q AArch64 <<<"$header" || fail "$name.o is not an AArch64 object"
+  compile_runner "$KILN_AARCH64_CC" run "$KILN_AARCH64_RUNTIME" -lstdc++ -lpthread
+  qemu-aarch64 -L /usr/aarch64-linux-gnu ./run "$data"
+  ;;
+*)
+  fail "unknown mode '$mode'"
+  ;;
+esac
+echo "bundle-test: $mode $name: ok"
