@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs Kiln into a temporary prefix, builds examples/bundle out of tree
+# against it (find_package(Kiln), kiln_add_model), and runs it on the
+# example model: the bundle's program must link nothing of LLVM/MLIR and
+# print the hand-derived softmax([10, 1]) = [0.999877, 0.000123395], as the
+# JIT program built against the same package does.
+#   install-test.sh BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER
+set -euo pipefail
+build=$1 src=$2 work=$3 cc=$4
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+for f in bin/kilnc lib/libkiln_runtime.so lib/libkiln_runtime.a lib/libkiln.so \
+         include/kiln/runtime.h include/kiln/Kiln.h lib/cmake/Kiln/KilnConfig.cmake; do
+  [ -e "$work/prefix/$f" ] || fail "the install has no $f"
+done
+cmake -S "$src/examples/bundle" -B "$work/example" -G Ninja -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DKILN_EXAMPLE_MODEL="$build/examples/tiny_mlp/model.onnx" >"$work/configure.log" ||
+  { cat "$work/configure.log"; fail "configuring the example"; }
+cmake --build "$work/example" || fail "building the example"
+deps=$(ldd "$work/example/bundle-example")
+echo "$deps"
+if grep -Ei 'llvm|mlir|libkiln\.so' <<<"$deps"; then fail "bundle-example links the compiler"; fi
+grep -q "$work/prefix/lib/libkiln_runtime.so" <<<"$deps" || fail "not linked to the installed runtime"
+for program in bundle-example jit-example; do
+  out=$("$work/example/$program" 1 2 3 4)
+  echo "$out"
+  grep -q "^  0: 0.99987[67]" <<<"$out" || fail "$program: top output is not 0: 0.999877"
+  grep -q "^  1: 0.00012339" <<<"$out" || fail "$program: second output is not 1: 0.000123395"
+done
+echo "install-test: ok"
