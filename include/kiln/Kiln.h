@@ -112,6 +112,13 @@ struct CompileOptions {
   /// EmitOptions::progress), for progress output on long compiles. It may be
   /// called from any thread that compiles.
   std::function<void(const std::string &stage, double seconds)> progress;
+  /// Reuse compiled executables across processes from an on-disk cache,
+  /// keyed by the model's bytes, input shapes (and specialised values),
+  /// these options, the target CPU and the Kiln and LLVM builds.
+  bool cache = true;
+  /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+  /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
+  std::string cacheDir;
 };
 
 /// A loaded ONNX model. Executables are compiled per input-shape signature
@@ -158,7 +165,8 @@ public:
                       std::vector<TensorInfo> &outputs) const;
 
   struct Stats {
-    int compilations = 0;
+    int compilations = 0;      ///< executables made, compiled or read from the cache
+    int cacheHits = 0;         ///< of those, read from the on-disk cache
     double compileSeconds = 0; ///< total over all compilations
   };
   Stats stats() const;

@@ -16,6 +16,9 @@ static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
     opts.optLevel = o->opt_level;
     opts.debugMemory = o->debug_memory != 0;
     opts.numThreads = o->num_threads;
+    opts.cache = o->no_cache == 0;
+    if (o->cache_dir)
+      opts.cacheDir = o->cache_dir;
   }
   return opts;
 }

@@ -1,4 +1,5 @@
 // kiln::Model: the in-process JIT with a per-shape executable cache.
+#include "CompileCache.h"
 #include "Driver.h"
 #include "TensorDescs.h"
 
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -169,8 +171,15 @@ struct Model::Impl {
   /// Set once a compile showed that shapes depend on input values.
   mutable bool specialiseValues = false;
 
+  /// The on-disk cache (null when CompileOptions::cache is off) and the
+  /// model's digest, computed on the first compile.
+  std::unique_ptr<CompileCache> diskCache;
+  mutable std::string digest;
+
   Status compile(const Layout &layout, const Shapes &shapes, const InputValues &values,
                  std::shared_ptr<Executable> &out) const;
+  std::string diskKey(const Layout &layout, const Shapes &shapes, const InputValues &values,
+                      const llvm::TargetMachine &tm) const;
   Status getExecutable(const Layout &layout, const Shapes &shapes, const InputValues &values,
                        std::shared_ptr<Executable> &out) const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -187,6 +196,115 @@ struct Model::Impl {
   }
 };
 
+/// A cache entry's payload: the executable's signature and output
+/// bookkeeping, its constant pool and its object code.
+static std::string serializeExecutable(const Executable &exe, const std::string &object) {
+  PayloadWriter w;
+  auto infos = [&](const std::vector<TensorInfo> &list) {
+    w.u64(list.size());
+    for (const TensorInfo &t : list) {
+      w.bytes(t.name);
+      w.u64((uint64_t)t.dtype);
+      w.i64s(t.dims);
+    }
+  };
+  infos(exe.inputs);
+  infos(exe.outputs);
+  w.i64s(exe.outputLayout);
+  w.i64s(exe.rowCounts);
+  w.i64s(exe.countAxes);
+  w.u64(exe.desc.workspace_size);
+  w.u64(exe.constants.symbols.size());
+  for (const auto &[name, offset] : exe.constants.symbols) {
+    w.bytes(name);
+    w.u64(offset);
+  }
+  w.bytes(std::string(exe.constants.data.get(), exe.constants.size));
+  w.bytes(object);
+  return std::move(w.out);
+}
+
+static bool deserializeExecutable(std::string_view payload, Executable &exe,
+                                  std::string_view &object) {
+  PayloadReader r(payload);
+  auto infos = [&](std::vector<TensorInfo> &list) {
+    uint64_t n = r.u64();
+    for (uint64_t i = 0; r.ok && i < n; ++i) {
+      TensorInfo t;
+      t.name = std::string(r.bytes());
+      t.dtype = (kiln_dtype)r.u64();
+      t.dims = r.i64s();
+      list.push_back(std::move(t));
+    }
+  };
+  infos(exe.inputs);
+  infos(exe.outputs);
+  exe.outputLayout = r.i64s();
+  exe.rowCounts = r.i64s();
+  exe.countAxes = r.i64s();
+  exe.desc.workspace_size = r.u64();
+  uint64_t symbols = r.u64();
+  for (uint64_t i = 0; r.ok && i < symbols; ++i) {
+    std::string name(r.bytes());
+    exe.constants.symbols.emplace_back(std::move(name), r.u64());
+  }
+  std::string_view pool = r.bytes();
+  object = r.bytes();
+  if (!r.ok || r.pos != payload.size())
+    return false;
+  if (!pool.empty()) {
+    char *data = static_cast<char *>(std::aligned_alloc(64, (pool.size() + 63) / 64 * 64));
+    if (!data)
+      return false;
+    std::memcpy(data, pool.data(), pool.size());
+    exe.constants.data.reset(data);
+    exe.constants.size = pool.size();
+  }
+  for (const auto &[name, offset] : exe.constants.symbols)
+    if (offset > exe.constants.size)
+      return false;
+  return true;
+}
+
+std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
+                                 const InputValues &values, const llvm::TargetMachine &tm) const {
+  CacheKey key;
+  if (digest.empty()) {
+    // External data is in the proto by now, so the proto is what to hash;
+    // but serialising it would copy every weight. The large raw_data
+    // blocks are hashed where they lie and swapped out (O(1)) while the
+    // rest is serialised. Callers hold the mutex, so no compile reads the
+    // proto meanwhile.
+    CacheKey weights;
+    auto *initializers = model.proto->mutable_graph()->mutable_initializer();
+    std::vector<std::string> held(initializers->size());
+    for (int i = 0; i < initializers->size(); ++i) {
+      // Read through the const accessor: mutable_raw_data() would mark the
+      // field present on a tensor that keeps its values in float_data.
+      const std::string &raw = (*initializers)[i].raw_data();
+      if (raw.size() < 4096)
+        continue; // serialised with the rest
+      weights.add((*initializers)[i].name()).add(modelDigest(raw.data(), raw.size()));
+      (*initializers)[i].mutable_raw_data()->swap(held[i]);
+    }
+    std::string rest = model.proto->SerializeAsString();
+    for (int i = 0; i < initializers->size(); ++i)
+      if (!held[i].empty())
+        (*initializers)[i].mutable_raw_data()->swap(held[i]);
+    digest = weights.add(modelDigest(rest.data(), rest.size())).digest();
+  }
+  key.add(compilerIdentity()).add(version()).add(LLVM_VERSION_STRING).add(KILN_ABI_VERSION);
+  key.add(digest).add(layout).add((int64_t)shapes.size());
+  for (const auto &shape : shapes)
+    key.add(shape);
+  for (const auto &[index, bytes] : values)
+    key.add((int64_t)index).add(bytes);
+  key.add(options.optLevel).add(options.debugMemory ? 1 : 0);
+  key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
+      .add(tm.getTargetFeatureString().str());
+  return key.digest();
+}
+
 Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                             const InputValues &values, std::shared_ptr<Executable> &out) const {
   auto start = std::chrono::steady_clock::now(), last = start;
@@ -196,6 +314,31 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
       options.progress(stage, std::chrono::duration<double>(now - last).count());
     last = now;
   };
+  std::string error;
+  TargetOptions to{"", options.cpu, options.optLevel};
+  auto tm = createTargetMachine(to, error);
+  if (!tm)
+    return Status::error(KILN_INVALID_ARGUMENT, error);
+  std::string key;
+  if (diskCache) {
+    key = diskKey(layout, shapes, values, *tm);
+    std::string entry;
+    std::string_view payload, object;
+    auto cached = std::make_shared<Executable>();
+    if (diskCache->load(key, entry, payload) && deserializeExecutable(payload, *cached, object)) {
+      cached->code = JitCode::createFromObject(object, to, &cached->constants, error);
+      void *fn = cached->code ? cached->code->lookup("kiln_entry", error) : nullptr;
+      if (fn) {
+        cached->finalize(reinterpret_cast<kiln_entry_fn>(fn));
+        done("load compiled code from the cache");
+        out = cached;
+        stats.compilations++;
+        stats.cacheHits++;
+        return {};
+      }
+      // An entry this build cannot link is compiled afresh (and replaced).
+    }
+  }
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
   if (Status s = importAndOptimize(*ctx, model, shapes, values, module, layout); !s.ok())
@@ -232,11 +375,6 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
     exe->desc.workspace_size = ws.getInt();
   extractConstants(*module, kMinPooledConstantBytes, exe->constants);
-  std::string error;
-  TargetOptions to{"", options.cpu, options.optLevel};
-  auto tm = createTargetMachine(to, error);
-  if (!tm)
-    return Status::error(KILN_INVALID_ARGUMENT, error);
   auto llvmCtx = std::make_unique<llvm::LLVMContext>();
   auto llvmModule = translateToLLVMIR(*module, *llvmCtx, *tm, error);
   if (!llvmModule)
@@ -250,14 +388,21 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   done("translate to LLVM IR");
   optimizeModule(*llvmModule, *tm, options.optLevel);
   done(options.optLevel ? "optimize LLVM IR" : "LLVM IR (-O0: not optimized)");
-  exe->code = JitCode::create(std::move(llvmModule), std::move(llvmCtx), to, &exe->constants,
-                              error);
+  // Machine code as an object file, which the cache can keep.
+  std::string object;
+  if (!emitMachineCode(*llvmModule, *tm, /*assembly=*/false, object, error))
+    return Status::error(KILN_COMPILE_ERROR, error);
+  llvmModule.reset();
+  llvmCtx.reset();
+  exe->code = JitCode::createFromObject(object, to, &exe->constants, error);
   if (!exe->code)
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
   void *entry = exe->code->lookup("kiln_entry", error);
   if (!entry)
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
   done("generate machine code");
+  if (diskCache)
+    diskCache->store(key, serializeExecutable(*exe, object));
   exe->finalize(reinterpret_cast<kiln_entry_fn>(entry));
   out = exe;
   stats.compilations++;
@@ -286,6 +431,8 @@ static std::unique_ptr<Model::Impl> makeImpl(LoadedModel loaded, const CompileOp
   impl->options = options;
   if (options.numThreads > 1)
     impl->pool.reset(kiln_thread_pool_create(options.numThreads));
+  if (options.cache)
+    impl->diskCache = std::make_unique<CompileCache>(options.cacheDir);
   for (const onnx::ValueInfoProto *in : modelInputs(*impl->model.proto))
     impl->inputs.push_back(declaredInfo(*in));
   for (const auto &out : impl->model.proto->graph().output())

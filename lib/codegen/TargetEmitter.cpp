@@ -188,10 +188,10 @@ bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembl
   return true;
 }
 
-std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
-                                         std::unique_ptr<llvm::LLVMContext> context,
-                                         const TargetOptions &options, const ConstantPool *pool,
-                                         std::string &error) {
+/// An LLJIT for the host with libm/libc, kiln_parallel_for and `pool`'s
+/// constants defined.
+static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
+                                                   const ConstantPool *pool, std::string &error) {
   initializeTargets();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
@@ -229,14 +229,39 @@ std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
     error = llvm::toString(std::move(err));
     return nullptr;
   }
-  module->setDataLayout((*jit)->getDataLayout());
-  if (auto err = (*jit)->addIRModule(
-          llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
+  return std::move(*jit);
+}
+
+std::unique_ptr<JitCode> JitCode::create(std::unique_ptr<llvm::Module> module,
+                                         std::unique_ptr<llvm::LLVMContext> context,
+                                         const TargetOptions &options, const ConstantPool *pool,
+                                         std::string &error) {
+  auto jit = createJit(options, pool, error);
+  if (!jit)
+    return nullptr;
+  module->setDataLayout(jit->getDataLayout());
+  if (auto err =
+          jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context)))) {
     error = llvm::toString(std::move(err));
     return nullptr;
   }
   std::unique_ptr<JitCode> code(new JitCode);
-  code->jit = std::move(*jit);
+  code->jit = std::move(jit);
+  return code;
+}
+
+std::unique_ptr<JitCode> JitCode::createFromObject(std::string_view object,
+                                                   const TargetOptions &options,
+                                                   const ConstantPool *pool, std::string &error) {
+  auto jit = createJit(options, pool, error);
+  if (!jit)
+    return nullptr;
+  if (auto err = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), "kiln-jit"))) {
+    error = llvm::toString(std::move(err));
+    return nullptr;
+  }
+  std::unique_ptr<JitCode> code(new JitCode);
+  code->jit = std::move(jit);
   return code;
 }
 

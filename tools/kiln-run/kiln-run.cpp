@@ -23,7 +23,7 @@ static const char *kUsage =
     "usage: kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
     "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
-    "                [--debug-memory]\n"
+    "                [--debug-memory] [--no-cache]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
@@ -50,6 +50,9 @@ static const char *kUsage =
     "  -O0..-O3       optimization level (default -O3)\n"
     "  --debug-memory no static memory plan: every intermediate gets fresh memory filled\n"
     "                 with NaN, so a read of unwritten memory shows up as NaN\n"
+    "  --no-cache     compile afresh: neither read nor write the compile cache\n"
+    "                 (KILN_CACHE_DIR, default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;\n"
+    "                 size bound KILN_CACHE_MAX_MB, default 2048)\n"
     "  --help, --version\n"
     "\n"
     "Exit status: 0 when everything ran (and matched, with --check); 1 on a mismatch or\n"
@@ -192,6 +195,8 @@ int main(int argc, char **argv) {
         copts.numThreads = (int)num;
     } else if (a == "--debug-memory") {
       copts.debugMemory = true;
+    } else if (a == "--no-cache") {
+      copts.cache = false;
     } else if (a == "--mcpu") {
       copts.cpu = value("--mcpu");
     } else if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3') {
@@ -322,8 +327,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   auto tRan = Clock::now();
-  std::printf("model: %s\nload_ms=%.1f compile_ms=%.1f first_run_ms=%.2f\n", modelPath.c_str(),
-              ms(tLoaded - t0), ms(tCompiled - tLoaded), ms(tRan - tCompiled));
+  std::printf("model: %s\nload_ms=%.1f compile_ms=%.1f first_run_ms=%.2f cache=%s\n",
+              modelPath.c_str(), ms(tLoaded - t0), ms(tCompiled - tLoaded), ms(tRan - tCompiled),
+              !copts.cache ? "off" : model->stats().cacheHits ? "hit" : "miss");
 
   auto describe = [](const kiln::Tensor &t) {
     std::string text = std::string(kiln_dtype_name(t.dtype())) + "[" + dimsString(t.dims()) + "]";

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace llvm {
 class LLVMContext;
@@ -58,6 +59,11 @@ public:
                                          std::unique_ptr<llvm::LLVMContext> context,
                                          const TargetOptions &options, const ConstantPool *pool,
                                          std::string &error);
+  /// The same from an object file emitMachineCode wrote for the host
+  /// (a compile-cache entry): no code generation.
+  static std::unique_ptr<JitCode> createFromObject(std::string_view object,
+                                                   const TargetOptions &options,
+                                                   const ConstantPool *pool, std::string &error);
   ~JitCode();
   void *lookup(const std::string &symbol, std::string &error);
 

@@ -1,0 +1,226 @@
+#include "CompileCache.h"
+
+#include "llvm/Support/xxhash.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace kiln {
+
+static std::string hex128(const void *data, size_t size) {
+  llvm::XXH128_hash_t h =
+      llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(data), size));
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", (unsigned long long)h.high64,
+                (unsigned long long)h.low64);
+  return buf;
+}
+
+CacheKey &CacheKey::add(const std::string &field) {
+  // Length-prefixed: no two field lists give the same text.
+  text += std::to_string(field.size()) + ":" + field + ";";
+  return *this;
+}
+
+CacheKey &CacheKey::add(const std::vector<int64_t> &v) {
+  std::string s;
+  for (int64_t x : v)
+    s += std::to_string(x) + ",";
+  return add(s);
+}
+
+std::string CacheKey::digest() const { return hex128(text.data(), text.size()); }
+
+/// The whole file in one read (istreambuf_iterator goes a byte at a time:
+/// a third of a second for ResNet-18's entry).
+static bool readWholeFile(const std::string &path, std::string &out) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return false;
+  bool ok = std::fseek(f, 0, SEEK_END) == 0;
+  long size = ok ? std::ftell(f) : -1;
+  ok = size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
+  if (ok) {
+    // resize() would zero-fill what the read overwrites anyway: tens of
+    // megabytes of page faults twice over.
+    out.clear();
+    out.reserve(size);
+    char buffer[1 << 16];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+      out.append(buffer, n);
+    ok = out.size() == (size_t)size;
+  }
+  std::fclose(f);
+  return ok;
+}
+
+const std::string &compilerIdentity() {
+  static const std::string identity = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) || !info.dli_fname)
+      return std::string();
+    std::string bytes;
+    if (!readWholeFile(info.dli_fname, bytes) || bytes.empty())
+      return std::string();
+    return hex128(bytes.data(), bytes.size());
+  }();
+  return identity;
+}
+
+static std::string defaultDirectory() {
+  if (const char *d = std::getenv("KILN_CACHE_DIR"))
+    return d;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/kiln";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/kiln";
+  return "";
+}
+
+CompileCache::CompileCache(std::string d, uint64_t max)
+    : dir(d.empty() ? defaultDirectory() : std::move(d)), maxBytes(max) {
+  if (!maxBytes) {
+    const char *mb = std::getenv("KILN_CACHE_MAX_MB");
+    maxBytes = (mb && std::atoll(mb) > 0 ? std::atoll(mb) : 2048) * (uint64_t(1) << 20);
+  }
+  if (!dir.empty())
+    dir += "/jit";
+}
+
+// An entry: magic, payload size, payload, xxh3-128 of the payload.
+static const char kMagic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
+
+bool CompileCache::load(const std::string &key, std::string &data, std::string_view &payload) const {
+  if (dir.empty())
+    return false;
+  std::string path = dir + "/" + key + ".kjit";
+  if (!readWholeFile(path, data))
+    return false;
+  uint64_t size = 0;
+  bool intact = data.size() >= 16 + 32 && std::memcmp(data.data(), kMagic, 8) == 0;
+  if (intact) {
+    std::memcpy(&size, data.data() + 8, 8);
+    intact = size == data.size() - 16 - 32 &&
+             hex128(data.data() + 16, size) == data.substr(16 + size, 32);
+  }
+  if (!intact) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    return false;
+  }
+  payload = std::string_view(data).substr(16, size);
+  std::error_code ec; // least recently used: a hit counts as a use
+  fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+  return true;
+}
+
+void CompileCache::store(const std::string &key, const std::string &payload) const {
+  if (dir.empty())
+    return;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::random_device random;
+  std::string tmp = dir + "/." + key + "." + std::to_string(getpid()) + "." +
+                    std::to_string(random()) + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    uint64_t size = payload.size();
+    f.write(kMagic, 8);
+    f.write(reinterpret_cast<const char *>(&size), 8);
+    f.write(payload.data(), payload.size());
+    f << hex128(payload.data(), payload.size());
+    if (!f.flush()) {
+      f.close();
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  fs::rename(tmp, dir + "/" + key + ".kjit", ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return;
+  }
+  // Evict the least recently used entries beyond the bound.
+  struct Entry {
+    fs::path path;
+    fs::file_time_type time;
+    uint64_t size;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  for (const auto &e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".kjit")
+      continue;
+    std::error_code err;
+    uint64_t size = e.file_size(err);
+    auto time = e.last_write_time(err);
+    if (err)
+      continue;
+    entries.push_back({e.path(), time, size});
+    total += size;
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry &a, const Entry &b) { return a.time < b.time; });
+  for (const Entry &e : entries) {
+    if (total <= maxBytes)
+      break;
+    fs::remove(e.path, ec);
+    total -= e.size;
+  }
+}
+
+void PayloadWriter::u64(uint64_t v) { out.append(reinterpret_cast<const char *>(&v), 8); }
+void PayloadWriter::bytes(const std::string &s) {
+  u64(s.size());
+  out += s;
+}
+void PayloadWriter::i64s(const std::vector<int64_t> &v) {
+  u64(v.size());
+  for (int64_t x : v)
+    u64((uint64_t)x);
+}
+
+uint64_t PayloadReader::u64() {
+  uint64_t v = 0;
+  if (!ok || pos + 8 > in.size()) {
+    ok = false;
+    return 0;
+  }
+  std::memcpy(&v, in.data() + pos, 8);
+  pos += 8;
+  return v;
+}
+std::string_view PayloadReader::bytes() {
+  uint64_t n = u64();
+  if (!ok || n > in.size() - pos) {
+    ok = false;
+    return {};
+  }
+  std::string_view s = in.substr(pos, n);
+  pos += n;
+  return s;
+}
+std::vector<int64_t> PayloadReader::i64s() {
+  uint64_t n = u64();
+  std::vector<int64_t> v;
+  if (!ok || n > (in.size() - pos) / 8) {
+    ok = false;
+    return v;
+  }
+  for (uint64_t i = 0; i < n; ++i)
+    v.push_back((int64_t)u64());
+  return v;
+}
+
+} // namespace kiln

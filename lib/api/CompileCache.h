@@ -1,0 +1,73 @@
+// The on-disk cache of JIT-compiled executables (kiln::Model, the C API,
+// kiln-run): one file per key, written atomically, checked on every read.
+#ifndef KILN_API_COMPILECACHE_H
+#define KILN_API_COMPILECACHE_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+/// Builds a cache key from everything that decides the compiled code.
+class CacheKey {
+public:
+  CacheKey &add(const std::string &field);
+  CacheKey &add(int64_t v) { return add(std::to_string(v)); }
+  CacheKey &add(const std::vector<int64_t> &v);
+  /// 32 hex digits.
+  std::string digest() const;
+
+private:
+  std::string text;
+};
+
+/// A content digest of the Kiln library this code lives in, so that a
+/// rebuilt compiler never reuses code an older build cached ("" when the
+/// library cannot be read).
+const std::string &compilerIdentity();
+
+class CompileCache {
+public:
+  /// `dir` empty: KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
+  /// ~/.cache/kiln. maxBytes 0: KILN_CACHE_MAX_MB (default 2048) MiB.
+  explicit CompileCache(std::string dir = "", uint64_t maxBytes = 0);
+  const std::string &directory() const { return dir; }
+
+  /// The payload stored under `key` (a view into `data`, which holds the
+  /// entry), when an intact entry exists. A truncated or corrupt entry is
+  /// deleted and reported as a miss.
+  bool load(const std::string &key, std::string &data, std::string_view &payload) const;
+  /// Stores `payload` under `key`: written to a temporary file and renamed,
+  /// so that readers and concurrent writers only ever see whole entries;
+  /// then evicts the least recently used entries beyond the size bound.
+  /// Failures (read-only directory, full disk) are silent: the cache is an
+  /// optimisation.
+  void store(const std::string &key, const std::string &payload) const;
+
+private:
+  std::string dir;
+  uint64_t maxBytes;
+};
+
+/// Little-endian serialisation for cache payloads.
+struct PayloadWriter {
+  std::string out;
+  void u64(uint64_t v);
+  void bytes(const std::string &s);
+  void i64s(const std::vector<int64_t> &v);
+};
+struct PayloadReader {
+  std::string_view in;
+  size_t pos = 0;
+  bool ok = true;
+  explicit PayloadReader(std::string_view in) : in(in) {}
+  uint64_t u64();
+  std::string_view bytes();
+  std::vector<int64_t> i64s();
+};
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,152 @@
+// The on-disk compile cache: reuse across Model instances, recovery from
+// damaged entries, the key, and the size bound.
+#include "../../lib/api/CompileCache.h"
+#include "kiln/Kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTinyMlp = std::string(KILN_EXAMPLES_DIR) + "/tiny_mlp/model.onnx";
+
+std::string freshDir(const std::string &name) {
+  std::string dir = (fs::temp_directory_path() /
+                     ("kiln-cache-test-" + std::to_string(getpid()) + "-" + name))
+                        .string();
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::vector<fs::path> entries(const std::string &dir) {
+  std::vector<fs::path> out;
+  if (fs::exists(dir + "/jit"))
+    for (const auto &e : fs::directory_iterator(dir + "/jit"))
+      out.push_back(e.path());
+  return out;
+}
+
+struct Result {
+  std::vector<float> y;
+  kiln::Model::Stats stats;
+};
+
+/// Loads the tiny MLP with the cache in `dir` and runs it on x = [1, 2, 3, 4].
+Result runTiny(const std::string &dir, int optLevel = 3) {
+  kiln::CompileOptions options;
+  options.cacheDir = dir;
+  options.optLevel = optLevel;
+  std::string err;
+  auto model = kiln::Model::load(kTinyMlp, options, &err);
+  EXPECT_TRUE(model) << err;
+  if (!model)
+    return {};
+  kiln::Tensor x(KILN_FLOAT32, {1, 4});
+  for (int i = 0; i < 4; ++i)
+    x.data<float>()[i] = float(i + 1);
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run({x.get()}, out);
+  EXPECT_TRUE(s.ok()) << s.message;
+  if (!s.ok())
+    return {};
+  return {{out[0].data<float>()[0], out[0].data<float>()[1]}, model->stats()};
+}
+
+/// softmax([10, 1]), derived by hand in examples/tiny_mlp/output_0.textproto.
+void expectReference(const Result &r) {
+  ASSERT_EQ(r.y.size(), 2u);
+  EXPECT_NEAR(r.y[0], 0.999876605, 1e-6);
+  EXPECT_NEAR(r.y[1], 0.000123394576, 1e-9);
+}
+
+TEST(CompileCache, SecondLoadReusesTheCode) {
+  std::string dir = freshDir("reuse");
+  Result cold = runTiny(dir);
+  expectReference(cold);
+  EXPECT_EQ(cold.stats.compilations, 1);
+  EXPECT_EQ(cold.stats.cacheHits, 0);
+  ASSERT_EQ(entries(dir).size(), 1u);
+  Result warm = runTiny(dir);
+  EXPECT_EQ(warm.stats.cacheHits, 1);
+  EXPECT_EQ(warm.y, cold.y) << "the cached code computes exactly what was compiled";
+  // Another optimisation level is another key.
+  Result o1 = runTiny(dir, 1);
+  expectReference(o1);
+  EXPECT_EQ(o1.stats.cacheHits, 0);
+  EXPECT_EQ(entries(dir).size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(CompileCache, DamagedEntriesAreRecompiledNotLoaded) {
+  std::string dir = freshDir("damaged");
+  expectReference(runTiny(dir));
+  ASSERT_EQ(entries(dir).size(), 1u);
+  fs::path entry = entries(dir)[0];
+  std::string intact;
+  {
+    std::ifstream f(entry, std::ios::binary);
+    intact.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  std::vector<std::pair<const char *, std::string>> damages = {
+      {"truncated", intact.substr(0, intact.size() / 2)},
+      {"empty", ""},
+      {"one byte flipped", intact},
+      {"a byte appended", intact + "x"}};
+  damages[2].second[intact.size() / 2] ^= 0x40;
+  for (const auto &[what, bytes] : damages) {
+    {
+      std::ofstream f(entry, std::ios::binary | std::ios::trunc);
+      f.write(bytes.data(), bytes.size());
+    }
+    Result r = runTiny(dir);
+    SCOPED_TRACE(what);
+    expectReference(r);
+    EXPECT_EQ(r.stats.cacheHits, 0);
+    // The damaged entry was replaced by a good one.
+    EXPECT_EQ(runTiny(dir).stats.cacheHits, 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CompileCache, OffWritesNothing) {
+  std::string dir = freshDir("off");
+  kiln::CompileOptions options;
+  options.cacheDir = dir;
+  options.cache = false;
+  std::string err;
+  auto model = kiln::Model::load(kTinyMlp, options, &err);
+  ASSERT_TRUE(model) << err;
+  ASSERT_TRUE(model->prepare(std::vector<std::vector<int64_t>>{{1, 4}}).ok());
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(CompileCache, SizeBoundEvictsLeastRecentlyUsed) {
+  std::string dir = freshDir("bound");
+  kiln::CompileCache cache(dir, /*maxBytes=*/1 << 20);
+  std::string payload(400 << 10, 'k');
+  for (int i = 0; i < 5; ++i) {
+    payload[0] = char('a' + i);
+    cache.store("entry" + std::to_string(i), payload);
+    // Distinct modification times, in store order, even on coarse file
+    // systems: each entry is dated back, later ones less far.
+    fs::last_write_time(dir + "/jit/entry" + std::to_string(i) + ".kjit",
+                        fs::file_time_type::clock::now() - std::chrono::seconds(100 - i));
+  }
+  std::string data;
+  std::string_view got;
+  EXPECT_FALSE(cache.load("entry0", data, got));
+  EXPECT_FALSE(cache.load("entry2", data, got));
+  ASSERT_TRUE(cache.load("entry4", data, got));
+  EXPECT_EQ(got.size(), payload.size());
+  EXPECT_EQ(got[0], 'e');
+  EXPECT_LE(entries(dir).size(), 2u);
+  fs::remove_all(dir);
+}
+
+} // namespace
