@@ -1,6 +1,7 @@
 /* The same model as bundle-example, compiled at run time through Kiln's C
  * API instead of ahead of time; prints the same lines. */
 #include "kiln/kiln_c.h"
+#include "top_outputs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,19 +28,7 @@ int main(int argc, char **argv) {
   const float *y = kiln_tensor_data(out);
   int64_t n = kiln_tensor_num_elements(out);
   printf("jit: output '%s'\n", kiln_compiled_model_output(model, 0)->name);
-  int printed[5] = {-1, -1, -1, -1, -1};
-  for (int k = 0; k < 5 && k < n; ++k) {
-    int best = -1;
-    for (int64_t i = 0; i < n; ++i) {
-      int taken = 0;
-      for (int j = 0; j < k; ++j)
-        taken |= printed[j] == i;
-      if (!taken && (best < 0 || y[i] > y[best]))
-        best = (int)i;
-    }
-    printed[k] = best;
-    printf("  %d: %.6g\n", best, y[best]);
-  }
+  print_top_outputs(y, n, 5);
   kiln_tensor_free(in);
   kiln_tensor_free(out);
   kiln_compiled_model_free(model);

@@ -2,6 +2,7 @@
  * numbers given on the command line (the rest of the first input is
  * zero-filled) and prints its first output's five largest values. */
 #include "net.h"
+#include "top_outputs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,19 +33,7 @@ int main(int argc, char **argv) {
   printf("%s (%s): output '%s'\n", net_model.name, NET_MODEL_DIGEST, NET_OUTPUT_0_NAME);
   const float *y = kiln_tensor_data(outputs[0]);
   int64_t n = kiln_tensor_num_elements(outputs[0]);
-  int printed[5] = {-1, -1, -1, -1, -1};
-  for (int k = 0; k < 5 && k < n; ++k) {
-    int best = -1;
-    for (int64_t i = 0; i < n; ++i) {
-      int taken = 0;
-      for (int j = 0; j < k; ++j)
-        taken |= printed[j] == i;
-      if (!taken && (best < 0 || y[i] > y[best]))
-        best = (int)i;
-    }
-    printed[k] = best;
-    printf("  %d: %.6g\n", best, y[best]);
-  }
+  print_top_outputs(y, n, 5);
   for (int i = 0; i < NET_NUM_INPUTS; ++i)
     kiln_tensor_free(inputs[i]);
   for (int i = 0; i < NET_NUM_OUTPUTS; ++i)

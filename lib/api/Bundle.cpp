@@ -1,4 +1,5 @@
 // kilnc --emit=bundle: the object, its C header and its weights file.
+#include "CompileCache.h"
 #include "Driver.h"
 
 #include "kiln/Codegen/Bundle.h"
@@ -8,11 +9,9 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <cstring>
@@ -20,15 +19,6 @@
 using namespace mlir;
 
 namespace kiln {
-
-std::string modelDigest(const void *data, size_t size) {
-  llvm::XXH128_hash_t h =
-      llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(data), size));
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << llvm::format_hex_no_prefix(h.high64, 16) << llvm::format_hex_no_prefix(h.low64, 16);
-  return out;
-}
 
 static bool isIdentifier(const std::string &s) {
   if (s.empty() || std::isdigit((unsigned char)s[0]))
@@ -51,23 +41,14 @@ static std::string quoted(const std::string &s) {
   return out + "\"";
 }
 
+/// KILN_FLOAT32 etc.: the runtime's dtype names are the enumerators' suffixes.
 static std::string dtypeMacro(int32_t dtype) {
-  switch (dtype) {
-  case KILN_FLOAT32: return "KILN_FLOAT32";
-  case KILN_UINT8: return "KILN_UINT8";
-  case KILN_INT8: return "KILN_INT8";
-  case KILN_UINT16: return "KILN_UINT16";
-  case KILN_INT16: return "KILN_INT16";
-  case KILN_INT32: return "KILN_INT32";
-  case KILN_INT64: return "KILN_INT64";
-  case KILN_BOOL: return "KILN_BOOL";
-  case KILN_FLOAT16: return "KILN_FLOAT16";
-  case KILN_FLOAT64: return "KILN_FLOAT64";
-  case KILN_UINT32: return "KILN_UINT32";
-  case KILN_UINT64: return "KILN_UINT64";
-  case KILN_BFLOAT16: return "KILN_BFLOAT16";
-  default: return std::to_string(dtype);
-  }
+  std::string name = kiln_dtype_name(dtype);
+  if (name == "unknown")
+    return std::to_string(dtype);
+  for (char &c : name)
+    c = (char)std::toupper((unsigned char)c);
+  return "KILN_" + name;
 }
 
 /// The header: the two symbols, and the signature as constants a program
@@ -154,10 +135,7 @@ Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &o
   BundleLayout layout;
   layout.name = options.bundleName;
   layout.externalWeights = options.externalWeights;
-  // External data is part of the proto by now, so one digest covers it.
-  std::string bytes = model.proto->SerializeAsString();
-  layout.modelHash = modelDigest(bytes.data(), bytes.size());
-  bytes = std::string();
+  layout.modelHash = modelProtoDigest(*model.proto);
   for (const TensorInfo &t : inputs)
     layout.inputs.push_back({t.name, t.dtype, t.dims});
   for (const TensorInfo &t : outputs)

@@ -1,9 +1,11 @@
 #include "CompileCache.h"
 
+#include "kiln/Kiln.h"
+#include "onnx/onnx_pb.h"
+
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,20 +13,43 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
 
 namespace kiln {
 
-static std::string hex128(const void *data, size_t size) {
+std::string modelDigest(const void *data, size_t size) {
   llvm::XXH128_hash_t h =
       llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(data), size));
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", (unsigned long long)h.high64,
                 (unsigned long long)h.low64);
   return buf;
+}
+
+std::string modelProtoDigest(onnx::ModelProto &proto) {
+  // External data is in the proto once loaded, so the proto is what to
+  // hash; but serialising it would copy every weight. Large raw_data blocks
+  // are hashed where they lie and swapped out (O(1)) while the rest is
+  // serialised, then swapped back.
+  CacheKey key;
+  auto *initializers = proto.mutable_graph()->mutable_initializer();
+  std::vector<std::string> held(initializers->size());
+  for (int i = 0; i < initializers->size(); ++i) {
+    // Read through the const accessor: mutable_raw_data() would mark the
+    // field present on a tensor that keeps its values in float_data.
+    const std::string &raw = (*initializers)[i].raw_data();
+    if (raw.size() < 4096)
+      continue; // serialised with the rest
+    key.add((*initializers)[i].name()).add(modelDigest(raw.data(), raw.size()));
+    (*initializers)[i].mutable_raw_data()->swap(held[i]);
+  }
+  std::string rest = proto.SerializeAsString();
+  for (int i = 0; i < initializers->size(); ++i)
+    if (!held[i].empty())
+      (*initializers)[i].mutable_raw_data()->swap(held[i]);
+  return key.add(modelDigest(rest.data(), rest.size())).digest();
 }
 
 CacheKey &CacheKey::add(const std::string &field) {
@@ -40,7 +65,7 @@ CacheKey &CacheKey::add(const std::vector<int64_t> &v) {
   return add(s);
 }
 
-std::string CacheKey::digest() const { return hex128(text.data(), text.size()); }
+std::string CacheKey::digest() const { return modelDigest(text.data(), text.size()); }
 
 /// The whole file in one read (istreambuf_iterator goes a byte at a time:
 /// a third of a second for ResNet-18's entry).
@@ -73,7 +98,7 @@ const std::string &compilerIdentity() {
     std::string bytes;
     if (!readWholeFile(info.dli_fname, bytes) || bytes.empty())
       return std::string();
-    return hex128(bytes.data(), bytes.size());
+    return modelDigest(bytes.data(), bytes.size());
   }();
   return identity;
 }
@@ -112,7 +137,7 @@ bool CompileCache::load(const std::string &key, std::string &data, std::string_v
   if (intact) {
     std::memcpy(&size, data.data() + 8, 8);
     intact = size == data.size() - 16 - 32 &&
-             hex128(data.data() + 16, size) == data.substr(16 + size, 32);
+             modelDigest(data.data() + 16, size) == data.substr(16 + size, 32);
   }
   if (!intact) {
     std::error_code ec;
@@ -139,7 +164,7 @@ void CompileCache::store(const std::string &key, const std::string &payload) con
     f.write(kMagic, 8);
     f.write(reinterpret_cast<const char *>(&size), 8);
     f.write(payload.data(), payload.size());
-    f << hex128(payload.data(), payload.size());
+    f << modelDigest(payload.data(), payload.size());
     if (!f.flush()) {
       f.close();
       fs::remove(tmp, ec);

@@ -8,7 +8,16 @@
 #include <string_view>
 #include <vector>
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace kiln {
+
+/// modelDigest (Kiln.h) of a loaded model, external data included, without
+/// copying its weights. Swaps large initializers' bytes out and back: no
+/// other thread may read `proto` meanwhile.
+std::string modelProtoDigest(onnx::ModelProto &proto);
 
 /// Builds a cache key from everything that decides the compiled code.
 class CacheKey {

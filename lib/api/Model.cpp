@@ -266,33 +266,23 @@ static bool deserializeExecutable(std::string_view payload, Executable &exe,
   return true;
 }
 
+/// Links `object` into the process with `exe`'s constants and points the
+/// descriptor at its entry point.
+static bool linkExecutable(Executable &exe, std::string_view object, const TargetOptions &to,
+                           std::string &error) {
+  exe.code = JitCode::createFromObject(object, to, &exe.constants, error);
+  void *entry = exe.code ? exe.code->lookup("kiln_entry", error) : nullptr;
+  if (!entry)
+    return false;
+  exe.finalize(reinterpret_cast<kiln_entry_fn>(entry));
+  return true;
+}
+
 std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
                                  const InputValues &values, const llvm::TargetMachine &tm) const {
   CacheKey key;
-  if (digest.empty()) {
-    // External data is in the proto by now, so the proto is what to hash;
-    // but serialising it would copy every weight. The large raw_data
-    // blocks are hashed where they lie and swapped out (O(1)) while the
-    // rest is serialised. Callers hold the mutex, so no compile reads the
-    // proto meanwhile.
-    CacheKey weights;
-    auto *initializers = model.proto->mutable_graph()->mutable_initializer();
-    std::vector<std::string> held(initializers->size());
-    for (int i = 0; i < initializers->size(); ++i) {
-      // Read through the const accessor: mutable_raw_data() would mark the
-      // field present on a tensor that keeps its values in float_data.
-      const std::string &raw = (*initializers)[i].raw_data();
-      if (raw.size() < 4096)
-        continue; // serialised with the rest
-      weights.add((*initializers)[i].name()).add(modelDigest(raw.data(), raw.size()));
-      (*initializers)[i].mutable_raw_data()->swap(held[i]);
-    }
-    std::string rest = model.proto->SerializeAsString();
-    for (int i = 0; i < initializers->size(); ++i)
-      if (!held[i].empty())
-        (*initializers)[i].mutable_raw_data()->swap(held[i]);
-    digest = weights.add(modelDigest(rest.data(), rest.size())).digest();
-  }
+  if (digest.empty()) // callers hold the mutex: no compile reads the proto meanwhile
+    digest = modelProtoDigest(*model.proto);
   key.add(compilerIdentity()).add(version()).add(LLVM_VERSION_STRING).add(KILN_ABI_VERSION);
   key.add(digest).add(layout).add((int64_t)shapes.size());
   for (const auto &shape : shapes)
@@ -325,19 +315,15 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
     std::string entry;
     std::string_view payload, object;
     auto cached = std::make_shared<Executable>();
-    if (diskCache->load(key, entry, payload) && deserializeExecutable(payload, *cached, object)) {
-      cached->code = JitCode::createFromObject(object, to, &cached->constants, error);
-      void *fn = cached->code ? cached->code->lookup("kiln_entry", error) : nullptr;
-      if (fn) {
-        cached->finalize(reinterpret_cast<kiln_entry_fn>(fn));
+    if (diskCache->load(key, entry, payload) && deserializeExecutable(payload, *cached, object) &&
+        linkExecutable(*cached, object, to, error)) {
         done("load compiled code from the cache");
         out = cached;
         stats.compilations++;
         stats.cacheHits++;
         return {};
-      }
-      // An entry this build cannot link is compiled afresh (and replaced).
     }
+    // An entry this build cannot link is compiled afresh (and replaced).
   }
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
@@ -394,16 +380,11 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
     return Status::error(KILN_COMPILE_ERROR, error);
   llvmModule.reset();
   llvmCtx.reset();
-  exe->code = JitCode::createFromObject(object, to, &exe->constants, error);
-  if (!exe->code)
-    return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
-  void *entry = exe->code->lookup("kiln_entry", error);
-  if (!entry)
+  if (!linkExecutable(*exe, object, to, error))
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
   done("generate machine code");
   if (diskCache)
     diskCache->store(key, serializeExecutable(*exe, object));
-  exe->finalize(reinterpret_cast<kiln_entry_fn>(entry));
   out = exe;
   stats.compilations++;
   stats.compileSeconds +=

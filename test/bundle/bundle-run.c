@@ -52,6 +52,14 @@ static void append(proto_tensor *t, const void *src, size_t n) {
   t->bytes += n;
 }
 
+/* int32_data carries every integer type narrower than 64 bits: keep the
+ * dtype's width. */
+static void append_int32(proto_tensor *t, uint64_t v) {
+  int32_t x = (int32_t)v;
+  size_t width = kiln_dtype_size(t->dtype);
+  append(t, &x, width && width < 4 ? width : 4);
+}
+
 /* The fields of TensorProto this reader needs: dims (1), data_type (2),
  * float_data (4), int32_data (5), int64_data (7), raw_data (9),
  * double_data (10), uint64_data (11). */
@@ -70,16 +78,10 @@ static int parse_tensor(const unsigned char *p, size_t size, proto_tensor *t) {
         t->dims[t->rank++] = (int64_t)v;
       else if (field == 2)
         t->dtype = (int32_t)v;
-      else if (field == 5) {
-        int32_t x = (int32_t)v; /* int32_data also carries narrow types */
-        size_t width = kiln_dtype_size(t->dtype);
-        append(t, &x, width && width < 4 ? width : 4);
-      } else if (field == 7) {
-        int64_t x = (int64_t)v;
-        append(t, &x, 8);
-      } else if (field == 11) {
+      else if (field == 5)
+        append_int32(t, v);
+      else if (field == 7 || field == 11) /* int64_data, uint64_data */
         append(t, &v, 8);
-      }
     } else if (wire == 2) {
       if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
         return 0;
@@ -95,9 +97,7 @@ static int parse_tensor(const unsigned char *p, size_t size, proto_tensor *t) {
           if (field == 1 && t->rank < KILN_MAX_RANK) {
             t->dims[t->rank++] = (int64_t)x;
           } else if (field == 5) {
-            int32_t y = (int32_t)x;
-            size_t width = kiln_dtype_size(t->dtype);
-            append(t, &y, width && width < 4 ? width : 4);
+            append_int32(t, x);
           } else if (field == 7 || field == 11) {
             append(t, &x, 8);
           }
