@@ -73,6 +73,7 @@ TEST(CompileCache, SecondLoadReusesTheCode) {
   EXPECT_EQ(cold.stats.cacheHits, 0);
   ASSERT_EQ(entries(dir).size(), 1u);
   Result warm = runTiny(dir);
+  expectReference(warm);
   EXPECT_EQ(warm.stats.cacheHits, 1);
   EXPECT_EQ(warm.y, cold.y) << "the cached code computes exactly what was compiled";
   // Another optimisation level is another key.
