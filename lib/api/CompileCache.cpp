@@ -3,6 +3,7 @@
 #include "kiln/Kiln.h"
 #include "onnx/onnx_pb.h"
 
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
@@ -67,38 +68,16 @@ CacheKey &CacheKey::add(const std::vector<int64_t> &v) {
 
 std::string CacheKey::digest() const { return modelDigest(text.data(), text.size()); }
 
-/// The whole file in one read (istreambuf_iterator goes a byte at a time:
-/// a third of a second for ResNet-18's entry).
-static bool readWholeFile(const std::string &path, std::string &out) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return false;
-  bool ok = std::fseek(f, 0, SEEK_END) == 0;
-  long size = ok ? std::ftell(f) : -1;
-  ok = size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
-  if (ok) {
-    // resize() would zero-fill what the read overwrites anyway: tens of
-    // megabytes of page faults twice over.
-    out.clear();
-    out.reserve(size);
-    char buffer[1 << 16];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
-      out.append(buffer, n);
-    ok = out.size() == (size_t)size;
-  }
-  std::fclose(f);
-  return ok;
-}
-
 const std::string &compilerIdentity() {
   static const std::string identity = [] {
     Dl_info info;
     if (!dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) || !info.dli_fname)
       return std::string();
-    std::string bytes;
-    if (!readWholeFile(info.dli_fname, bytes) || bytes.empty())
+    auto bytes = llvm::MemoryBuffer::getFile(info.dli_fname, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+    if (!bytes || (*bytes)->getBufferSize() == 0)
       return std::string();
-    return modelDigest(bytes.data(), bytes.size());
+    return modelDigest((*bytes)->getBufferStart(), (*bytes)->getBufferSize());
   }();
   return identity;
 }
@@ -126,31 +105,43 @@ CompileCache::CompileCache(std::string d, uint64_t max)
 // An entry: magic, payload size, payload, xxh3-128 of the payload.
 static const char kMagic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
 
-bool CompileCache::load(const std::string &key, std::string &data, std::string_view &payload) const {
+static const char *extension(CompileCache::Kind kind) {
+  return kind == CompileCache::Kind::Code ? ".kjit" : ".ksig";
+}
+
+bool CompileCache::load(const std::string &key, std::shared_ptr<llvm::MemoryBuffer> &entry,
+                        std::string_view &payload, Kind kind) const {
   if (dir.empty())
     return false;
-  std::string path = dir + "/" + key + ".kjit";
-  if (!readWholeFile(path, data))
+  std::string path = dir + "/" + key + extension(kind);
+  // Mapped, not read: a hit's constant pool is used where it lies.
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file)
     return false;
+  entry = std::move(*file);
+  std::string_view data(entry->getBufferStart(), entry->getBufferSize());
   uint64_t size = 0;
-  bool intact = data.size() >= 16 + 32 && std::memcmp(data.data(), kMagic, 8) == 0;
+  bool intact = data.size() >= kPayloadOffset + 32 && std::memcmp(data.data(), kMagic, 8) == 0;
   if (intact) {
     std::memcpy(&size, data.data() + 8, 8);
-    intact = size == data.size() - 16 - 32 &&
-             modelDigest(data.data() + 16, size) == data.substr(16 + size, 32);
+    intact = size == data.size() - kPayloadOffset - 32 &&
+             modelDigest(data.data() + kPayloadOffset, size) ==
+                 data.substr(kPayloadOffset + size, 32);
   }
   if (!intact) {
+    entry.reset();
     std::error_code ec;
     fs::remove(path, ec);
     return false;
   }
-  payload = std::string_view(data).substr(16, size);
+  payload = data.substr(kPayloadOffset, size);
   std::error_code ec; // least recently used: a hit counts as a use
   fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
   return true;
 }
 
-void CompileCache::store(const std::string &key, const std::string &payload) const {
+void CompileCache::store(const std::string &key, const std::string &payload, Kind kind) const {
   if (dir.empty())
     return;
   std::error_code ec;
@@ -171,7 +162,7 @@ void CompileCache::store(const std::string &key, const std::string &payload) con
       return;
     }
   }
-  fs::rename(tmp, dir + "/" + key + ".kjit", ec);
+  fs::rename(tmp, dir + "/" + key + extension(kind), ec);
   if (ec) {
     fs::remove(tmp, ec);
     return;
@@ -185,7 +176,7 @@ void CompileCache::store(const std::string &key, const std::string &payload) con
   std::vector<Entry> entries;
   uint64_t total = 0;
   for (const auto &e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".kjit")
+    if (e.path().extension() != ".kjit" && e.path().extension() != ".ksig")
       continue;
     std::error_code err;
     uint64_t size = e.file_size(err);
@@ -206,8 +197,16 @@ void CompileCache::store(const std::string &key, const std::string &payload) con
 }
 
 void PayloadWriter::u64(uint64_t v) { out.append(reinterpret_cast<const char *>(&v), 8); }
-void PayloadWriter::bytes(const std::string &s) {
+void PayloadWriter::bytes(std::string_view s) {
   u64(s.size());
+  out += s;
+}
+static size_t alignmentPadding(size_t payloadPos) {
+  return (64 - (kPayloadOffset + payloadPos) % 64) % 64;
+}
+void PayloadWriter::alignedBytes(std::string_view s) {
+  u64(s.size());
+  out.append(alignmentPadding(out.size()), '\0');
   out += s;
 }
 void PayloadWriter::i64s(const std::vector<int64_t> &v) {
@@ -232,6 +231,18 @@ std::string_view PayloadReader::bytes() {
     ok = false;
     return {};
   }
+  std::string_view s = in.substr(pos, n);
+  pos += n;
+  return s;
+}
+std::string_view PayloadReader::alignedBytes() {
+  uint64_t n = u64();
+  size_t pad = alignmentPadding(pos);
+  if (!ok || pad > in.size() - pos || n > in.size() - pos - pad) {
+    ok = false;
+    return {};
+  }
+  pos += pad;
   std::string_view s = in.substr(pos, n);
   pos += n;
   return s;

@@ -4,10 +4,14 @@
 #define KILN_API_COMPILECACHE_H
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+namespace llvm {
+class MemoryBuffer;
+}
 namespace onnx {
 class ModelProto;
 }
@@ -39,32 +43,43 @@ const std::string &compilerIdentity();
 
 class CompileCache {
 public:
+  /// Compiled code (.kjit), or a model's declared signature (.ksig, see
+  /// ModelSource); both count against the size bound.
+  enum class Kind { Code, Signature };
+
   /// `dir` empty: KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
   /// ~/.cache/kiln. maxBytes 0: KILN_CACHE_MAX_MB (default 2048) MiB.
   explicit CompileCache(std::string dir = "", uint64_t maxBytes = 0);
   const std::string &directory() const { return dir; }
 
-  /// The payload stored under `key` (a view into `data`, which holds the
-  /// entry), when an intact entry exists. A truncated or corrupt entry is
-  /// deleted and reported as a miss.
-  bool load(const std::string &key, std::string &data, std::string_view &payload) const;
+  /// The payload stored under `key` (a view into `entry`, the file mapped
+  /// into memory, not copied), when an intact entry exists. A truncated or
+  /// corrupt entry is deleted and reported as a miss.
+  bool load(const std::string &key, std::shared_ptr<llvm::MemoryBuffer> &entry,
+            std::string_view &payload, Kind kind = Kind::Code) const;
   /// Stores `payload` under `key`: written to a temporary file and renamed,
   /// so that readers and concurrent writers only ever see whole entries;
   /// then evicts the least recently used entries beyond the size bound.
   /// Failures (read-only directory, full disk) are silent: the cache is an
   /// optimisation.
-  void store(const std::string &key, const std::string &payload) const;
+  void store(const std::string &key, const std::string &payload, Kind kind = Kind::Code) const;
 
 private:
   std::string dir;
   uint64_t maxBytes;
 };
 
+/// Where a payload starts in its entry's file (after magic and size).
+constexpr size_t kPayloadOffset = 16;
+
 /// Little-endian serialisation for cache payloads.
 struct PayloadWriter {
   std::string out;
   void u64(uint64_t v);
-  void bytes(const std::string &s);
+  void bytes(std::string_view s);
+  /// Bytes that start 64-byte aligned in the entry's file, so that a reader
+  /// can use them where the file is mapped (constant pools).
+  void alignedBytes(std::string_view s);
   void i64s(const std::vector<int64_t> &v);
 };
 struct PayloadReader {
@@ -74,6 +89,7 @@ struct PayloadReader {
   explicit PayloadReader(std::string_view in) : in(in) {}
   uint64_t u64();
   std::string_view bytes();
+  std::string_view alignedBytes();
   std::vector<int64_t> i64s();
 };
 

@@ -1,6 +1,7 @@
 // kiln::Model: the in-process JIT with a per-shape executable cache.
 #include "CompileCache.h"
 #include "Driver.h"
+#include "ModelSource.h"
 #include "TensorDescs.h"
 
 #include "kiln/Codegen/ConstantPool.h"
@@ -12,6 +13,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
@@ -78,23 +80,6 @@ struct Executable {
   }
 };
 
-TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
-  TensorInfo info{v.name(), (kiln_dtype)0, {}};
-  const onnx::TypeProto *type = &v.type();
-  if (type->has_optional_type()) {
-    info.optional = true;
-    type = &type->optional_type().elem_type();
-  }
-  if (type->has_sequence_type()) {
-    info.kind = ValueKind::Sequence;
-    type = &type->sequence_type().elem_type();
-  }
-  info.dtype = (kiln_dtype)type->tensor_type().elem_type();
-  for (const auto &d : type->tensor_type().shape().dim())
-    info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-  return info;
-}
-
 } // namespace
 
 using Shapes = std::vector<std::vector<int64_t>>;
@@ -152,7 +137,9 @@ static void releaseFreedMemory() {
 constexpr size_t kMinPooledConstantBytes = 4096;
 
 struct Model::Impl {
-  LoadedModel model;
+  /// Parsed on the first compile that misses the on-disk cache (under
+  /// `mutex`, as every compile).
+  mutable ModelSource source;
   CompileOptions options;
   /// The model's own pool when numThreads > 1; with 0 runs use the
   /// runtime's shared pool, with 1 none.
@@ -171,10 +158,8 @@ struct Model::Impl {
   /// Set once a compile showed that shapes depend on input values.
   mutable bool specialiseValues = false;
 
-  /// The on-disk cache (null when CompileOptions::cache is off) and the
-  /// model's digest, computed on the first compile.
+  /// The on-disk cache (null when CompileOptions::cache is off).
   std::unique_ptr<CompileCache> diskCache;
-  mutable std::string digest;
 
   Status compile(const Layout &layout, const Shapes &shapes, const InputValues &values,
                  std::shared_ptr<Executable> &out) const;
@@ -219,12 +204,15 @@ static std::string serializeExecutable(const Executable &exe, const std::string 
     w.bytes(name);
     w.u64(offset);
   }
-  w.bytes(std::string(exe.constants.data.get(), exe.constants.size));
+  w.alignedBytes(std::string_view(exe.constants.data.get(), exe.constants.size));
   w.bytes(object);
   return std::move(w.out);
 }
 
-static bool deserializeExecutable(std::string_view payload, Executable &exe,
+/// `entry` holds `payload`; the constant pool stays in it (mapped, not
+/// copied) when it lies aligned there.
+static bool deserializeExecutable(const std::shared_ptr<llvm::MemoryBuffer> &entry,
+                                  std::string_view payload, Executable &exe,
                                   std::string_view &object) {
   PayloadReader r(payload);
   auto infos = [&](std::vector<TensorInfo> &list) {
@@ -248,16 +236,20 @@ static bool deserializeExecutable(std::string_view payload, Executable &exe,
     std::string name(r.bytes());
     exe.constants.symbols.emplace_back(std::move(name), r.u64());
   }
-  std::string_view pool = r.bytes();
+  std::string_view pool = r.alignedBytes();
   object = r.bytes();
   if (!r.ok || r.pos != payload.size())
     return false;
   if (!pool.empty()) {
-    char *data = static_cast<char *>(std::aligned_alloc(64, (pool.size() + 63) / 64 * 64));
-    if (!data)
-      return false;
-    std::memcpy(data, pool.data(), pool.size());
-    exe.constants.data.reset(data);
+    if ((uintptr_t)pool.data() % 64 == 0) {
+      exe.constants.data = std::shared_ptr<const char>(entry, pool.data());
+    } else { // a small entry read into the heap rather than mapped
+      char *data = static_cast<char *>(std::aligned_alloc(64, (pool.size() + 63) / 64 * 64));
+      if (!data)
+        return false;
+      std::memcpy(data, pool.data(), pool.size());
+      exe.constants.data.reset(data, ConstantPool::FreeDeleter());
+    }
     exe.constants.size = pool.size();
   }
   for (const auto &[name, offset] : exe.constants.symbols)
@@ -281,10 +273,8 @@ static bool linkExecutable(Executable &exe, std::string_view object, const Targe
 std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
                                  const InputValues &values, const llvm::TargetMachine &tm) const {
   CacheKey key;
-  if (digest.empty()) // callers hold the mutex: no compile reads the proto meanwhile
-    digest = modelProtoDigest(*model.proto);
   key.add(compilerIdentity()).add(version()).add(LLVM_VERSION_STRING).add(KILN_ABI_VERSION);
-  key.add(digest).add(layout).add((int64_t)shapes.size());
+  key.add(source.digest()).add(layout).add((int64_t)shapes.size());
   for (const auto &shape : shapes)
     key.add(shape);
   for (const auto &[index, bytes] : values)
@@ -312,10 +302,11 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
   std::string key;
   if (diskCache) {
     key = diskKey(layout, shapes, values, *tm);
-    std::string entry;
+    std::shared_ptr<llvm::MemoryBuffer> entry;
     std::string_view payload, object;
     auto cached = std::make_shared<Executable>();
-    if (diskCache->load(key, entry, payload) && deserializeExecutable(payload, *cached, object) &&
+    if (diskCache->load(key, entry, payload) &&
+        deserializeExecutable(entry, payload, *cached, object) &&
         linkExecutable(*cached, object, to, error)) {
         done("load compiled code from the cache");
         out = cached;
@@ -325,9 +316,12 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
     }
     // An entry this build cannot link is compiled afresh (and replaced).
   }
+  const LoadedModel *model = nullptr;
+  if (Status s = source.parsed(model); !s.ok())
+    return s;
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  if (Status s = importAndOptimize(*ctx, model, shapes, values, module, layout); !s.ok())
+  if (Status s = importAndOptimize(*ctx, *model, shapes, values, module, layout); !s.ok())
     return s;
   done("import, shape inference, folding");
   releaseFreedMemory();
@@ -395,7 +389,7 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
 Model::Model(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Model::~Model() = default;
 
-static std::unique_ptr<Model::Impl> makeImpl(LoadedModel loaded, const CompileOptions &options,
+static std::unique_ptr<Model::Impl> makeImpl(const CompileOptions &options,
                                              std::string *error) {
   if (options.optLevel < 0 || options.optLevel > 3) {
     if (error)
@@ -408,43 +402,44 @@ static std::unique_ptr<Model::Impl> makeImpl(LoadedModel loaded, const CompileOp
     return nullptr;
   }
   auto impl = std::make_unique<Model::Impl>();
-  impl->model = std::move(loaded);
   impl->options = options;
   if (options.numThreads > 1)
     impl->pool.reset(kiln_thread_pool_create(options.numThreads));
   if (options.cache)
     impl->diskCache = std::make_unique<CompileCache>(options.cacheDir);
-  for (const onnx::ValueInfoProto *in : modelInputs(*impl->model.proto))
-    impl->inputs.push_back(declaredInfo(*in));
-  for (const auto &out : impl->model.proto->graph().output())
-    impl->outputs.push_back(declaredInfo(out));
+  return impl;
+}
+
+static std::unique_ptr<Model::Impl> finishLoad(std::unique_ptr<Model::Impl> impl,
+                                               const Status &opened, std::string *error) {
+  if (!opened.ok()) {
+    if (error)
+      *error = opened.message;
+    return nullptr;
+  }
+  impl->inputs = impl->source.inputs();
+  impl->outputs = impl->source.outputs();
   return impl;
 }
 
 std::unique_ptr<Model> Model::load(const std::string &path, const CompileOptions &options,
                                    std::string *error) {
-  LoadedModel loaded;
-  std::string err;
-  if (!loadModelFromFile(path, loaded, err)) {
-    if (error)
-      *error = err;
+  auto impl = makeImpl(options, error);
+  if (!impl)
     return nullptr;
-  }
-  auto impl = makeImpl(std::move(loaded), options, error);
+  Status s = ModelSource::openFile(path, impl->diskCache.get(), impl->source);
+  impl = finishLoad(std::move(impl), s, error);
   return impl ? std::unique_ptr<Model>(new Model(std::move(impl))) : nullptr;
 }
 
 std::unique_ptr<Model> Model::loadFromMemory(const void *data, size_t size,
                                              const std::string &baseDir,
                                              const CompileOptions &options, std::string *error) {
-  LoadedModel loaded;
-  std::string err;
-  if (!loadModelFromBuffer(data, size, baseDir, loaded, err)) {
-    if (error)
-      *error = err;
+  auto impl = makeImpl(options, error);
+  if (!impl)
     return nullptr;
-  }
-  auto impl = makeImpl(std::move(loaded), options, error);
+  Status s = ModelSource::openBuffer(data, size, baseDir, impl->source);
+  impl = finishLoad(std::move(impl), s, error);
   return impl ? std::unique_ptr<Model>(new Model(std::move(impl))) : nullptr;
 }
 

@@ -61,10 +61,10 @@ void extractConstants(ModuleOp module, size_t minBytes, ConstantPool &pool) {
   if (!data)
     return;
   pool.size = size;
-  pool.data.reset(data);
+  pool.data.reset(data, ConstantPool::FreeDeleter());
   unsigned index = 0;
   for (Moved &m : moved) {
-    std::memcpy(pool.data.get() + m.offset, m.bytes.data(), m.bytes.size());
+    std::memcpy(data + m.offset, m.bytes.data(), m.bytes.size());
     // A name of Kiln's own, so that no symbol of the process can answer
     // for it.
     std::string name = "__kiln_pool_" + std::to_string(index++);

@@ -181,10 +181,14 @@ bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
 }
 
 static bool resolveAllExternalData(onnx::GraphProto &graph, const std::string &baseDir,
-                                   std::string &error) {
+                                   std::set<std::string> &files, std::string &error) {
   auto fix = [&](onnx::TensorProto &t) {
-    return t.data_location() != onnx::TensorProto::EXTERNAL ||
-           resolveExternalData(t, baseDir, error);
+    if (t.data_location() != onnx::TensorProto::EXTERNAL)
+      return true;
+    for (const auto &kv : t.external_data())
+      if (kv.key() == "location")
+        files.insert(kv.value());
+    return resolveExternalData(t, baseDir, error);
   };
   for (auto &t : *graph.mutable_initializer())
     if (!fix(t))
@@ -193,7 +197,7 @@ static bool resolveAllExternalData(onnx::GraphProto &graph, const std::string &b
     for (auto &attr : *node.mutable_attribute()) {
       if (attr.has_t() && !fix(*attr.mutable_t()))
         return false;
-      if (attr.has_g() && !resolveAllExternalData(*attr.mutable_g(), baseDir, error))
+      if (attr.has_g() && !resolveAllExternalData(*attr.mutable_g(), baseDir, files, error))
         return false;
     }
   return true;
@@ -203,8 +207,10 @@ static bool finishLoading(LoadedModel &out, std::string &error) {
   onnx::ModelProto &model = *out.proto;
   // External data first: the checker would otherwise read the files itself,
   // without our containment rules.
-  if (!resolveAllExternalData(*model.mutable_graph(), out.baseDir, error))
+  std::set<std::string> files;
+  if (!resolveAllExternalData(*model.mutable_graph(), out.baseDir, files, error))
     return false;
+  out.externalFiles.assign(files.begin(), files.end());
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {

@@ -3,6 +3,9 @@
 #include "../../lib/api/CompileCache.h"
 #include "kiln/Kiln.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+#include "onnx/onnx_pb.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,11 +27,14 @@ std::string freshDir(const std::string &name) {
   return dir;
 }
 
-std::vector<fs::path> entries(const std::string &dir) {
+/// The cache's entries of one kind: ".kjit" (compiled code) or ".ksig" (a
+/// model's signature).
+std::vector<fs::path> entries(const std::string &dir, const std::string &ext = ".kjit") {
   std::vector<fs::path> out;
   if (fs::exists(dir + "/jit"))
     for (const auto &e : fs::directory_iterator(dir + "/jit"))
-      out.push_back(e.path());
+      if (e.path().extension() == ext)
+        out.push_back(e.path());
   return out;
 }
 
@@ -37,13 +43,14 @@ struct Result {
   kiln::Model::Stats stats;
 };
 
-/// Loads the tiny MLP with the cache in `dir` and runs it on x = [1, 2, 3, 4].
-Result runTiny(const std::string &dir, int optLevel = 3) {
+/// Loads the tiny MLP (or `path`) with the cache in `dir` and runs it on
+/// x = [1, 2, 3, 4].
+Result runTiny(const std::string &dir, int optLevel = 3, const std::string &path = kTinyMlp) {
   kiln::CompileOptions options;
   options.cacheDir = dir;
   options.optLevel = optLevel;
   std::string err;
-  auto model = kiln::Model::load(kTinyMlp, options, &err);
+  auto model = kiln::Model::load(path, options, &err);
   EXPECT_TRUE(model) << err;
   if (!model)
     return {};
@@ -84,11 +91,90 @@ TEST(CompileCache, SecondLoadReusesTheCode) {
   fs::remove_all(dir);
 }
 
+/// softmax([1, 10]): the tiny MLP with W2's columns swapped.
+void expectSwapped(const Result &r) {
+  ASSERT_EQ(r.y.size(), 2u);
+  EXPECT_NEAR(r.y[0], 0.000123394576, 1e-9);
+  EXPECT_NEAR(r.y[1], 0.999876605, 1e-6);
+}
+
+/// Writes the tiny MLP into `folder` as model.onnx; with `external`, W2
+/// (as raw float32) goes to w2.bin beside it.
+std::string writeTiny(const fs::path &folder, const std::vector<float> &w2, bool external) {
+  onnx::ModelProto m;
+  std::ifstream in(kTinyMlp, std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in));
+  for (auto &t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "W2")
+      continue;
+    t.clear_float_data();
+    std::string raw(reinterpret_cast<const char *>(w2.data()), w2.size() * 4);
+    if (external) {
+      std::ofstream(folder / "w2.bin", std::ios::binary) << raw;
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      auto *kv = t.add_external_data();
+      kv->set_key("location");
+      kv->set_value("w2.bin");
+    } else {
+      t.set_raw_data(raw);
+    }
+  }
+  std::string path = (folder / "model.onnx").string();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  EXPECT_TRUE(m.SerializeToOstream(&out));
+  return path;
+}
+
+TEST(CompileCache, EditedModelIsNotServedFromTheCache) {
+  std::string dir = freshDir("edited");
+  fs::path folder = dir + "-model";
+  fs::create_directories(folder);
+  const std::vector<float> w2 = {1, -1, 1, 1}, swapped = {-1, 1, 1, 1};
+  std::string path = writeTiny(folder, w2, /*external=*/false);
+  expectReference(runTiny(dir, 3, path));
+  Result warm = runTiny(dir, 3, path);
+  expectReference(warm);
+  EXPECT_EQ(warm.stats.cacheHits, 1);
+  // The same file, edited in place: its bytes, not its name, are the key.
+  writeTiny(folder, swapped, /*external=*/false);
+  Result edited = runTiny(dir, 3, path);
+  expectSwapped(edited);
+  EXPECT_EQ(edited.stats.cacheHits, 0);
+  fs::remove_all(dir);
+  fs::remove_all(folder);
+}
+
+TEST(CompileCache, EditedExternalDataIsNotServedFromTheCache) {
+  std::string dir = freshDir("external");
+  fs::path folder = dir + "-model";
+  fs::create_directories(folder);
+  std::string path = writeTiny(folder, {1, -1, 1, 1}, /*external=*/true);
+  expectReference(runTiny(dir, 3, path));
+  Result warm = runTiny(dir, 3, path);
+  expectReference(warm);
+  EXPECT_EQ(warm.stats.cacheHits, 1);
+  EXPECT_EQ(entries(dir, ".ksig").size(), 1u);
+  // Only the weights file changes; the model file is byte for byte the same.
+  std::string before = path + ".before";
+  fs::copy_file(path, before);
+  writeTiny(folder, {-1, 1, 1, 1}, /*external=*/true);
+  std::ifstream a(path, std::ios::binary), b(before, std::ios::binary);
+  ASSERT_EQ(std::string(std::istreambuf_iterator<char>(a), {}),
+            std::string(std::istreambuf_iterator<char>(b), {}));
+  Result edited = runTiny(dir, 3, path);
+  expectSwapped(edited);
+  EXPECT_EQ(edited.stats.cacheHits, 0);
+  fs::remove_all(dir);
+  fs::remove_all(folder);
+}
+
 TEST(CompileCache, DamagedEntriesAreRecompiledNotLoaded) {
+  for (const char *ext : {".kjit", ".ksig"}) {
+  SCOPED_TRACE(ext);
   std::string dir = freshDir("damaged");
   expectReference(runTiny(dir));
-  ASSERT_EQ(entries(dir).size(), 1u);
-  fs::path entry = entries(dir)[0];
+  ASSERT_EQ(entries(dir, ext).size(), 1u);
+  fs::path entry = entries(dir, ext)[0];
   std::string intact;
   {
     std::ifstream f(entry, std::ios::binary);
@@ -108,11 +194,14 @@ TEST(CompileCache, DamagedEntriesAreRecompiledNotLoaded) {
     Result r = runTiny(dir);
     SCOPED_TRACE(what);
     expectReference(r);
-    EXPECT_EQ(r.stats.cacheHits, 0);
+    // A damaged signature costs a parse, not the compiled code.
+    EXPECT_EQ(r.stats.cacheHits, std::string(ext) == ".kjit" ? 0 : 1);
     // The damaged entry was replaced by a good one.
     EXPECT_EQ(runTiny(dir).stats.cacheHits, 1);
+    EXPECT_EQ(entries(dir, ext).size(), 1u);
   }
   fs::remove_all(dir);
+  }
 }
 
 TEST(CompileCache, OffWritesNothing) {
@@ -139,7 +228,7 @@ TEST(CompileCache, SizeBoundEvictsLeastRecentlyUsed) {
     fs::last_write_time(dir + "/jit/entry" + std::to_string(i) + ".kjit",
                         fs::file_time_type::clock::now() - std::chrono::seconds(100 - i));
   }
-  std::string data;
+  std::shared_ptr<llvm::MemoryBuffer> data;
   std::string_view got;
   EXPECT_FALSE(cache.load("entry0", data, got));
   EXPECT_FALSE(cache.load("entry2", data, got));

@@ -16,13 +16,14 @@ class ModuleOp;
 
 namespace kiln {
 
-/// Owns the bytes of the constants moved out of a module and the symbol
-/// each one is reached by.
+/// Holds the bytes of the constants moved out of a module and the symbol
+/// each one is reached by. Shared, not owned: a pool read back from the
+/// compile cache points into the mapped cache entry, which it keeps alive.
 struct ConstantPool {
   struct FreeDeleter {
     void operator()(void *p) const { std::free(p); }
   };
-  std::unique_ptr<char, FreeDeleter> data;
+  std::shared_ptr<const char> data; ///< 64-byte aligned
   size_t size = 0;
   std::vector<std::pair<std::string, size_t>> symbols; ///< name, byte offset
 };

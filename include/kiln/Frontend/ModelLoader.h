@@ -23,6 +23,10 @@ struct LoadedModel {
   std::string baseDir;
   /// Where the model came from, for diagnostics ("<memory>" for buffers).
   std::string sourceName;
+  /// The external data files its tensors were read from, as the model names
+  /// them (relative to baseDir), each once, sorted: what besides the model's
+  /// own bytes decides its contents (the compile cache hashes them).
+  std::vector<std::string> externalFiles;
 };
 
 /// Loads `path`. On failure returns false and sets `error` to one line that

@@ -1,0 +1,199 @@
+#include "ModelSource.h"
+
+#include "CompileCache.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace kiln {
+
+ModelSource::ModelSource() = default;
+ModelSource::~ModelSource() = default;
+ModelSource::ModelSource(ModelSource &&) = default;
+ModelSource &ModelSource::operator=(ModelSource &&) = default;
+
+static std::unique_ptr<llvm::MemoryBuffer> mapFile(const std::string &path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  return file ? std::move(*file) : nullptr;
+}
+
+static TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
+  TensorInfo info{v.name(), (kiln_dtype)0, {}};
+  const onnx::TypeProto *type = &v.type();
+  if (type->has_optional_type()) {
+    info.optional = true;
+    type = &type->optional_type().elem_type();
+  }
+  if (type->has_sequence_type()) {
+    info.kind = ValueKind::Sequence;
+    type = &type->sequence_type().elem_type();
+  }
+  info.dtype = (kiln_dtype)type->tensor_type().elem_type();
+  for (const auto &d : type->tensor_type().shape().dim())
+    info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return info;
+}
+
+/// Digests of the external data files, in the order the model lists them;
+/// false when one cannot be read.
+static bool externalDigests(const std::string &baseDir, const std::vector<std::string> &files,
+                            std::vector<std::string> &digests) {
+  digests.clear();
+  for (const std::string &f : files) {
+    auto bytes = mapFile((fs::path(baseDir) / f).string());
+    if (!bytes)
+      return false;
+    digests.push_back(modelDigest(bytes->getBufferStart(), bytes->getBufferSize()));
+  }
+  return true;
+}
+
+static std::string combinedDigest(const std::string &fileDigest,
+                                  const std::vector<std::string> &files,
+                                  const std::vector<std::string> &digests) {
+  CacheKey key;
+  key.add(fileDigest);
+  for (size_t i = 0; i < files.size(); ++i)
+    key.add(files[i]).add(digests[i]);
+  return key.digest();
+}
+
+static std::string manifestKey(const std::string &fileDigest) {
+  return CacheKey().add("model signature").add(compilerIdentity()).add(fileDigest).digest();
+}
+
+static void writeInfos(PayloadWriter &w, const std::vector<TensorInfo> &list) {
+  w.u64(list.size());
+  for (const TensorInfo &t : list) {
+    w.bytes(t.name);
+    w.u64((uint64_t)t.dtype);
+    w.i64s(t.dims);
+    w.u64((uint64_t)t.kind);
+    w.u64(t.optional ? 1 : 0);
+  }
+}
+
+static void readInfos(PayloadReader &r, std::vector<TensorInfo> &list) {
+  uint64_t n = r.u64();
+  for (uint64_t i = 0; r.ok && i < n; ++i) {
+    TensorInfo t;
+    t.name = std::string(r.bytes());
+    t.dtype = (kiln_dtype)r.u64();
+    t.dims = r.i64s();
+    t.kind = (ValueKind)r.u64();
+    t.optional = r.u64() != 0;
+    list.push_back(std::move(t));
+  }
+}
+
+Status ModelSource::finishParsed() {
+  for (const onnx::ValueInfoProto *in : modelInputs(*loaded.proto))
+    declaredInputs.push_back(declaredInfo(*in));
+  for (const auto &out : loaded.proto->graph().output())
+    declaredOutputs.push_back(declaredInfo(out));
+  if (!externalDigests(baseDir, loaded.externalFiles, externalFileDigests))
+    return Status::error(KILN_COMPILE_ERROR, "'" + path + "': its external data cannot be read");
+  sourceDigest = combinedDigest(fileDigest, loaded.externalFiles, externalFileDigests);
+  return {};
+}
+
+Status ModelSource::parseNow() {
+  std::string error;
+  LoadedModel model;
+  if (!loadModelFromBuffer(bytes->getBufferStart(), bytes->getBufferSize(), baseDir, model,
+                           error))
+    return Status::error(KILN_COMPILE_ERROR, "'" + path + "': " + error);
+  model.sourceName = path;
+  loaded = std::move(model);
+  return {};
+}
+
+Status ModelSource::openFile(const std::string &path, CompileCache *cache, ModelSource &out) {
+  out = ModelSource();
+  out.path = path;
+  out.bytes = mapFile(path);
+  if (!out.bytes) {
+    // loadModelFromFile names what is wrong (no such file, a folder, ...).
+    std::string error;
+    LoadedModel unused;
+    if (!loadModelFromFile(path, unused, error))
+      return Status::error(KILN_COMPILE_ERROR, error);
+    return Status::error(KILN_COMPILE_ERROR, "'" + path + "' cannot be read");
+  }
+  out.baseDir = fs::path(path).parent_path().string();
+  if (out.baseDir.empty())
+    out.baseDir = ".";
+  out.fileDigest = modelDigest(out.bytes->getBufferStart(), out.bytes->getBufferSize());
+
+  std::string key = cache ? manifestKey(out.fileDigest) : "";
+  std::shared_ptr<llvm::MemoryBuffer> entry;
+  std::string_view payload;
+  if (cache && cache->load(key, entry, payload, CompileCache::Kind::Signature)) {
+    PayloadReader r(payload);
+    readInfos(r, out.declaredInputs);
+    readInfos(r, out.declaredOutputs);
+    std::vector<std::string> files, digests, now;
+    for (uint64_t i = 0, n = r.u64(); r.ok && i < n; ++i) {
+      files.emplace_back(r.bytes());
+      digests.emplace_back(r.bytes());
+    }
+    // Same model bytes, same external data: the cached signature holds.
+    if (r.ok && r.pos == payload.size() && externalDigests(out.baseDir, files, now) &&
+        now == digests) {
+      out.sourceDigest = combinedDigest(out.fileDigest, files, digests);
+      return {};
+    }
+    out.declaredInputs.clear();
+    out.declaredOutputs.clear();
+  }
+  if (Status s = out.parseNow(); !s.ok())
+    return s;
+  if (Status s = out.finishParsed(); !s.ok())
+    return s;
+  if (cache) {
+    PayloadWriter w;
+    writeInfos(w, out.declaredInputs);
+    writeInfos(w, out.declaredOutputs);
+    w.u64(out.externalFileDigests.size());
+    for (size_t i = 0; i < out.externalFileDigests.size(); ++i) {
+      w.bytes(out.loaded.externalFiles[i]);
+      w.bytes(out.externalFileDigests[i]);
+    }
+    cache->store(key, w.out, CompileCache::Kind::Signature);
+  }
+  return {};
+}
+
+Status ModelSource::openBuffer(const void *data, size_t size, const std::string &baseDir,
+                               ModelSource &out) {
+  out = ModelSource();
+  out.path = "<memory>";
+  out.baseDir = baseDir;
+  std::string error;
+  if (!loadModelFromBuffer(data, size, baseDir, out.loaded, error))
+    return Status::error(KILN_COMPILE_ERROR, error);
+  out.fileDigest = modelDigest(data, size);
+  return out.finishParsed();
+}
+
+Status ModelSource::parsed(const LoadedModel *&model) {
+  if (!loaded.proto) {
+    // The mapping shows the file as it is now: refuse to compile other bytes
+    // than those the digest (and so the cache) speaks for.
+    if (modelDigest(bytes->getBufferStart(), bytes->getBufferSize()) != fileDigest)
+      return Status::error(KILN_COMPILE_ERROR,
+                           "'" + path + "' changed on disk after it was loaded");
+    if (Status s = parseNow(); !s.ok())
+      return s;
+  }
+  model = &loaded;
+  return {};
+}
+
+} // namespace kiln
