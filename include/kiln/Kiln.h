@@ -192,6 +192,10 @@ struct EmitOptions {
   /// The same by input name (kilnc --shape NAME=DIMS); a name that is no
   /// model input is an error.
   std::map<std::string, std::vector<int64_t>> inputShapesByName;
+  /// Bundles: one specialisation per combination of values of the model's
+  /// named dynamic dims (ONNX dim_param), in the order given, e.g.
+  /// {{"seq", {16, 32, 64}}}; the runtime picks by the inputs' dims.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> dimValues;
   std::string entryName = "kiln_entry";
   /// Bundles: the C identifier that prefixes every exported symbol, and
   /// whether the weights go to a separate file instead of the object.
@@ -200,6 +204,11 @@ struct EmitOptions {
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).
   std::function<void(const std::string &stage, double seconds)> progress;
+  /// Reuse llvm/asm/obj/bundle outputs from the on-disk compile cache (as
+  /// CompileOptions::cache; kilnc turns it on), keyed by the model's bytes
+  /// and these options with the target resolved.
+  bool cache = false;
+  std::string cacheDir;
 };
 
 /// Compiles the model at `path` to the requested form. Text forms (kiln,

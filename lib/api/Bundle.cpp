@@ -1,6 +1,7 @@
 // kilnc --emit=bundle: the object, its C header and its weights file.
 #include "CompileCache.h"
 #include "Driver.h"
+#include "EmitCache.h"
 
 #include "kiln/Codegen/Bundle.h"
 #include "kiln/Codegen/ConstantPool.h"
@@ -9,12 +10,14 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <cstring>
+#include <map>
 
 using namespace mlir;
 
@@ -51,13 +54,21 @@ static std::string dtypeMacro(int32_t dtype) {
   return "KILN_" + name;
 }
 
-/// The header: the two symbols, and the signature as constants a program
-/// can size its buffers with.
-static std::string bundleHeader(const BundleLayout &l, const std::string &triple,
-                                const std::string &sourceName) {
+static int64_t numElements(const BundleTensor &t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims)
+    n *= d;
+  return n;
+}
+
+/// The header: the descriptor and entry points, and the signature as
+/// constants a program can size its buffers with.
+static std::string bundleHeader(const BundleLayout &l, const std::vector<std::string> &labels,
+                                const std::string &triple, const std::string &sourceName) {
   std::string upper = l.name;
   for (char &c : upper)
     c = (char)std::toupper((unsigned char)c);
+  bool several = l.variants.size() > 1;
   std::string h;
   llvm::raw_string_ostream os(h);
   os << "/* " << l.name << ".h: a Kiln bundle of " << sourceName
@@ -73,104 +84,290 @@ static std::string bundleHeader(const BundleLayout &l, const std::string &triple
     os << " * after loading the weights once:\n"
        << " *   kiln_model_load_weights(&" << l.name << "_model, \"" << l.name
        << ".weights\");\n";
-  os << " * or call " << l.name
-     << "_entry(buffers) directly: input data pointers, output data pointers,\n"
-     << " * then a " << upper << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
-     << "_WORKSPACE_SIZE bytes.\n */\n"
-     << "#ifndef " << upper << "_KILN_BUNDLE_H\n#define " << upper << "_KILN_BUNDLE_H\n\n"
+  if (several)
+    os << " *\n * It holds " << l.variants.size()
+       << " specialisations, one per input shape set (kilnc --dim); kiln_model_execute\n"
+       << " * runs the one whose input dims match and refuses other shapes. Dims that\n"
+       << " * differ between them are -1 below; " << upper
+       << "_VARIANT_K_... give each one's, and\n"
+       << " * " << upper << "_..._MAX_NUM_BYTES the room the largest needs.\n"
+       << " * Or call " << l.name
+       << "_entry_K(buffers) directly: input data pointers, output data\n"
+       << " * pointers, then a " << upper << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
+       << "_VARIANT_K_WORKSPACE_SIZE bytes.\n */\n";
+  else
+    os << " * or call " << l.name
+       << "_entry(buffers) directly: input data pointers, output data pointers,\n"
+       << " * then a " << upper << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
+       << "_WORKSPACE_SIZE bytes.\n */\n";
+  os << "#ifndef " << upper << "_KILN_BUNDLE_H\n#define " << upper << "_KILN_BUNDLE_H\n\n"
      << "#include \"kiln/runtime.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-     << "extern const kiln_model_desc " << l.name << "_model;\n"
-     << "void " << l.name << "_entry(void **buffers);\n\n"
-     << "#define " << upper << "_ABI_VERSION " << KILN_ABI_VERSION << "\n"
+     << "extern const kiln_model_desc " << l.name << "_model;\n";
+  for (const BundleVariant &v : l.variants)
+    os << "void " << v.entry << "(void **buffers);\n";
+  os << "\n#define " << upper << "_ABI_VERSION " << KILN_ABI_VERSION << "\n"
      << "#define " << upper << "_MODEL_DIGEST \"" << l.modelHash << "\"\n"
      << "#define " << upper << "_EXTERNAL_WEIGHTS " << (l.externalWeights ? 1 : 0) << "\n"
-     << "#define " << upper << "_WORKSPACE_SIZE " << l.workspaceSize << "ull\n"
+     << "#define " << upper << "_WORKSPACE_SIZE " << l.maxWorkspaceSize() << "ull"
+     << (several ? " /* the largest variant's */" : "") << "\n"
      << "#define " << upper << "_WORKSPACE_ALIGNMENT 64\n"
-     << "#define " << upper << "_NUM_INPUTS " << l.inputs.size() << "\n"
-     << "#define " << upper << "_NUM_OUTPUTS " << l.outputs.size() << "\n";
-  auto describe = [&](const std::vector<BundleTensor> &list, const char *kind) {
+     << "#define " << upper << "_NUM_INPUTS " << l.variants.front().inputs.size() << "\n"
+     << "#define " << upper << "_NUM_OUTPUTS " << l.variants.front().outputs.size() << "\n"
+     << "#define " << upper << "_NUM_VARIANTS " << l.variants.size() << "\n";
+  auto dimsText = [](const BundleTensor &t) {
+    std::string dims;
+    for (int64_t d : t.dims)
+      dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    return "{" + (dims.empty() ? std::string("1") : dims) + "}";
+  };
+  // Top level: names, dtypes, dims; sizes exact for one variant, the
+  // largest over them for several.
+  auto describe = [&](const std::vector<BundleTensor> &list,
+                      std::vector<BundleTensor> BundleVariant::*perVariant, const char *kind) {
     for (size_t i = 0; i < list.size(); ++i) {
       const BundleTensor &t = list[i];
       std::string p = upper + "_" + kind + "_" + std::to_string(i);
-      int64_t elements = 1;
-      std::string dims;
-      for (int64_t d : t.dims) {
-        elements *= d;
-        dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-      }
+      int64_t elements = 0;
+      for (const BundleVariant &v : l.variants)
+        elements = std::max(elements, numElements((v.*perVariant)[i]));
+      std::string size = several ? "_MAX_NUM_" : "_NUM_";
       os << "\n/* " << kind << " " << i << ": " << t.name << " */\n"
          << "#define " << p << "_NAME " << quoted(t.name) << "\n"
          << "#define " << p << "_DTYPE " << dtypeMacro(t.dtype) << "\n"
          << "#define " << p << "_RANK " << t.dims.size() << "\n"
-         << "#define " << p << "_DIMS {" << (dims.empty() ? "1" : dims) << "}\n"
-         << "#define " << p << "_NUM_ELEMENTS " << elements << "\n"
-         << "#define " << p << "_NUM_BYTES " << elements * (int64_t)kiln_dtype_size(t.dtype)
+         << "#define " << p << "_DIMS " << dimsText(t) << "\n"
+         << "#define " << p << size << "ELEMENTS " << elements << "\n"
+         << "#define " << p << size << "BYTES " << elements * (int64_t)kiln_dtype_size(t.dtype)
          << "\n";
     }
   };
-  describe(l.inputs, "INPUT");
-  describe(l.outputs, "OUTPUT");
+  describe(l.commonInputs(), &BundleVariant::inputs, "INPUT");
+  describe(l.commonOutputs(), &BundleVariant::outputs, "OUTPUT");
+  for (size_t k = 0; several && k < l.variants.size(); ++k) {
+    const BundleVariant &v = l.variants[k];
+    std::string p = upper + "_VARIANT_" + std::to_string(k);
+    os << "\n/* variant " << k << ": " << labels[k] << " */\n"
+       << "#define " << p << "_WORKSPACE_SIZE " << v.workspaceSize << "ull\n";
+    auto each = [&](const std::vector<BundleTensor> &list, const char *kind) {
+      for (size_t i = 0; i < list.size(); ++i)
+        os << "#define " << p << "_" << kind << "_" << i << "_DIMS " << dimsText(list[i]) << "\n"
+           << "#define " << p << "_" << kind << "_" << i << "_NUM_BYTES "
+           << numElements(list[i]) * (int64_t)kiln_dtype_size(list[i].dtype) << "\n";
+    };
+    each(v.inputs, "INPUT");
+    each(v.outputs, "OUTPUT");
+  }
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return h;
 }
 
-Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &out) {
-  if (!isIdentifier(options.bundleName))
-    return Status::error(KILN_INVALID_ARGUMENT,
-                         "bundle name '" + options.bundleName +
-                             "' is not a C identifier (letters, digits, '_'; no leading digit)");
-  StageClock clock(options.progress);
-  LoadedModel model;
-  std::unique_ptr<MLIRContext> ctx;
-  OwningOpRef<ModuleOp> module;
-  if (Status s = loadAndImport(path, options, clock, model, ctx, module); !s.ok())
-    return s;
-  if (Status s = checkFixedOutputs(*module); !s.ok())
-    return s;
-  std::vector<TensorInfo> inputs, outputs;
-  if (Status s = describeSignature(*module, inputs, outputs); !s.ok())
-    return Status::error(s.code, s.message +
-                                     "; give the dims of dynamic inputs with --shape NAME=DIMS");
-  BundleLayout layout;
-  layout.name = options.bundleName;
-  layout.externalWeights = options.externalWeights;
-  layout.modelHash = modelProtoDigest(*model.proto);
-  for (const TensorInfo &t : inputs)
-    layout.inputs.push_back({t.name, t.dtype, t.dims});
-  for (const TensorInfo &t : outputs)
-    layout.outputs.push_back({t.name, t.dtype, t.dims});
+using Shapes = std::vector<std::vector<int64_t>>;
 
+/// One shape set per combination of `options.dimValues` (the last dim
+/// varying fastest), each the declared shapes with those named dims set;
+/// inputs given by --shape keep that shape. Without --dim: the one set the
+/// options give. `labels` names each set ("seq=16").
+static Status variantShapes(const LoadedModel &model, const EmitOptions &options,
+                            std::vector<Shapes> &sets, std::vector<std::string> &labels) {
+  Shapes base;
+  if (Status s = resolveInputShapes(model, options, base); !s.ok())
+    return s;
+  if (options.dimValues.empty()) {
+    sets = {base};
+    labels = {""};
+    return {};
+  }
+  std::vector<const onnx::ValueInfoProto *> inputs = modelInputs(*model.proto);
+  base.resize(inputs.size());
+  std::map<std::string, std::string> named; // dim_param -> where it occurs
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (int d = 0; base[i].empty() && d < inputs[i]->type().tensor_type().shape().dim_size(); ++d) {
+      const auto &dim = inputs[i]->type().tensor_type().shape().dim(d);
+      if (dim.has_dim_param() && !dim.dim_param().empty())
+        named.emplace(dim.dim_param(),
+                      "input '" + inputs[i]->name() + "' dim " + std::to_string(d));
+    }
+  size_t count = 1;
+  for (const auto &[name, values] : options.dimValues) {
+    if (!named.count(name)) {
+      std::string known;
+      for (const auto &[n, where] : named)
+        known += (known.empty() ? "" : ", ") + n + " (" + where + ")";
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "--dim " + name + ": the model's inputs have no dynamic dim of that "
+                           "name; " + (known.empty() ? "they have no named dynamic dims (give "
+                                                       "shapes with --shape)"
+                                                     : "theirs are: " + known));
+    }
+    if (values.empty())
+      return Status::error(KILN_INVALID_ARGUMENT, "--dim " + name + " gives no values");
+    count *= values.size();
+    if (count > 64)
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "--dim: more than 64 specialisations; give fewer values");
+  }
+  for (size_t k = 0; k < count; ++k) {
+    std::map<std::string, int64_t> value;
+    std::string label;
+    size_t rest = k;
+    for (size_t j = options.dimValues.size(); j-- > 0;) {
+      const auto &[name, values] = options.dimValues[j];
+      value[name] = values[rest % values.size()];
+      label = name + "=" + std::to_string(value[name]) + (label.empty() ? "" : ", ") + label;
+      rest /= values.size();
+    }
+    Shapes shapes = base;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!base[i].empty())
+        continue;
+      for (const auto &dim : inputs[i]->type().tensor_type().shape().dim()) {
+        if (dim.has_dim_value()) {
+          shapes[i].push_back(dim.dim_value());
+          continue;
+        }
+        auto it = value.find(dim.dim_param());
+        if (it == value.end())
+          return Status::error(
+              KILN_INVALID_ARGUMENT,
+              "input '" + inputs[i]->name() + "' has a dynamic dim" +
+                  (dim.dim_param().empty() ? "" : " '" + dim.dim_param() + "'") +
+                  " that --dim does not set; give it with --dim or the whole shape with --shape");
+        shapes[i].push_back(it->second);
+      }
+    }
+    sets.push_back(std::move(shapes));
+    labels.push_back(label);
+  }
+  return {};
+}
+
+/// Appends `pool`'s constants to `merged`, each identical run of bytes once,
+/// and renames their declarations in `module` to names unique to variant
+/// `variant`. Variants share most weights (a weight does not depend on the
+/// sequence length): a bundle of several specialisations carries them once.
+static void mergePool(const ConstantPool &pool, llvm::Module &module, size_t variant,
+                      std::string &merged, std::vector<std::pair<std::string, size_t>> &symbols,
+                      std::map<std::pair<uint64_t, size_t>, std::vector<size_t>> &seen) {
+  for (const auto &[name, offset] : pool.symbols) {
+    llvm::GlobalVariable *gv = module.getGlobalVariable(name);
+    if (!gv)
+      continue; // folded away
+    size_t size = module.getDataLayout().getTypeAllocSize(gv->getValueType());
+    const char *bytes = pool.data.get() + offset;
+    uint64_t hash = kiln_hash64(bytes, size);
+    size_t at = std::string::npos;
+    for (size_t candidate : seen[{hash, size}])
+      if (std::memcmp(merged.data() + candidate, bytes, size) == 0)
+        at = candidate;
+    if (at == std::string::npos) {
+      merged.append((64 - merged.size() % 64) % 64, '\0');
+      at = merged.size();
+      merged.append(bytes, size);
+      seen[{hash, size}].push_back(at);
+    }
+    std::string unique = "__kiln_pool_v" + std::to_string(variant) + "_" + name;
+    gv->setName(unique);
+    symbols.emplace_back(unique, at);
+  }
+}
+
+static Status emitBundleUncached(const std::string &path, const EmitOptions &options,
+                                 StageClock &clock, Bundle &out) {
+  LoadedModel model;
   std::string error;
+  if (!loadModelFromFile(path, model, error))
+    return Status::error(KILN_IO_ERROR, error);
+  clock.done("load and check the ONNX model");
+  std::vector<Shapes> sets;
+  std::vector<std::string> labels;
+  if (Status s = variantShapes(model, options, sets, labels); !s.ok())
+    return s;
   TargetOptions to{options.triple, options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
-  if (Status s = lower(*module, LowerTo::LLVMDialect, layout.name + "_entry"); !s.ok())
-    return s;
-  clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
-  if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
-    layout.workspaceSize = ws.getInt();
-  // Weights leave the module here and return as one array after the
-  // optimiser: it has nothing to gain from them, and they are what a
-  // bundle's weights file holds.
-  ConstantPool pool;
-  extractConstants(*module, 4096, pool);
+
+  BundleLayout layout;
+  layout.name = options.bundleName;
+  layout.externalWeights = options.externalWeights;
+  layout.modelHash = modelProtoDigest(*model.proto);
+  std::vector<std::string> entries;
   llvm::LLVMContext llvmCtx;
-  auto llvmModule = translateToLLVMIR(*module, llvmCtx, *tm, error);
-  if (!llvmModule)
-    return Status::error(KILN_COMPILE_ERROR, error);
-  module = nullptr;
-  ctx.reset();
-  bindBundleWeights(*llvmModule, pool, layout.name);
-  clock.done("translate to LLVM IR");
+  std::vector<std::unique_ptr<llvm::Module>> modules;
+  std::string merged;
+  std::vector<std::pair<std::string, size_t>> symbols;
+  std::map<std::pair<uint64_t, size_t>, std::vector<size_t>> seen;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    // Diagnostics name the specialisation they come from.
+    auto fail = [&](const Status &s) {
+      return sets.size() == 1 ? s : Status::error(s.code, labels[k] + ": " + s.message);
+    };
+    auto ctx = createCompilerContext();
+    OwningOpRef<ModuleOp> module;
+    if (Status s = importAndOptimize(*ctx, model, sets[k], {}, module); !s.ok())
+      return fail(s);
+    clock.done("import, shape inference, folding" + (labels[k].empty() ? "" : " (" + labels[k] + ")"));
+    if (Status s = checkFixedOutputs(*module); !s.ok())
+      return fail(s);
+    std::vector<TensorInfo> inputs, outputs;
+    if (Status s = describeSignature(*module, inputs, outputs); !s.ok())
+      return fail(Status::error(
+          s.code, s.message + "; give the dims of dynamic inputs with --dim NAME=V,... or "
+                              "--shape NAME=DIMS"));
+    BundleVariant variant;
+    variant.entry = layout.name + "_entry" + (sets.size() == 1 ? "" : "_" + std::to_string(k));
+    for (const TensorInfo &t : inputs)
+      variant.inputs.push_back({t.name, t.dtype, t.dims});
+    for (const TensorInfo &t : outputs)
+      variant.outputs.push_back({t.name, t.dtype, t.dims});
+    if (Status s = lower(*module, LowerTo::LLVMDialect, variant.entry); !s.ok())
+      return fail(s);
+    clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
+    if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
+      variant.workspaceSize = ws.getInt();
+    // Weights leave the module here and return as one array after the
+    // optimiser: it has nothing to gain from them, and they are what a
+    // bundle's weights file holds.
+    ConstantPool pool;
+    extractConstants(*module, 4096, pool);
+    auto llvmModule = translateToLLVMIR(*module, llvmCtx, *tm, error);
+    if (!llvmModule)
+      return fail(Status::error(KILN_COMPILE_ERROR, error));
+    module = nullptr;
+    ctx.reset();
+    mergePool(pool, *llvmModule, k, merged, symbols, seen);
+    clock.done("translate to LLVM IR");
+    entries.push_back(variant.entry);
+    layout.variants.push_back(std::move(variant));
+    modules.push_back(std::move(llvmModule));
+  }
+  ConstantPool pool;
+  if (!merged.empty()) {
+    char *data = static_cast<char *>(std::aligned_alloc(64, (merged.size() + 63) / 64 * 64));
+    if (!data)
+      return Status::error(KILN_OUT_OF_MEMORY, "cannot hold the model's weights");
+    std::memcpy(data, merged.data(), merged.size());
+    pool.data.reset(data, ConstantPool::FreeDeleter());
+    pool.size = merged.size();
+    pool.symbols = std::move(symbols);
+    std::string().swap(merged);
+  }
+  // Each variant's symbols but its entry become internal before they meet,
+  // so that the linker renames the kernels they have in common by name.
+  for (auto &m : modules)
+    bindBundleWeights(*m, pool, layout.name, entries);
+  std::unique_ptr<llvm::Module> llvmModule = std::move(modules.front());
+  for (size_t k = 1; k < modules.size(); ++k)
+    if (llvm::Linker::linkModules(*llvmModule, std::move(modules[k])))
+      return Status::error(KILN_COMPILE_ERROR, "cannot link the bundle's specialisations");
   optimizeModule(*llvmModule, *tm, options.optLevel);
   clock.done("optimize LLVM IR (-O" + std::to_string(options.optLevel) + ")");
   defineBundleData(*llvmModule, pool, layout);
   if (!emitMachineCode(*llvmModule, *tm, /*assembly=*/false, out.object, error))
     return Status::error(KILN_COMPILE_ERROR, error);
   clock.done("generate machine code");
-  out.header = bundleHeader(layout, tm->getTargetTriple().str(),
+  out.header = bundleHeader(layout, labels, tm->getTargetTriple().str(),
                             llvm::sys::path::filename(model.sourceName).str());
   out.weights.clear();
   if (options.externalWeights) {
@@ -184,6 +381,23 @@ Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &o
     std::memcpy(out.weights.data(), &header, sizeof header);
     out.weights.append(pool.data.get(), pool.size);
   }
+  return {};
+}
+
+Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &out) {
+  if (!isIdentifier(options.bundleName))
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "bundle name '" + options.bundleName +
+                             "' is not a C identifier (letters, digits, '_'; no leading digit)");
+  StageClock clock(options.progress);
+  EmitCache cache(path, options);
+  if (cache.load({&out.object, &out.header, &out.weights})) {
+    clock.done("load the bundle from the compile cache");
+    return {};
+  }
+  if (Status s = emitBundleUncached(path, options, clock, out); !s.ok())
+    return s;
+  cache.store({&out.object, &out.header, &out.weights});
   return {};
 }
 

@@ -1,4 +1,5 @@
 #include "Driver.h"
+#include "EmitCache.h"
 
 #include "kiln/Codegen/TargetEmitter.h"
 #include "kiln/Passes/Passes.h"
@@ -173,6 +174,24 @@ Status describeSignature(ModuleOp module, std::vector<TensorInfo> &inputs,
   return {};
 }
 
+Status resolveInputShapes(const LoadedModel &model, const EmitOptions &options,
+                          std::vector<std::vector<int64_t>> &shapes) {
+  shapes = options.inputShapes;
+  if (options.inputShapesByName.empty())
+    return {};
+  std::vector<const onnx::ValueInfoProto *> inputs = modelInputs(*model.proto);
+  shapes.resize(inputs.size());
+  for (const auto &[name, dims] : options.inputShapesByName) {
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&](const onnx::ValueInfoProto *in) { return in->name() == name; });
+    if (it == inputs.end())
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "a shape is given for '" + name + "', which is not a model input");
+    shapes[it - inputs.begin()] = dims;
+  }
+  return {};
+}
+
 Status loadAndImport(const std::string &path, const EmitOptions &options, StageClock &clock,
                      LoadedModel &model, std::unique_ptr<MLIRContext> &ctx,
                      OwningOpRef<ModuleOp> &module) {
@@ -180,20 +199,9 @@ Status loadAndImport(const std::string &path, const EmitOptions &options, StageC
   if (!loadModelFromFile(path, model, error))
     return Status::error(KILN_IO_ERROR, error);
   clock.done("load and check the ONNX model");
-  std::vector<std::vector<int64_t>> shapes = options.inputShapes;
-  if (!options.inputShapesByName.empty()) {
-    std::vector<const onnx::ValueInfoProto *> inputs = modelInputs(*model.proto);
-    shapes.resize(inputs.size());
-    for (const auto &entry : options.inputShapesByName) {
-      const std::string &name = entry.first;
-      auto it = std::find_if(inputs.begin(), inputs.end(),
-                             [&](const onnx::ValueInfoProto *in) { return in->name() == name; });
-      if (it == inputs.end())
-        return Status::error(KILN_INVALID_ARGUMENT, "a shape is given for '" + name +
-                                                        "', which is not a model input");
-      shapes[it - inputs.begin()] = entry.second;
-    }
-  }
+  std::vector<std::vector<int64_t>> shapes;
+  if (Status s = resolveInputShapes(model, options, shapes); !s.ok())
+    return s;
   ctx = createCompilerContext();
   if (Status s = importAndOptimize(*ctx, model, shapes, {}, module); !s.ok())
     return s;
@@ -217,8 +225,8 @@ Status checkFixedOutputs(ModuleOp module) {
   return {};
 }
 
-Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
-  StageClock clock(options.progress);
+static Status emitUncached(const std::string &path, const EmitOptions &options, StageClock &clock,
+                           std::string &out) {
   LoadedModel model;
   std::unique_ptr<MLIRContext> ctx;
   OwningOpRef<ModuleOp> module;
@@ -263,6 +271,19 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
   if (!emitMachineCode(*llvmModule, *tm, options.kind == EmitKind::Assembly, out, error))
     return Status::error(KILN_COMPILE_ERROR, error);
   clock.done("generate machine code");
+  return {};
+}
+
+Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
+  StageClock clock(options.progress);
+  EmitCache cache(path, options);
+  if (cache.load({&out})) {
+    clock.done("load the output from the compile cache");
+    return {};
+  }
+  if (Status s = emitUncached(path, options, clock, out); !s.ok())
+    return s;
+  cache.store({&out});
   return {};
 }
 

@@ -65,6 +65,12 @@ private:
   std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
 };
 
+/// The input shapes `options` give (by position, then by name; an empty
+/// entry keeps the declared shape). A name that is no model input is an
+/// error.
+Status resolveInputShapes(const LoadedModel &model, const EmitOptions &options,
+                          std::vector<std::vector<int64_t>> &shapes);
+
 /// The front half of kilnc: loads the model at `path`, applies `options`'
 /// shapes (by position and by name) and imports and optimises it.
 Status loadAndImport(const std::string &path, const EmitOptions &options, StageClock &clock,

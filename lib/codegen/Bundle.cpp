@@ -11,11 +11,38 @@
 #include "llvm/IR/Module.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 static std::string weightsSymbol(const std::string &name) { return name + "_weights"; }
 
-void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std::string &name) {
+static std::vector<BundleTensor> common(const std::vector<BundleVariant> &variants,
+                                        std::vector<BundleTensor> BundleVariant::*list) {
+  std::vector<BundleTensor> out = variants.front().*list;
+  for (const BundleVariant &v : variants)
+    for (size_t i = 0; i < out.size() && i < (v.*list).size(); ++i)
+      for (size_t d = 0; d < out[i].dims.size() && d < (v.*list)[i].dims.size(); ++d)
+        if (out[i].dims[d] != (v.*list)[i].dims[d])
+          out[i].dims[d] = -1;
+  return out;
+}
+
+std::vector<BundleTensor> BundleLayout::commonInputs() const {
+  return common(variants, &BundleVariant::inputs);
+}
+std::vector<BundleTensor> BundleLayout::commonOutputs() const {
+  return common(variants, &BundleVariant::outputs);
+}
+uint64_t BundleLayout::maxWorkspaceSize() const {
+  uint64_t size = 0;
+  for (const BundleVariant &v : variants)
+    size = std::max(size, v.workspaceSize);
+  return size;
+}
+
+void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std::string &name,
+                       const std::vector<std::string> &entries) {
   llvm::LLVMContext &ctx = module.getContext();
   llvm::Type *i8 = llvm::Type::getInt8Ty(ctx);
   if (pool.size) {
@@ -36,9 +63,9 @@ void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std
       gv->eraseFromParent();
     }
   }
-  std::string entry = name + "_entry";
   for (llvm::GlobalValue &gv : module.global_values())
-    if (!gv.isDeclaration() && gv.getName() != entry)
+    if (!gv.isDeclaration() &&
+        std::find(entries.begin(), entries.end(), gv.getName().str()) == entries.end())
       gv.setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
@@ -125,18 +152,40 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                                            layout.name + "_weights_slot");
   }
 
-  auto *descTy = llvm::StructType::get(
-      b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64, b.ptr, b.i64, b.ptr, b.ptr});
-  llvm::Function *entry = module.getFunction(layout.name + "_entry");
-  llvm::Constant *desc = llvm::ConstantStruct::get(
-      descTy, {llvm::ConstantInt::get(b.i32, KILN_ABI_VERSION), b.string(layout.name),
-               llvm::ConstantInt::get(b.i32, layout.inputs.size()),
-               llvm::ConstantInt::get(b.i32, layout.outputs.size()),
-               b.tensors(layout.inputs, "inputs"), b.tensors(layout.outputs, "outputs"),
-               llvm::ConstantInt::get(b.i64, layout.workspaceSize),
-               entry ? llvm::cast<llvm::Constant>(entry)
-                     : llvm::cast<llvm::Constant>(llvm::ConstantPointerNull::get(b.ptr)),
-               llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot});
+  // kiln_model_desc, field by field (kiln/runtime.h).
+  auto *descTy = llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64,
+                                                b.ptr, b.i64, b.ptr, b.ptr, b.i32, b.ptr});
+  auto descriptor = [&](const std::vector<BundleTensor> &inputs,
+                        const std::vector<BundleTensor> &outputs, uint64_t workspace,
+                        llvm::Constant *entry, int32_t numVariants, llvm::Constant *variants) {
+    return llvm::ConstantStruct::get(
+        descTy, {llvm::ConstantInt::get(b.i32, KILN_ABI_VERSION), b.string(layout.name),
+                 llvm::ConstantInt::get(b.i32, inputs.size()),
+                 llvm::ConstantInt::get(b.i32, outputs.size()), b.tensors(inputs, "inputs"),
+                 b.tensors(outputs, "outputs"), llvm::ConstantInt::get(b.i64, workspace), entry,
+                 llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot,
+                 llvm::ConstantInt::get(b.i32, numVariants), variants});
+  };
+  auto entryOf = [&](const BundleVariant &v) -> llvm::Constant * {
+    if (llvm::Function *f = module.getFunction(v.entry))
+      return f;
+    return llvm::ConstantPointerNull::get(b.ptr);
+  };
+  llvm::Constant *null = llvm::ConstantPointerNull::get(b.ptr);
+  llvm::Constant *desc;
+  if (layout.variants.size() == 1) {
+    const BundleVariant &v = layout.variants.front();
+    desc = descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null);
+  } else {
+    std::vector<llvm::Constant *> variants;
+    for (const BundleVariant &v : layout.variants)
+      variants.push_back(descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null));
+    llvm::Constant *array = b.privateConstant(
+        llvm::ConstantArray::get(llvm::ArrayType::get(descTy, variants.size()), variants),
+        "variants");
+    desc = descriptor(layout.commonInputs(), layout.commonOutputs(), layout.maxWorkspaceSize(),
+                      null, (int32_t)variants.size(), array);
+  }
   new llvm::GlobalVariable(module, descTy, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
                            desc, layout.name + "_model");
 }

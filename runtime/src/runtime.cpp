@@ -143,13 +143,15 @@ static std::string shapeString(int32_t rank, const int64_t *dims) {
 
 kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor *const *inputs,
                                      size_t n) {
-  if (!m || !m->entry)
+  if (!m)
     return kiln_status_create(KILN_INVALID_ARGUMENT, "no compiled model");
   if (m->abi_version != KILN_ABI_VERSION)
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               ("model was compiled for runtime ABI " +
                                std::to_string(m->abi_version) + ", this runtime has " +
                                std::to_string(KILN_ABI_VERSION)).c_str());
+  if (!m->entry && (m->num_variants <= 0 || !m->variants))
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "no compiled model");
   if (m->weights && !m->weights->loaded)
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               ("model '" + std::string(m->name ? m->name : "") +
@@ -221,12 +223,49 @@ kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *m,
                                       kiln_default_thread_pool());
 }
 
+/// The variant of `m` compiled for exactly the inputs' dims, or an error
+/// that lists the shapes there are. `m`'s own checks (count, dtypes, the
+/// dims all variants share) have passed.
+static kiln_status *selectVariant(const kiln_model_desc *&m, const kiln_tensor *const *inputs,
+                                  size_t n) {
+  for (int32_t v = 0; v < m->num_variants; ++v) {
+    const kiln_model_desc &d = m->variants[v];
+    bool match = d.num_inputs == (int32_t)n;
+    for (size_t i = 0; match && i < n; ++i) {
+      match = d.inputs[i].rank == inputs[i]->rank;
+      for (int32_t k = 0; match && k < d.inputs[i].rank; ++k)
+        match = d.inputs[i].dims[k] == inputs[i]->dims[k];
+    }
+    if (match) {
+      m = &d;
+      return nullptr;
+    }
+  }
+  std::string given, known;
+  for (size_t i = 0; i < n; ++i)
+    given += (i ? " " : "") + shapeString(inputs[i]->rank, inputs[i]->dims);
+  for (int32_t v = 0; v < m->num_variants; ++v) {
+    known += v ? "; " : "";
+    for (int32_t i = 0; i < m->variants[v].num_inputs; ++i)
+      known += (i ? " " : "") +
+               shapeString(m->variants[v].inputs[i].rank, m->variants[v].inputs[i].dims);
+  }
+  return kiln_status_create(KILN_SHAPE_MISMATCH,
+                            ("model '" + std::string(m->name ? m->name : "") +
+                             "' was compiled for the input shapes " + known +
+                             " (kilnc --dim), not for " + given)
+                                .c_str());
+}
+
 kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                           const kiln_tensor *const *inputs, size_t numInputs,
                                           kiln_tensor **outputs, size_t numOutputs,
                                           void *workspace, kiln_thread_pool *pool) {
   if (kiln_status *s = kiln_model_check_inputs(m, inputs, numInputs))
     return s;
+  if (!m->entry)
+    if (kiln_status *s = selectVariant(m, inputs, numInputs))
+      return s;
   if (m->workspace_size && !workspace) {
     workspace = threadWorkspace.get(m->workspace_size);
     if (!workspace)

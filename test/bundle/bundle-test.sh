@@ -9,6 +9,11 @@
 #       jit-exact the bundle matches the references and the JIT's (kiln-run)
 #                 outputs bit for bit
 #       aarch64   cross-compiled for aarch64-linux-gnu, run under qemu-aarch64
+#       variants  one bundle of several specialisations (--dim in the options):
+#                 DATA_DIR is a ':'-separated list of test sets, one per
+#                 specialisation; a shape it was not compiled for is an error
+#       cache     kilnc's outputs come back from the compile cache byte for
+#                 byte, and compiles the cache key cannot describe bypass it
 # Environment (set by CTest): KILNC, KILN_RUN, KILN_CC, KILN_RUNTIME_INCLUDE,
 # KILN_RUNTIME_LIBDIR, KILN_AARCH64_CC, KILN_AARCH64_RUNTIME, KILN_LLVM_BIN,
 # KILN_TEST_DIR.
@@ -84,6 +89,50 @@ aarch64)
   grep -q AArch64 <<<"$header" || fail "$name.o is not an AArch64 object"
   compile_runner "$KILN_AARCH64_CC" run "$KILN_AARCH64_RUNTIME" -lstdc++ -lpthread
   qemu-aarch64 -L /usr/aarch64-linux-gnu ./run "$data"
+  ;;
+variants)
+  "$KILNC" "$model" --emit=bundle -o "$work/$name" "$@"
+  IFS=: read -r -a sets <<<"$data"
+  exports="${name}_model "
+  for k in "${!sets[@]}"; do exports="${name}_entry_$k $exports"; done
+  got=$("$KILN_LLVM_BIN/llvm-nm" -g --defined-only "$name.o" | awk '{print $3}' | sort | tr '\n' ' ')
+  want=$(tr ' ' '\n' <<<"$exports" | sed '/^$/d' | sort | tr '\n' ' ')
+  [ "$got" = "$want" ] || fail "the object exports '$got', expected '$want'"
+  grep -q "#define ${name^^}_NUM_VARIANTS ${#sets[@]}\$" "$name.h" ||
+    fail "$name.h does not declare ${#sets[@]} variants"
+  native_runner
+  for set in "${sets[@]}"; do ./run "$set"; done
+  # Compiled for other lengths only: the runtime refuses, naming the shapes.
+  "$KILNC" "$model" --emit=bundle -o "$work/other" --dim seq=16,64
+  "$KILN_CC" -O2 -I. -I"$KILN_RUNTIME_INCLUDE" -DKILN_BUNDLE_HEADER='"other.h"' \
+    -DKILN_BUNDLE_MODEL=other_model "$src/bundle-run.c" other.o -L"$KILN_RUNTIME_LIBDIR" \
+    -lkiln_runtime -Wl,-rpath,"$KILN_RUNTIME_LIBDIR" -lm -o run-other
+  expect_error "was compiled for the input shapes \[1, 16, 256\]; \[1, 64, 256\]" \
+    ./run-other "${sets[0]}"
+  ;;
+cache)
+  export KILN_CACHE_DIR=$work/cache
+  "$KILNC" "$model" --emit=bundle -o "$work/cold" "$@" -v 2>&1 | tee cold.log
+  grep -q "from the compile cache" cold.log && fail "an empty cache answered"
+  # The name is part of the key (the symbols carry it): another name misses.
+  "$KILNC" "$model" --emit=bundle -o "$work/other" "$@" -v 2>&1 | tee other.log
+  grep -q "from the compile cache" other.log && fail "a bundle of another name was reused"
+  mkdir again
+  "$KILNC" "$model" --emit=bundle -o "$work/again/cold" "$@" -v 2>&1 | tee again.log
+  grep -q "load the bundle from the compile cache" again.log || fail "the same bundle missed"
+  cmp cold.o again/cold.o && cmp cold.h again/cold.h || fail "the cached bundle differs"
+  "$KILNC" "$model" --emit=obj -o a.o "$@" && "$KILNC" "$model" --emit=obj -o b.o "$@" -v 2>&1 |
+    tee obj.log
+  grep -q "from the compile cache" obj.log || fail "the second object compile missed"
+  cmp a.o b.o || fail "the cached object differs"
+  "$KILNC" "$model" --emit=obj -o c.o "$@" --no-cache -v 2>&1 | tee nocache.log
+  grep -q "from the compile cache" nocache.log && fail "--no-cache read the cache"
+  # MLIR's IR printing is not in the key: such a compile runs (and prints).
+  "$KILNC" "$model" --emit=obj -o d.o "$@" --mlir-print-ir-after-all 2> ir.log
+  grep -q "IR Dump After" ir.log || fail "--mlir-print-ir-after-all printed nothing"
+  cd again
+  name=cold native_runner
+  ./run "$data"
   ;;
 *)
   fail "unknown mode '$mode'"

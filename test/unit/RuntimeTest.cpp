@@ -170,3 +170,65 @@ TEST(Runtime, CallerProvidedWorkspace) {
   kiln_status_free(s);
   EXPECT_EQ(none, nullptr);
 }
+
+namespace {
+// Two specialisations of y = a + b: over 3 floats (addEntry) and over 2,
+// the latter adding 100 too so that a test sees which one ran.
+void add2Plus100Entry(void **buffers) {
+  auto *a = static_cast<float *>(buffers[0]);
+  auto *b = static_cast<float *>(buffers[1]);
+  auto *y = static_cast<float *>(buffers[2]);
+  for (int i = 0; i < 2; ++i)
+    y[i] = a[i] + b[i] + 100;
+}
+const int64_t kDims2[] = {2}, kDimsAny[] = {-1};
+const kiln_tensor_desc kIn2[] = {{"a", KILN_FLOAT32, 1, kDims2}, {"b", KILN_FLOAT32, 1, kDims2}};
+const kiln_tensor_desc kOut2[] = {{"y", KILN_FLOAT32, 1, kDims2}};
+const kiln_tensor_desc kInAny[] = {{"a", KILN_FLOAT32, 1, kDimsAny},
+                                   {"b", KILN_FLOAT32, 1, kDimsAny}};
+const kiln_tensor_desc kOutAny[] = {{"y", KILN_FLOAT32, 1, kDimsAny}};
+const kiln_model_desc kVariants[] = {
+    {KILN_ABI_VERSION, "add", 2, 1, kIn, kOut, 0, addEntry},
+    {KILN_ABI_VERSION, "add", 2, 1, kIn2, kOut2, 0, add2Plus100Entry}};
+const kiln_model_desc kMultiModel = {KILN_ABI_VERSION, "add", 2, 1, kInAny, kOutAny, 0, nullptr,
+                                     64, nullptr, nullptr, 2, kVariants};
+} // namespace
+
+TEST(Runtime, ExecuteRunsTheVariantOfTheInputsShape) {
+  auto a3 = floats({1, 2, 3}), b3 = floats({10, 20, 30});
+  auto a2 = floats({1, 2}), b2 = floats({10, 20});
+  const kiln_tensor *three[] = {a3.get(), b3.get()}, *two[] = {a2.get(), b2.get()};
+  kiln_tensor *y = nullptr;
+  ASSERT_EQ(kiln_model_execute(&kMultiModel, three, 2, &y, 1), nullptr);
+  TensorPtr y3(y);
+  ASSERT_EQ(kiln_tensor_num_elements(y3.get()), 3);
+  EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y3.get()))[2], 33.0f);
+  ASSERT_EQ(kiln_model_execute(&kMultiModel, two, 2, &y, 1), nullptr);
+  TensorPtr y2(y);
+  ASSERT_EQ(kiln_tensor_num_elements(y2.get()), 2);
+  EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y2.get()))[1], 122.0f);
+}
+
+TEST(Runtime, ShapesNoVariantWasCompiledForAreRefused) {
+  auto a4 = floats({1, 2, 3, 4}), b4 = floats({1, 2, 3, 4}), b3 = floats({1, 2, 3});
+  const kiln_tensor *four[] = {a4.get(), b4.get()}, *mixed[] = {a4.get(), b3.get()};
+  kiln_tensor *y = nullptr;
+  for (auto *inputs : {four, mixed}) {
+    kiln_status *s = kiln_model_execute(&kMultiModel, inputs, 2, &y, 1);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(kiln_status_get_code(s), KILN_SHAPE_MISMATCH);
+    EXPECT_NE(std::string(kiln_status_message(s))
+                  .find("was compiled for the input shapes [3] [3]; [2] [2]"),
+              std::string::npos)
+        << kiln_status_message(s);
+    kiln_status_free(s);
+  }
+  // What every variant shares is still checked first: the dtype.
+  int64_t n = 3;
+  TensorPtr i3(kiln_tensor_create(KILN_INT32, 1, &n));
+  const kiln_tensor *wrongType[] = {i3.get(), b3.get()};
+  kiln_status *s = kiln_model_execute(&kMultiModel, wrongType, 2, &y, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_DTYPE_MISMATCH);
+  kiln_status_free(s);
+}

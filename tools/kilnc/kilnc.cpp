@@ -9,6 +9,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -16,6 +17,7 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <cstdlib>
 #include <malloc.h>
@@ -58,6 +60,12 @@ static cl::opt<std::string> shapesFrom(
     cl::desc("Take the input shapes from DIR/input_J.pb (ONNX test-data layout), for models "
              "with dynamic dims; --shape overrides single inputs"),
     cl::value_desc("DIR"), cl::cat(kilncCat));
+static cl::list<std::string> dims(
+    "dim",
+    cl::desc("Bundles: compile one specialisation per value of the model's named dynamic dim "
+             "(ONNX dim_param), e.g. --dim seq=16,32,64; several --dim: every combination. The "
+             "runtime runs the one whose input dims match"),
+    cl::value_desc("NAME=V,V,..."), cl::cat(kilncCat));
 static cl::opt<std::string> entryName("entry", cl::desc("Name of the generated entry point"),
                                       cl::init("kiln_entry"), cl::cat(kilncCat));
 enum class WeightsPlace { Embedded, External };
@@ -69,6 +77,28 @@ static cl::opt<WeightsPlace> weightsPlace(
     cl::cat(kilncCat));
 static cl::opt<bool> verbose("v", cl::desc("Report progress and timing on stderr"),
                              cl::cat(kilncCat));
+static cl::opt<bool> noCache(
+    "no-cache",
+    cl::desc("Compile afresh: neither read nor write the compile cache (KILN_CACHE_DIR, default "
+             "$XDG_CACHE_HOME/kiln or ~/.cache/kiln), which keeps llvm/asm/obj/bundle outputs"),
+    cl::cat(kilncCat));
+
+/// Whether an option outside kilnc's own was given (MLIR's IR printing,
+/// LLVM's backend flags): the cache key does not know them, so such a
+/// compile neither reads nor writes the cache.
+static bool foreignOptionsGiven() {
+  for (const auto &entry : cl::getRegisteredOptions()) {
+    const cl::Option *o = entry.second;
+    if (o->getNumOccurrences() == 0)
+      continue;
+    bool ours = false;
+    for (const cl::OptionCategory *c : o->Categories)
+      ours |= c == &kilncCat;
+    if (!ours)
+      return true;
+  }
+  return false;
+}
 
 static void printVersion(llvm::raw_ostream &os) {
   os << "kilnc (Kiln) " << kiln::version() << "\nbuilt with LLVM/MLIR " << LLVM_VERSION_STRING
@@ -158,12 +188,15 @@ int main(int argc, char **argv) {
       "Kiln: compiles an ONNX model to native code.\n\n"
       "  kilnc MODEL.onnx [-o FILE] --emit=kiln|linalg|llvm|asm|obj [--target=TRIPLE]\n"
       "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n"
-      "  kilnc MODEL.onnx --emit=bundle -o DIR/NAME [--weights=embedded|external] ...\n\n"
+      "  kilnc MODEL.onnx --emit=bundle -o DIR/NAME [--weights=embedded|external]\n"
+      "        [--dim NAME=V,V,...]... ...\n\n"
       "A bundle is NAME.o, exporting `const kiln_model_desc NAME_model` and\n"
       "NAME_entry, and NAME.h, which declares them and gives the signature as\n"
       "constants; run it with kiln_model_execute(&NAME_model, ...) from\n"
       "libkiln_runtime. --weights=external writes the weights to NAME.weights, for\n"
-      "kiln_model_load_weights(&NAME_model, PATH).\n"
+      "kiln_model_load_weights(&NAME_model, PATH). A model with dynamic dims is\n"
+      "bundled for the shapes --shape gives, or with --dim for several, one\n"
+      "specialisation each, which the runtime picks by the inputs' dims.\n"
       "The object file exports `void kiln_entry(void **buffers)`: input data pointers\n"
       "then output data pointers, dense row-major, in graph order, then the workspace\n"
       "(kiln_entry_workspace_size bytes); it calls kiln_parallel_for, so link it with\n"
@@ -225,11 +258,53 @@ int main(int argc, char **argv) {
     opts.inputShapesByName[s.substr(0, eq)] = dims;
   }
 
+  for (const std::string &d : dims) {
+    size_t eq = d.find('=');
+    std::vector<int64_t> values;
+    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < d.size();
+    for (size_t pos = eq + 1; ok && pos <= d.size();) {
+      size_t comma = d.find(',', pos);
+      std::string part = d.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      char *end = nullptr;
+      long long v = std::strtoll(part.c_str(), &end, 10);
+      ok = !part.empty() && !*end && v > 0;
+      values.push_back(v);
+      if (comma == std::string::npos)
+        break;
+      pos = comma + 1;
+    }
+    if (!ok) {
+      llvm::errs() << "kilnc: error: --dim '" << d
+                   << "' is not NAME=V,V,... with positive values\n";
+      return 2;
+    }
+    opts.dimValues.emplace_back(d.substr(0, eq), values);
+  }
+  if (!opts.dimValues.empty() && emitKind != kiln::EmitKind::Bundle) {
+    llvm::errs() << "kilnc: error: --dim makes several specialisations, which only a bundle "
+                    "holds (--emit=bundle); for one object give --shape NAME=DIMS\n";
+    return 2;
+  }
+
+  opts.cache = !noCache && !foreignOptionsGiven();
+
   auto start = std::chrono::steady_clock::now();
   if (verbose) {
     llvm::errs() << "kilnc: compiling " << inputPath << "\n";
     opts.progress = [](const std::string &stage, double seconds) {
       llvm::errs() << llvm::format("kilnc: %7.2f s  ", seconds) << stage << "\n";
+    };
+  } else if (isatty(2)) {
+    // On a terminal, a compile that takes more than a second shows its
+    // stages as they finish (the ones before the first second all at once).
+    opts.progress = [pending = std::string(), total = 0.0](const std::string &stage,
+                                                            double seconds) mutable {
+      total += seconds;
+      pending += llvm::formatv("kilnc: compiling: {0} ({1:f2} s)\n", stage, seconds).str();
+      if (total < 1.0)
+        return;
+      llvm::errs() << pending;
+      pending.clear();
     };
   }
   if (emitKind == kiln::EmitKind::Bundle)

@@ -23,19 +23,35 @@ struct BundleTensor {
   std::vector<int64_t> dims;
 };
 
+/// The model compiled for one set of input shapes.
+struct BundleVariant {
+  std::vector<BundleTensor> inputs, outputs;
+  uint64_t workspaceSize = 0;
+  std::string entry; ///< its entry point's symbol
+};
+
 struct BundleLayout {
   std::string name; ///< prefix of every exported symbol (a C identifier)
   std::string modelHash;
-  std::vector<BundleTensor> inputs, outputs;
-  uint64_t workspaceSize = 0;
+  /// One: a model of static shapes, whose descriptor is that variant's. More
+  /// (kilnc --dim): the descriptor lists them and the runtime runs the one
+  /// whose input dims match.
+  std::vector<BundleVariant> variants;
   bool externalWeights = false;
+
+  /// Per input (output): the dims the variants share, -1 where they differ.
+  std::vector<BundleTensor> commonInputs() const;
+  std::vector<BundleTensor> commonOutputs() const;
+  uint64_t maxWorkspaceSize() const;
 };
 
 /// Before optimisation: makes every pool constant (extractConstants) an
 /// offset into one array, NAME_weights, declared but not yet defined so the
-/// optimiser never looks into the weights; gives every symbol but
-/// NAME_entry internal linkage, so that two bundles link into one program.
-void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std::string &name);
+/// optimiser never looks into the weights; gives every symbol but the
+/// entry points internal linkage, so that two bundles (and the variants of
+/// one) link into one program.
+void bindBundleWeights(llvm::Module &module, const ConstantPool &pool, const std::string &name,
+                       const std::vector<std::string> &entries);
 
 /// After optimisation: defines NAME_weights (the pool's bytes, read-only, or
 /// zeroed storage for an external weights file) and the descriptor

@@ -20,7 +20,7 @@ extern "C" {
 /* Bumped whenever kiln_model_desc or the entry-point ABI changes
  * (3: compiled code calls kiln_parallel_for; 4: workspace alignment, model
  * hash and external weights in kiln_model_desc). */
-#define KILN_ABI_VERSION 4
+#define KILN_ABI_VERSION 5
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -100,6 +100,14 @@ typedef struct kiln_model_desc {
   uint64_t workspace_alignment; /* of the workspace, in bytes (64) */
   const char *model_hash; /* hex digest of the ONNX model compiled; NULL if unknown */
   kiln_weights *weights;  /* external weights; NULL when they are in the code */
+  /* A bundle of several specialisations (kilnc --dim): num_variants
+   * descriptors, each for one set of static input dims and sharing this
+   * one's weights. kiln_model_execute runs the variant whose input dims equal
+   * the inputs' and refuses other shapes. This descriptor's dims are -1
+   * where the variants differ, its workspace_size is the largest of theirs,
+   * and its entry is NULL. 0 and NULL for a model of one shape set. */
+  int32_t num_variants;
+  const struct kiln_model_desc *variants;
 } kiln_model_desc;
 
 /* A 64-bit hash of `size` bytes (not cryptographic): what kiln_weights.hash
