@@ -217,8 +217,9 @@ struct EmitOptions {
 Status emit(const std::string &path, const EmitOptions &options, std::string &out);
 
 /// An ahead-of-time bundle: an object exporting `const kiln_model_desc
-/// NAME_model` and `void NAME_entry(void **)` and nothing else, its C header,
-/// and with external weights the NAME.weights file
+/// NAME_model` and its entry points and nothing else (`void NAME_entry(void
+/// **)`, or NAME_entry_K per specialisation with EmitOptions::dimValues),
+/// its C header, and with external weights the NAME.weights file
 /// (kiln_model_load_weights).
 struct Bundle {
   std::string object, header, weights;

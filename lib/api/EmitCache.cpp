@@ -9,6 +9,7 @@
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Target/TargetMachine.h"
 
 namespace kiln {
@@ -44,6 +45,8 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   for (const auto &[name, values] : options.dimValues)
     k.add(name).add(values);
   k.add(options.entryName).add(options.bundleName).add(options.externalWeights ? 1 : 0);
+  // A bundle's header names the model file.
+  k.add(llvm::sys::path::filename(path).str());
   key = k.digest();
   this->cache = std::move(cache);
 }

@@ -103,11 +103,10 @@ Status ModelSource::finishParsed() {
   return {};
 }
 
-Status ModelSource::parseNow() {
+Status ModelSource::parseNow(const llvm::MemoryBuffer &bytes) {
   std::string error;
   LoadedModel model;
-  if (!loadModelFromBuffer(bytes->getBufferStart(), bytes->getBufferSize(), baseDir, model,
-                           error))
+  if (!loadModelFromBuffer(bytes.getBufferStart(), bytes.getBufferSize(), baseDir, model, error))
     return Status::error(KILN_COMPILE_ERROR, "'" + path + "': " + error);
   model.sourceName = path;
   loaded = std::move(model);
@@ -117,8 +116,10 @@ Status ModelSource::parseNow() {
 Status ModelSource::openFile(const std::string &path, CompileCache *cache, ModelSource &out) {
   out = ModelSource();
   out.path = path;
-  out.bytes = mapFile(path);
-  if (!out.bytes) {
+  // Mapped only while it is hashed (and parsed on a miss): a Model keeps no
+  // mapping of a file that may be rewritten under it.
+  std::unique_ptr<llvm::MemoryBuffer> bytes = mapFile(path);
+  if (!bytes) {
     // loadModelFromFile names what is wrong (no such file, a folder, ...).
     std::string error;
     LoadedModel unused;
@@ -129,7 +130,7 @@ Status ModelSource::openFile(const std::string &path, CompileCache *cache, Model
   out.baseDir = fs::path(path).parent_path().string();
   if (out.baseDir.empty())
     out.baseDir = ".";
-  out.fileDigest = modelDigest(out.bytes->getBufferStart(), out.bytes->getBufferSize());
+  out.fileDigest = modelDigest(bytes->getBufferStart(), bytes->getBufferSize());
 
   std::string key = cache ? manifestKey(out.fileDigest) : "";
   std::shared_ptr<llvm::MemoryBuffer> entry;
@@ -147,12 +148,14 @@ Status ModelSource::openFile(const std::string &path, CompileCache *cache, Model
     if (r.ok && r.pos == payload.size() && externalDigests(out.baseDir, files, now) &&
         now == digests) {
       out.sourceDigest = combinedDigest(out.fileDigest, files, digests);
+      out.loaded.externalFiles = std::move(files);
+      out.externalFileDigests = std::move(digests);
       return {};
     }
     out.declaredInputs.clear();
     out.declaredOutputs.clear();
   }
-  if (Status s = out.parseNow(); !s.ok())
+  if (Status s = out.parseNow(*bytes); !s.ok())
     return s;
   if (Status s = out.finishParsed(); !s.ok())
     return s;
@@ -184,13 +187,25 @@ Status ModelSource::openBuffer(const void *data, size_t size, const std::string 
 
 Status ModelSource::parsed(const LoadedModel *&model) {
   if (!loaded.proto) {
-    // The mapping shows the file as it is now: refuse to compile other bytes
-    // than those the digest (and so the cache) speaks for.
-    if (modelDigest(bytes->getBufferStart(), bytes->getBufferSize()) != fileDigest)
-      return Status::error(KILN_COMPILE_ERROR,
-                           "'" + path + "' changed on disk after it was loaded");
-    if (Status s = parseNow(); !s.ok())
+    // Compile only the bytes the digest (and so the cache key) speaks for:
+    // the model file and its external data as they were when loaded.
+    auto changed = [&] {
+      return Status::error(KILN_COMPILE_ERROR, "'" + path +
+                                                   "' or its external data changed on disk "
+                                                   "after it was loaded; load it again");
+    };
+    auto bytes = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false,
+                                             /*IsVolatile=*/true);
+    if (!bytes || modelDigest((*bytes)->getBufferStart(), (*bytes)->getBufferSize()) != fileDigest)
+      return changed();
+    std::vector<std::string> expected = externalFileDigests, now;
+    if (Status s = parseNow(**bytes); !s.ok())
       return s;
+    if (!externalDigests(baseDir, loaded.externalFiles, now) || now != expected) {
+      loaded = LoadedModel();
+      return changed();
+    }
   }
   model = &loaded;
   return {};

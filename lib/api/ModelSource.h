@@ -31,7 +31,7 @@ public:
   ModelSource(ModelSource &&);
   ModelSource &operator=(ModelSource &&);
 
-  /// Maps the model file. With a cache that knows its bytes, the protobuf is
+  /// Hashes the model file. With a cache that knows its bytes, the protobuf is
   /// not parsed (a cached signature stands for it, and its external data is
   /// hashed, not read); else it is parsed and checked now, and the cache
   /// learns its signature.
@@ -51,10 +51,9 @@ public:
   Status parsed(const LoadedModel *&model);
 
 private:
-  Status parseNow();
+  Status parseNow(const llvm::MemoryBuffer &bytes);
   Status finishParsed();
 
-  std::unique_ptr<llvm::MemoryBuffer> bytes; ///< of a file; null once parsed from memory
   std::string path, baseDir, fileDigest, sourceDigest;
   std::vector<TensorInfo> declaredInputs, declaredOutputs;
   std::vector<std::string> externalFileDigests; ///< as loaded.externalFiles

@@ -141,6 +141,9 @@ static std::string shapeString(int32_t rank, const int64_t *dims) {
   return s + "]";
 }
 
+static kiln_status *selectVariant(const kiln_model_desc *&m, const kiln_tensor *const *inputs,
+                                  size_t n);
+
 kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor *const *inputs,
                                      size_t n) {
   if (!m)
@@ -179,6 +182,12 @@ kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor
       return kiln_status_create(KILN_SHAPE_MISMATCH,
                                 (what + " must have shape " + shapeString(d.rank, d.dims) +
                                  ", got " + shapeString(t->rank, t->dims)).c_str());
+  }
+  if (!m->entry) { // a bundle of specialisations: one must fit the inputs
+    if (kiln_status *s = selectVariant(m, inputs, n))
+      return s;
+    if (!m->entry)
+      return kiln_status_create(KILN_INVALID_ARGUMENT, "no compiled model");
   }
   return nullptr;
 }

@@ -24,6 +24,8 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$KILN_TEST_DIR/$mode-$name
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"
+# kilnc caches its outputs: each test compiles afresh, into its own cache.
+export KILN_CACHE_DIR=$work/cache
 fail() { echo "bundle-test: FAIL: $*" >&2; exit 1; }
 
 compile_runner() { # CC OUT EXTRA...
@@ -102,6 +104,7 @@ variants)
     fail "$name.h does not declare ${#sets[@]} variants"
   native_runner
   for set in "${sets[@]}"; do ./run "$set"; done
+  expect_error "given twice" "$KILNC" "$model" --emit=bundle -o twice --dim seq=16 --dim seq=32
   # Compiled for other lengths only: the runtime refuses, naming the shapes.
   "$KILNC" "$model" --emit=bundle -o "$work/other" --dim seq=16,64
   "$KILN_CC" -O2 -I. -I"$KILN_RUNTIME_INCLUDE" -DKILN_BUNDLE_HEADER='"other.h"' \
@@ -117,6 +120,9 @@ cache)
   # The name is part of the key (the symbols carry it): another name misses.
   "$KILNC" "$model" --emit=bundle -o "$work/other" "$@" -v 2>&1 | tee other.log
   grep -q "from the compile cache" other.log && fail "a bundle of another name was reused"
+  mkdir o1
+  "$KILNC" "$model" --emit=bundle -o "$work/o1/cold" "$@" -O1 -v 2>&1 | tee o1.log
+  grep -q "from the compile cache" o1.log && fail "another -O level was reused"
   mkdir again
   "$KILNC" "$model" --emit=bundle -o "$work/again/cold" "$@" -v 2>&1 | tee again.log
   grep -q "load the bundle from the compile cache" again.log || fail "the same bundle missed"

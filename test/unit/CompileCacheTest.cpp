@@ -168,6 +168,33 @@ TEST(CompileCache, EditedExternalDataIsNotServedFromTheCache) {
   fs::remove_all(folder);
 }
 
+TEST(CompileCache, DataChangedAfterAWarmLoadIsNotCompiledUnderTheOldKey) {
+  std::string dir = freshDir("changed-after-load");
+  fs::path folder = dir + "-model";
+  fs::create_directories(folder);
+  std::string path = writeTiny(folder, {1, -1, 1, 1}, /*external=*/true);
+  expectReference(runTiny(dir, 3, path));
+  // A warm load (the signature from the cache, nothing parsed), then the
+  // weights change and the compiled code is gone: the compile that follows
+  // must not store the new weights' code under the old weights' key.
+  kiln::CompileOptions options;
+  options.cacheDir = dir;
+  std::string err;
+  auto model = kiln::Model::load(path, options, &err);
+  ASSERT_TRUE(model) << err;
+  writeTiny(folder, {-1, 1, 1, 1}, /*external=*/true);
+  for (const fs::path &e : entries(dir))
+    fs::remove(e);
+  kiln::Status s = model->prepare(std::vector<std::vector<int64_t>>{{1, 4}});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("changed on disk after it was loaded"), std::string::npos) << s.message;
+  EXPECT_TRUE(entries(dir).empty());
+  // Loaded afresh, the model is the edited one.
+  expectSwapped(runTiny(dir, 3, path));
+  fs::remove_all(dir);
+  fs::remove_all(folder);
+}
+
 TEST(CompileCache, DamagedEntriesAreRecompiledNotLoaded) {
   for (const char *ext : {".kjit", ".ksig"}) {
   SCOPED_TRACE(ext);

@@ -214,6 +214,12 @@ TEST(Runtime, ShapesNoVariantWasCompiledForAreRefused) {
   const kiln_tensor *four[] = {a4.get(), b4.get()}, *mixed[] = {a4.get(), b3.get()};
   kiln_tensor *y = nullptr;
   for (auto *inputs : {four, mixed}) {
+    // kiln_model_check_inputs, for callers that run the entry themselves,
+    // refuses the same shapes.
+    kiln_status *checked = kiln_model_check_inputs(&kMultiModel, inputs, 2);
+    ASSERT_NE(checked, nullptr);
+    EXPECT_EQ(kiln_status_get_code(checked), KILN_SHAPE_MISMATCH);
+    kiln_status_free(checked);
     kiln_status *s = kiln_model_execute(&kMultiModel, inputs, 2, &y, 1);
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(kiln_status_get_code(s), KILN_SHAPE_MISMATCH);
