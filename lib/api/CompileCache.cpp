@@ -68,16 +68,22 @@ CacheKey &CacheKey::add(const std::vector<int64_t> &v) {
 
 std::string CacheKey::digest() const { return modelDigest(text.data(), text.size()); }
 
+std::unique_ptr<llvm::MemoryBuffer> mapFile(const std::string &path, bool mayChange) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false,
+                                          /*IsVolatile=*/mayChange);
+  return file ? std::move(*file) : nullptr;
+}
+
 const std::string &compilerIdentity() {
   static const std::string identity = [] {
     Dl_info info;
     if (!dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) || !info.dli_fname)
       return std::string();
-    auto bytes = llvm::MemoryBuffer::getFile(info.dli_fname, /*IsText=*/false,
-                                             /*RequiresNullTerminator=*/false);
-    if (!bytes || (*bytes)->getBufferSize() == 0)
+    auto bytes = mapFile(info.dli_fname);
+    if (!bytes || bytes->getBufferSize() == 0)
       return std::string();
-    return modelDigest((*bytes)->getBufferStart(), (*bytes)->getBufferSize());
+    return modelDigest(bytes->getBufferStart(), bytes->getBufferSize());
   }();
   return identity;
 }
@@ -115,11 +121,9 @@ bool CompileCache::load(const std::string &key, std::shared_ptr<llvm::MemoryBuff
     return false;
   std::string path = dir + "/" + key + extension(kind);
   // Mapped, not read: a hit's constant pool is used where it lies.
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false);
-  if (!file)
+  entry = mapFile(path);
+  if (!entry)
     return false;
-  entry = std::move(*file);
   std::string_view data(entry->getBufferStart(), entry->getBufferSize());
   uint64_t size = 0;
   bool intact = data.size() >= kPayloadOffset + 32 && std::memcmp(data.data(), kMagic, 8) == 0;
@@ -235,6 +239,32 @@ std::string_view PayloadReader::bytes() {
   pos += n;
   return s;
 }
+void PayloadWriter::tensorInfos(const std::vector<TensorInfo> &list) {
+  u64(list.size());
+  for (const TensorInfo &t : list) {
+    bytes(t.name);
+    u64((uint64_t)t.dtype);
+    i64s(t.dims);
+    u64((uint64_t)t.kind);
+    u64(t.optional ? 1 : 0);
+  }
+}
+
+std::vector<TensorInfo> PayloadReader::tensorInfos() {
+  std::vector<TensorInfo> list;
+  uint64_t n = u64();
+  for (uint64_t i = 0; ok && i < n; ++i) {
+    TensorInfo t;
+    t.name = std::string(bytes());
+    t.dtype = (kiln_dtype)u64();
+    t.dims = i64s();
+    t.kind = (ValueKind)u64();
+    t.optional = u64() != 0;
+    list.push_back(std::move(t));
+  }
+  return list;
+}
+
 std::string_view PayloadReader::alignedBytes() {
   uint64_t n = u64();
   size_t pad = alignmentPadding(pos);

@@ -3,6 +3,8 @@
 #ifndef KILN_API_COMPILECACHE_H
 #define KILN_API_COMPILECACHE_H
 
+#include "kiln/Kiln.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,6 +71,11 @@ private:
   uint64_t maxBytes;
 };
 
+/// The file at `path` mapped into memory (read in, when small), or null.
+/// `mayChange`: always read in, for a file that may be rewritten meanwhile
+/// (a mapping would fault on a truncation).
+std::unique_ptr<llvm::MemoryBuffer> mapFile(const std::string &path, bool mayChange = false);
+
 /// Where a payload starts in its entry's file (after magic and size).
 constexpr size_t kPayloadOffset = 16;
 
@@ -81,6 +88,7 @@ struct PayloadWriter {
   /// can use them where the file is mapped (constant pools).
   void alignedBytes(std::string_view s);
   void i64s(const std::vector<int64_t> &v);
+  void tensorInfos(const std::vector<TensorInfo> &list);
 };
 struct PayloadReader {
   std::string_view in;
@@ -91,6 +99,7 @@ struct PayloadReader {
   std::string_view bytes();
   std::string_view alignedBytes();
   std::vector<int64_t> i64s();
+  std::vector<TensorInfo> tensorInfos();
 };
 
 } // namespace kiln

@@ -185,16 +185,8 @@ struct Model::Impl {
 /// bookkeeping, its constant pool and its object code.
 static std::string serializeExecutable(const Executable &exe, const std::string &object) {
   PayloadWriter w;
-  auto infos = [&](const std::vector<TensorInfo> &list) {
-    w.u64(list.size());
-    for (const TensorInfo &t : list) {
-      w.bytes(t.name);
-      w.u64((uint64_t)t.dtype);
-      w.i64s(t.dims);
-    }
-  };
-  infos(exe.inputs);
-  infos(exe.outputs);
+  w.tensorInfos(exe.inputs);
+  w.tensorInfos(exe.outputs);
   w.i64s(exe.outputLayout);
   w.i64s(exe.rowCounts);
   w.i64s(exe.countAxes);
@@ -215,18 +207,8 @@ static bool deserializeExecutable(const std::shared_ptr<llvm::MemoryBuffer> &ent
                                   std::string_view payload, Executable &exe,
                                   std::string_view &object) {
   PayloadReader r(payload);
-  auto infos = [&](std::vector<TensorInfo> &list) {
-    uint64_t n = r.u64();
-    for (uint64_t i = 0; r.ok && i < n; ++i) {
-      TensorInfo t;
-      t.name = std::string(r.bytes());
-      t.dtype = (kiln_dtype)r.u64();
-      t.dims = r.i64s();
-      list.push_back(std::move(t));
-    }
-  };
-  infos(exe.inputs);
-  infos(exe.outputs);
+  exe.inputs = r.tensorInfos();
+  exe.outputs = r.tensorInfos();
   exe.outputLayout = r.i64s();
   exe.rowCounts = r.i64s();
   exe.countAxes = r.i64s();

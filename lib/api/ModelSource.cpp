@@ -17,12 +17,6 @@ ModelSource::~ModelSource() = default;
 ModelSource::ModelSource(ModelSource &&) = default;
 ModelSource &ModelSource::operator=(ModelSource &&) = default;
 
-static std::unique_ptr<llvm::MemoryBuffer> mapFile(const std::string &path) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false);
-  return file ? std::move(*file) : nullptr;
-}
-
 static TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
   TensorInfo info{v.name(), (kiln_dtype)0, {}};
   const onnx::TypeProto *type = &v.type();
@@ -66,30 +60,6 @@ static std::string combinedDigest(const std::string &fileDigest,
 
 static std::string manifestKey(const std::string &fileDigest) {
   return CacheKey().add("model signature").add(compilerIdentity()).add(fileDigest).digest();
-}
-
-static void writeInfos(PayloadWriter &w, const std::vector<TensorInfo> &list) {
-  w.u64(list.size());
-  for (const TensorInfo &t : list) {
-    w.bytes(t.name);
-    w.u64((uint64_t)t.dtype);
-    w.i64s(t.dims);
-    w.u64((uint64_t)t.kind);
-    w.u64(t.optional ? 1 : 0);
-  }
-}
-
-static void readInfos(PayloadReader &r, std::vector<TensorInfo> &list) {
-  uint64_t n = r.u64();
-  for (uint64_t i = 0; r.ok && i < n; ++i) {
-    TensorInfo t;
-    t.name = std::string(r.bytes());
-    t.dtype = (kiln_dtype)r.u64();
-    t.dims = r.i64s();
-    t.kind = (ValueKind)r.u64();
-    t.optional = r.u64() != 0;
-    list.push_back(std::move(t));
-  }
 }
 
 Status ModelSource::finishParsed() {
@@ -137,8 +107,8 @@ Status ModelSource::openFile(const std::string &path, CompileCache *cache, Model
   std::string_view payload;
   if (cache && cache->load(key, entry, payload, CompileCache::Kind::Signature)) {
     PayloadReader r(payload);
-    readInfos(r, out.declaredInputs);
-    readInfos(r, out.declaredOutputs);
+    out.declaredInputs = r.tensorInfos();
+    out.declaredOutputs = r.tensorInfos();
     std::vector<std::string> files, digests, now;
     for (uint64_t i = 0, n = r.u64(); r.ok && i < n; ++i) {
       files.emplace_back(r.bytes());
@@ -161,8 +131,8 @@ Status ModelSource::openFile(const std::string &path, CompileCache *cache, Model
     return s;
   if (cache) {
     PayloadWriter w;
-    writeInfos(w, out.declaredInputs);
-    writeInfos(w, out.declaredOutputs);
+    w.tensorInfos(out.declaredInputs);
+    w.tensorInfos(out.declaredOutputs);
     w.u64(out.externalFileDigests.size());
     for (size_t i = 0; i < out.externalFileDigests.size(); ++i) {
       w.bytes(out.loaded.externalFiles[i]);
@@ -194,13 +164,11 @@ Status ModelSource::parsed(const LoadedModel *&model) {
                                                    "' or its external data changed on disk "
                                                    "after it was loaded; load it again");
     };
-    auto bytes = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                             /*RequiresNullTerminator=*/false,
-                                             /*IsVolatile=*/true);
-    if (!bytes || modelDigest((*bytes)->getBufferStart(), (*bytes)->getBufferSize()) != fileDigest)
+    auto bytes = mapFile(path, /*mayChange=*/true);
+    if (!bytes || modelDigest(bytes->getBufferStart(), bytes->getBufferSize()) != fileDigest)
       return changed();
     std::vector<std::string> expected = externalFileDigests, now;
-    if (Status s = parseNow(**bytes); !s.ok())
+    if (Status s = parseNow(*bytes); !s.ok())
       return s;
     if (!externalDigests(baseDir, loaded.externalFiles, now) || now != expected) {
       loaded = LoadedModel();
