@@ -286,13 +286,9 @@ static void mergePool(const ConstantPool &pool, llvm::Module &module, size_t var
   }
 }
 
-static Status emitBundleUncached(const std::string &path, const EmitOptions &options,
+static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &options,
                                  StageClock &clock, Bundle &out) {
-  LoadedModel model;
   std::string error;
-  if (!loadModelFromFile(path, model, error))
-    return Status::error(KILN_IO_ERROR, error);
-  clock.done("load and check the ONNX model");
   std::vector<Shapes> sets;
   std::vector<std::string> labels;
   if (Status s = variantShapes(model, options, sets, labels); !s.ok())
@@ -409,7 +405,11 @@ Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &o
     clock.done("load the bundle from the compile cache");
     return {};
   }
-  if (Status s = emitBundleUncached(path, options, clock, out); !s.ok())
+  const LoadedModel *model = nullptr;
+  if (Status s = cache.model(model); !s.ok())
+    return s;
+  clock.done("load and check the ONNX model");
+  if (Status s = emitBundleUncached(*model, options, clock, out); !s.ok())
     return s;
   cache.store({&out.object, &out.header, &out.weights});
   return {};

@@ -192,13 +192,8 @@ Status resolveInputShapes(const LoadedModel &model, const EmitOptions &options,
   return {};
 }
 
-Status loadAndImport(const std::string &path, const EmitOptions &options, StageClock &clock,
-                     LoadedModel &model, std::unique_ptr<MLIRContext> &ctx,
-                     OwningOpRef<ModuleOp> &module) {
-  std::string error;
-  if (!loadModelFromFile(path, model, error))
-    return Status::error(KILN_IO_ERROR, error);
-  clock.done("load and check the ONNX model");
+Status importForEmit(const LoadedModel &model, const EmitOptions &options, StageClock &clock,
+                     std::unique_ptr<MLIRContext> &ctx, OwningOpRef<ModuleOp> &module) {
   std::vector<std::vector<int64_t>> shapes;
   if (Status s = resolveInputShapes(model, options, shapes); !s.ok())
     return s;
@@ -225,12 +220,11 @@ Status checkFixedOutputs(ModuleOp module) {
   return {};
 }
 
-static Status emitUncached(const std::string &path, const EmitOptions &options, StageClock &clock,
-                           std::string &out) {
-  LoadedModel model;
+static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
+                           StageClock &clock, std::string &out) {
   std::unique_ptr<MLIRContext> ctx;
   OwningOpRef<ModuleOp> module;
-  if (Status s = loadAndImport(path, options, clock, model, ctx, module); !s.ok())
+  if (Status s = importForEmit(model, options, clock, ctx, module); !s.ok())
     return s;
   auto print = [&](Operation *op) {
     llvm::raw_string_ostream os(out);
@@ -281,7 +275,11 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
     clock.done("load the output from the compile cache");
     return {};
   }
-  if (Status s = emitUncached(path, options, clock, out); !s.ok())
+  const LoadedModel *model = nullptr;
+  if (Status s = cache.model(model); !s.ok())
+    return s;
+  clock.done("load and check the ONNX model");
+  if (Status s = emitUncached(*model, options, clock, out); !s.ok())
     return s;
   cache.store({&out});
   return {};

@@ -71,10 +71,10 @@ private:
 Status resolveInputShapes(const LoadedModel &model, const EmitOptions &options,
                           std::vector<std::vector<int64_t>> &shapes);
 
-/// The front half of kilnc: loads the model at `path`, applies `options`'
-/// shapes (by position and by name) and imports and optimises it.
-Status loadAndImport(const std::string &path, const EmitOptions &options, StageClock &clock,
-                     LoadedModel &model, std::unique_ptr<mlir::MLIRContext> &ctx,
+/// The front half of kilnc: applies `options`' shapes (by position and by
+/// name) to `model` and imports and optimises it.
+Status importForEmit(const LoadedModel &model, const EmitOptions &options, StageClock &clock,
+                     std::unique_ptr<mlir::MLIRContext> &ctx,
                      mlir::OwningOpRef<mlir::ModuleOp> &module);
 
 /// Refuses modules whose outputs an ahead-of-time entry point cannot return

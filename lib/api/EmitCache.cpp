@@ -15,16 +15,16 @@
 namespace kiln {
 
 EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
-  if (!options.cache || options.kind == EmitKind::Kiln || options.kind == EmitKind::Linalg)
-    return;
-  auto cache = std::make_unique<CompileCache>(options.cacheDir);
-  if (cache->directory().empty())
-    return;
+  bool cached =
+      options.cache && options.kind != EmitKind::Kiln && options.kind != EmitKind::Linalg;
+  auto cache = cached ? std::make_unique<CompileCache>(options.cacheDir) : nullptr;
+  if (cache && cache->directory().empty())
+    cache.reset();
   // The model's digest, from the cached signature when there is one: no
-  // parse on a hit.
-  ModelSource source;
-  if (!ModelSource::openFile(path, cache.get(), source).ok())
-    return; // the compile reports what is wrong with the model
+  // parse on a hit. Without a cache, the model is parsed now.
+  opened = ModelSource::openFile(path, cache.get(), source);
+  if (!cache || !opened.ok())
+    return;
   std::string error;
   TargetOptions to{options.triple, options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);
@@ -52,6 +52,12 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
 }
 
 EmitCache::~EmitCache() = default;
+
+Status EmitCache::model(const LoadedModel *&model) {
+  if (!opened.ok())
+    return opened;
+  return source.parsed(model);
+}
 
 bool EmitCache::load(const std::vector<std::string *> &outputs) const {
   if (!cache)
