@@ -2,6 +2,8 @@
 // checks signatures, owns tensor memory and calls entry points.
 #include "kiln/runtime.h"
 
+#include "buffer_cache.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -86,20 +88,43 @@ static kiln_tensor *makeTensor(int32_t dtype, int32_t rank, const int64_t *dims)
   return t;
 }
 
-kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims) {
+/// A tensor whose buffer holds whatever was there: for outputs, which the
+/// entry point writes in full. KILN_DEBUG_FILL=1 fills them with 0xff bytes
+/// (NaN in floats, -1 in integers) so that an element a kernel leaves
+/// unwritten shows in the results instead of passing as a zero.
+static kiln_tensor *createUninitialized(int32_t dtype, int32_t rank, const int64_t *dims) {
   kiln_tensor *t = makeTensor(dtype, rank, dims);
   if (!t)
     return nullptr;
   size_t bytes = kiln_tensor_num_bytes(t);
   // Generated code may use aligned vector loads: 64-byte alignment, and a
   // non-zero allocation so that empty tensors still have a valid pointer.
-  size_t rounded = ((bytes ? bytes : 1) + 63) / 64 * 64;
-  t->data = std::aligned_alloc(64, rounded);
+  t->data = kiln_rt::acquireBuffer(bytes);
   if (!t->data) {
     delete t;
     return nullptr;
   }
-  std::memset(t->data, 0, rounded);
+  t->owned = true;
+  static const bool fill = [] {
+    const char *env = std::getenv("KILN_DEBUG_FILL");
+    return env && *env && std::strcmp(env, "0") != 0;
+  }();
+  if (fill)
+    std::memset(t->data, 0xff, kiln_rt::bufferSize(bytes));
+  return t;
+}
+
+kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims) {
+  kiln_tensor *t = makeTensor(dtype, rank, dims);
+  if (!t)
+    return nullptr;
+  size_t bytes = kiln_tensor_num_bytes(t);
+  t->data = kiln_rt::acquireBuffer(bytes);
+  if (!t->data) {
+    delete t;
+    return nullptr;
+  }
+  std::memset(t->data, 0, kiln_rt::bufferSize(bytes));
   t->owned = true;
   return t;
 }
@@ -115,7 +140,7 @@ void kiln_tensor_free(kiln_tensor *t) {
   if (!t)
     return;
   if (t->owned)
-    std::free(t->data);
+    kiln_rt::releaseBuffer(t->data, kiln_tensor_num_bytes(t));
   delete t;
 }
 
@@ -303,7 +328,7 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
     buffers[i] = inputs[i]->data;
   for (size_t k = 0; k < numOutputs; ++k) {
     const kiln_tensor_desc &d = m->outputs[k];
-    outputs[k] = kiln_tensor_create(d.dtype, d.rank, d.dims);
+    outputs[k] = createUninitialized(d.dtype, d.rank, d.dims);
     if (!outputs[k]) {
       for (size_t j = 0; j < k; ++j) {
         kiln_tensor_free(outputs[j]);

@@ -60,6 +60,30 @@ TEST(Runtime, TensorCreateIsZeroedAndAligned) {
   EXPECT_EQ(kiln_tensor_create(123, 1, dims), nullptr);
 }
 
+// Outputs of one run freed before the next give their pages to it: a fresh
+// mmap for every large output cost page faults on every element page
+// (buffer_cache.cpp). A recycled buffer is still zeroed by
+// kiln_tensor_create.
+TEST(Runtime, LargeBuffersAreRecycledAndStillZeroed) {
+  int64_t dims[] = {256, 1024}; // 1 MiB of floats
+  kiln_tensor *t = kiln_tensor_create(KILN_FLOAT32, 2, dims);
+  ASSERT_TRUE(t);
+  float *first = static_cast<float *>(kiln_tensor_data(t));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  first[12345] = 7.0f;
+  kiln_tensor_free(t);
+  TensorPtr again(kiln_tensor_create(KILN_FLOAT32, 2, dims));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(kiln_tensor_data(again.get()), static_cast<void *>(first));
+  EXPECT_EQ(static_cast<float *>(kiln_tensor_data(again.get()))[12345], 0.0f);
+  // Another size does not take it.
+  int64_t other[] = {255, 1024};
+  TensorPtr different(kiln_tensor_create(KILN_FLOAT32, 2, other));
+  ASSERT_TRUE(different);
+  EXPECT_NE(kiln_tensor_data(different.get()), kiln_tensor_data(again.get()));
+  kiln_release_cached_memory();
+}
+
 TEST(Runtime, ExecuteRunsTheEntryPoint) {
   TensorPtr a = floats({1, 2, 3}), b = floats({10, 20, 30});
   const kiln_tensor *ins[] = {a.get(), b.get()};

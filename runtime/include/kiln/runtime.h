@@ -144,7 +144,12 @@ const char *kiln_dtype_name(int32_t dtype);
 kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims);
 /* Wraps caller-owned memory (not freed by kiln_tensor_free). */
 kiln_tensor *kiln_tensor_wrap(int32_t dtype, int32_t rank, const int64_t *dims, void *data);
+/* Frees the tensor. An owned buffer of 64 KiB or more is kept for the next
+ * tensor of that size (outputs of the next run), within KILN_BUFFER_CACHE_MB
+ * megabytes (default 256; 0 disables); kiln_release_cached_memory() frees
+ * the kept buffers now. */
 void kiln_tensor_free(kiln_tensor *tensor);
+void kiln_release_cached_memory(void);
 int32_t kiln_tensor_dtype(const kiln_tensor *tensor);
 int32_t kiln_tensor_rank(const kiln_tensor *tensor);
 const int64_t *kiln_tensor_dims(const kiln_tensor *tensor);
@@ -153,7 +158,8 @@ size_t kiln_tensor_num_bytes(const kiln_tensor *tensor);
 void *kiln_tensor_data(kiln_tensor *tensor);
 
 /* Checks `inputs` against the model's signature, allocates outputs[0..n)
- * (the caller frees them with kiln_tensor_free) and runs the entry point on
+ * (not zero-filled: the model writes every element; the caller frees them
+ * with kiln_tensor_free) and runs the entry point on
  * kiln_default_thread_pool(). Safe to call concurrently on one model.
  * Returns NULL on success. */
 kiln_status *kiln_model_execute(const kiln_model_desc *model, const kiln_tensor *const *inputs,
