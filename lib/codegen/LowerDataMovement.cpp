@@ -51,10 +51,19 @@ Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+// Indices read at run time are wrapped (negative counts from the end) and then
+// clamped into [0, dim - 1]. ONNX calls an out-of-range index an error, but the
+// generated code has no error channel; clamping (what XLA does for gather)
+// keeps a bad index from reading or writing outside the tensor, at the cost of
+// two selects per index.
 Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim) {
   Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
   Value wrapped = arith::AddIOp::create(b, loc, i, indexConst(b, loc, dim));
-  return arith::SelectOp::create(b, loc, neg, wrapped, i);
+  Value idx = arith::SelectOp::create(b, loc, neg, wrapped, i);
+  if (ShapedType::isDynamic(dim) || dim <= 0)
+    return idx;
+  idx = arith::MaxSIOp::create(b, loc, idx, indexConst(b, loc, 0));
+  return arith::MinSIOp::create(b, loc, idx, indexConst(b, loc, dim - 1));
 }
 
 namespace {

@@ -790,6 +790,14 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   int64_t axis = a.getAxis() < 0 ? a.getAxis() + it.getRank() : a.getAxis();
   if (axis < 0 || axis >= it.getRank())
     return fail(loc, "gather axis out of range");
+  // Constant indices can be checked now; run-time ones are clamped by codegen.
+  int64_t dim = it.getDimSize(axis);
+  if (isConstantDim(dim) && xt.hasStaticShape() && xt.getNumElements() <= (1 << 16))
+    if (auto idx = getConstantInts(a.getIndices()))
+      for (int64_t i : *idx)
+        if (i < -dim || i >= dim)
+          return fail(loc, "gather index " + Twine(i) + " out of range for axis " +
+                               Twine(axis) + " of size " + Twine(dim));
   SmallVector<int64_t> shape(it.getShape().take_front(axis));
   llvm::append_range(shape, xt.getShape());
   llvm::append_range(shape, it.getShape().drop_front(axis + 1));

@@ -41,6 +41,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
     pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
+  pm.addNestedPass<func::FuncOp>(createKilnDistinctResults());
 
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;

@@ -102,6 +102,28 @@ def KilnStridedCopiesToLoops : Pass<"kiln-strided-copies-to-loops", "mlir::func:
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def KilnDistinctResults : Pass<"kiln-distinct-results", "mlir::func::FuncOp"> {
+  let summary = "Give every returned tensor its own value before bufferization";
+  let description = [{
+    Runs on linalg-on-tensors IR, right before one-shot bufferization. CSE
+    can make two model outputs the same SSA value (two identical Gathers,
+    an output listed twice); the function then returns one buffer twice,
+    which upstream `buffer-results-to-out-params` does not handle (it
+    crashes in MLIR 22). Every repeated return operand after its first
+    occurrence becomes a `linalg.copy` into a fresh `tensor.empty`, so each
+    output is written into its own caller-provided buffer.
+
+    ```mlir
+    return %v, %v : tensor<4xf32>, tensor<4xf32>
+    // becomes
+    %e = tensor.empty() : tensor<4xf32>
+    %c = linalg.copy ins(%v : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    return %v, %c : tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 def KilnConcatInPlace : Pass<"kiln-concat-in-place", "mlir::func::FuncOp"> {
   let summary = "Write the parts of concatenations into their slices of the result";
   let description = [{
