@@ -2,6 +2,7 @@
 // order, value names, locations. Per-op semantics are in Rules*.cpp.
 #include "kiln/Frontend/Importer.h"
 #include "NodeImporter.h"
+#include "QdqFusion.h"
 #include "ControlFlow.h"
 #include "Gradient.h"
 #include "RowCounts.h"
@@ -747,9 +748,18 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     values[init.name()] = ConstantOp::create(b, loc, attr->getType(), *attr);
   }
 
-  for (auto [i, node] : llvm::enumerate(graph.node()))
-    if (failed(importNode(node, i)))
-      return {};
+  QdqFusionPlan qdq = planQdqFusion(graph);
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    auto replaced = qdq.replaced.find(i);
+    if (replaced == qdq.replaced.end()) {
+      if (failed(importNode(node, i)))
+        return {};
+      continue;
+    }
+    for (const onnx::NodeProto &fused : replaced->second)
+      if (failed(importNode(fused, i)))
+        return {};
+  }
 
   SmallVector<Value> results;
   SmallVector<std::string> resultNames;

@@ -19,6 +19,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | qdq_cnn | a CNN in the QDQ form ONNX Runtime's quantizer writes: uint8 activations, per-channel int8 conv weights, int32 biases, QuantizeLinear/DequantizeLinear around Conv, Relu, MaxPool, Add, GlobalAveragePool and Gemm |
 | masked_select | TorchScript export of `x[x > t]` and `torch.nonzero(x > 0)` with a threshold computed from the input: NonZero, Transpose and GatherND on run-time values, outputs whose length depends on the data |
 | qlinear_cnn | the QOperator form: QuantizeLinear, two QLinearConv (per-channel int8 weights, int32 biases, 16 channels on 14x14) and DequantizeLinear; Kiln runs them on the f32 kernels where the integer sums are exact in f32, so outputs must match ONNX Runtime's integer kernels to the quantum |
+| qdq_convnet | the QDQ form with two 64-channel 3x3 convolutions (one with a Relu before a non-zero output zero point) and a per-column quantized MatMul, which Kiln fuses into integer kernels; checked to the bit |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -357,8 +358,81 @@ def ssd_tail(folder):
             ([rng.uniform(-3, 3, (1, 3, 16, 16)).astype(np.float32)], None)]
 
 
+def qdq_convnet(folder):
+    """The QDQ form at a size where rounding matters: two 3x3 convolutions
+    of 64 channels (576 products per output), the first followed by a Relu
+    whose output zero point is not 0, and a per-column quantized MatMul.
+    Kiln fuses each chain into an integer kernel (QdqFusion.cpp), as ONNX
+    Runtime does; all 16,384 quantized values of the second convolution
+    and the MatMul's outputs must match ONNX Runtime's to the bit."""
+    rng = np.random.default_rng(23)
+    nodes, inits = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def q(x, scale, zero, name):
+        nodes.append(helper.make_node("QuantizeLinear", [x, const(name + "_s", np.array(scale, np.float32)),
+                                                         const(name + "_z", np.array(zero, np.uint8))],
+                                      [name + "_q"]))
+        return name + "_q"
+
+    def dq(xq, name):
+        nodes.append(helper.make_node("DequantizeLinear", [xq, name + "_s", name + "_z"], [name + "_dq"]))
+        return name + "_dq"
+
+    def conv(x, x_scale, cin, cout, name):
+        w = (rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)).astype(np.float32)
+        w_scale = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+        wq = np.clip(np.round(w / w_scale[:, None, None, None]), -127, 127).astype(np.int8)
+        b_scale = (np.float32(x_scale) * w_scale).astype(np.float32)
+        bq = np.round(rng.standard_normal(cout) * 0.1 / b_scale).astype(np.int32)
+        nodes.append(helper.make_node(
+            "DequantizeLinear", [const(name + "_wq", wq), const(name + "_ws", w_scale),
+                                 const(name + "_wz", np.zeros(cout, np.int8))], [name + "_w"], axis=0))
+        nodes.append(helper.make_node(
+            "DequantizeLinear", [const(name + "_bq", bq), const(name + "_bs", b_scale),
+                                 const(name + "_bz", np.zeros(cout, np.int32))], [name + "_b"], axis=0))
+        nodes.append(helper.make_node("Conv", [x, name + "_w", name + "_b"], [name + "_y"], pads=[1] * 4,
+                                      name=name))
+        return name + "_y"
+
+    x = dq(q("x", 0.03, 128, "in"), "in")
+    y = conv(x, 0.03, 16, 64, "c1")
+    nodes.append(helper.make_node("Relu", [y], ["r1"]))
+    a1 = dq(q("r1", 0.02, 10, "a1"), "a1")
+    y2 = conv(a1, 0.02, 64, 64, "c2")
+    a2 = dq(q(y2, 0.05, 128, "a2"), "a2")
+    nodes.append(helper.make_node("GlobalAveragePool", [a2], ["gap"]))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"]))
+    g = dq(q("flat", 0.01, 128, "g"), "g")
+    fw = (rng.standard_normal((64, 32)) * 0.2).astype(np.float32)
+    fs = (np.abs(fw).max(axis=0) / 127).astype(np.float32)
+    nodes.append(helper.make_node(
+        "DequantizeLinear", [const("fc_wq", np.round(fw / fs).astype(np.int8)), const("fc_ws", fs),
+                             const("fc_wz", np.zeros(32, np.int8))], ["fc_w"], axis=1))
+    nodes.append(helper.make_node("MatMul", [g, "fc_w"], ["logits"], name="fc"))
+    out = dq(q("logits", 0.02, 128, "out"), "out")
+    # The conv output itself too: the check covers all 16,384 values.
+    nodes.append(helper.make_node("Identity", [a2], ["features"]))
+    nodes.append(helper.make_node("Identity", [out], ["y"]))
+    graph = helper.make_graph(
+        nodes, "qdq_convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32]),
+         helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 64, 16, 16])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    return [([rng.standard_normal((1, 16, 16, 16)).astype(np.float32)], None),
+            ([rng.uniform(-2, 4, (1, 16, 16, 16)).astype(np.float32)], None)]
+
+
 MODELS = {"loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
-          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn}
+          "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
+          "qdq_convnet": qdq_convnet}
 
 
 def write_sets(folder, sets, ort):
