@@ -179,12 +179,12 @@ private:
 };
 
 /// What `kilnc --emit=` produces.
-enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object, Bundle };
+enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object, Bundle, PTX };
 
 struct EmitOptions {
   EmitKind kind = EmitKind::Object;
-  std::string triple; ///< empty: the host
-  std::string cpu = "host";
+  std::string triple; ///< empty: the host (nvptx64-nvidia-cuda for PTX)
+  std::string cpu = "host"; ///< for PTX, the GPU architecture (default sm_80)
   int optLevel = 3;
   /// Concrete input shapes; required for llvm/asm/obj when the model has
   /// dynamic dims. Empty entries keep the declared shape.

@@ -399,6 +399,9 @@ Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &o
     return Status::error(KILN_INVALID_ARGUMENT,
                          "bundle name '" + options.bundleName +
                              "' is not a C identifier (letters, digits, '_'; no leading digit)");
+  EmitOptions checked = options;
+  if (Status s = resolveGpuTarget(checked); !s.ok())
+    return s;
   StageClock clock(options.progress);
   EmitCache cache(path, options);
   if (cache.load({&out.object, &out.header, &out.weights})) {

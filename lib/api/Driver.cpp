@@ -1,6 +1,7 @@
 #include "Driver.h"
 #include "EmitCache.h"
 
+#include "kiln/Codegen/GpuTarget.h"
 #include "kiln/Codegen/TargetEmitter.h"
 #include "kiln/Passes/Passes.h"
 
@@ -220,6 +221,51 @@ Status checkFixedOutputs(ModuleOp module) {
   return {};
 }
 
+Status resolveGpuTarget(EmitOptions &options) {
+  bool nvptx = llvm::StringRef(options.triple).starts_with("nvptx");
+  if (options.kind != EmitKind::PTX) {
+    if (nvptx && options.kind != EmitKind::Kiln && options.kind != EmitKind::Linalg)
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "target '" + options.triple +
+                               "' is an NVIDIA GPU: it takes --emit=ptx (host objects and "
+                               "bundles for CUDA targets are not built yet)");
+    return {};
+  }
+  if (options.triple.empty())
+    options.triple = "nvptx64-nvidia-cuda";
+  if (!llvm::StringRef(options.triple).starts_with("nvptx64"))
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "--emit=ptx needs an NVIDIA GPU target (nvptx64-nvidia-cuda), not '" +
+                             options.triple + "'");
+  if (options.cpu.empty() || options.cpu == "host")
+    options.cpu = "sm_80";
+  if (!isSupportedGpuChip(options.cpu))
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "unknown GPU architecture '" + options.cpu +
+                             "': give --mcpu=sm_NN, sm_75 or newer (e.g. sm_80, sm_90)");
+  return {};
+}
+
+/// The PTX of every kernel of the model, for the GPU chip in options.cpu.
+static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &clock,
+                      std::string &out) {
+  MLIRContext &ctx = *module.getContext();
+  DiagnosticCollector diags(ctx);
+  PassManager pm(&ctx);
+  configure(pm);
+  GpuLoweringOptions gpu;
+  gpu.chip = options.cpu;
+  gpu.libdevice = findLibdevice();
+  buildLowerToGpuPipeline(pm, gpu);
+  if (failed(pm.run(module)))
+    return compileError(diags, "lowering to PTX failed");
+  clock.done("lower to GPU kernels and generate PTX (" + gpu.chip + ")");
+  std::string error;
+  if (!extractPtx(module, out, error))
+    return compileError(diags, error);
+  return {};
+}
+
 static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
                            StageClock &clock, std::string &out) {
   std::unique_ptr<MLIRContext> ctx;
@@ -243,6 +289,8 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   }
   if (Status s = checkFixedOutputs(*module); !s.ok())
     return s;
+  if (options.kind == EmitKind::PTX)
+    return emitPtx(*module, options, clock, out);
   // Validate the target before the (long) lowering, so a typo fails fast.
   std::string error;
   TargetOptions to{options.triple, options.cpu, options.optLevel};
@@ -268,7 +316,10 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   return {};
 }
 
-Status emit(const std::string &path, const EmitOptions &options, std::string &out) {
+Status emit(const std::string &path, const EmitOptions &givenOptions, std::string &out) {
+  EmitOptions options = givenOptions;
+  if (Status s = resolveGpuTarget(options); !s.ok())
+    return s;
   StageClock clock(options.progress);
   EmitCache cache(path, options);
   if (cache.load({&out})) {

@@ -81,6 +81,10 @@ Status importForEmit(const LoadedModel &model, const EmitOptions &options, Stage
 /// (run-time row counts, sequences, optionals).
 Status checkFixedOutputs(mlir::ModuleOp module);
 
+/// For --emit=ptx: the default triple (nvptx64-nvidia-cuda) and GPU (sm_80),
+/// and a check of both; for other kinds, an error when the triple is a GPU.
+Status resolveGpuTarget(EmitOptions &options);
+
 } // namespace kiln
 
 #endif

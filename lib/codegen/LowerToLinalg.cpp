@@ -73,6 +73,7 @@ void eraseSignedness(func::FuncOp func) {
 }
 
 struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
+  using KilnLowerToLinalgBase::KilnLowerToLinalgBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     codegen::declareKernelFunctions(module);
@@ -101,13 +102,16 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     if (!ok)
       return failure();
 
-    RewritePatternSet fused(&getContext());
-    codegen::populateFusedKernelPatterns(fused);
-    // An optimisation: whatever it leaves is lowered op by op below.
-    (void)applyPatternsGreedily(func, std::move(fused));
+    if (useKernels) {
+      RewritePatternSet fused(&getContext());
+      codegen::populateFusedKernelPatterns(fused);
+      // An optimisation: whatever it leaves is lowered op by op below.
+      (void)applyPatternsGreedily(func, std::move(fused));
+    }
 
     RewritePatternSet patterns(&getContext());
-    codegen::populateKernelLoweringPatterns(patterns);
+    if (useKernels)
+      codegen::populateKernelLoweringPatterns(patterns);
     codegen::populateElementwiseLoweringPatterns(patterns);
     codegen::populateStructuredLoweringPatterns(patterns);
     codegen::populateDataMovementLoweringPatterns(patterns);

@@ -12,6 +12,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -31,7 +32,9 @@ void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) 
     pm.addNestedPass<func::FuncOp>(createKilnConvertLayout());
     pm.addPass(createCanonicalizerPass());
   }
-  pm.addPass(createKilnLowerToLinalg());
+  KilnLowerToLinalgOptions linalgOpts;
+  linalgOpts.useKernels = opts.useKernels;
+  pm.addPass(createKilnLowerToLinalg(linalgOpts));
   pm.addPass(createCanonicalizerPass());
 }
 
@@ -84,11 +87,54 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
     llvm::report_fatal_error("kiln: internal lowering pipeline does not parse");
 }
 
+void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
+  LoweringOptions opts;
+  // Row-op fusion, NHWC layouts and microkernel calls are the CPU path's.
+  opts.fuseRowOps = false;
+  opts.convertLayout = false;
+  opts.useKernels = false;
+  buildLowerToLinalgPipeline(pm, opts);
+  pm.addNestedPass<func::FuncOp>(createKilnGpuFuseElementwise());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createKilnDistinctResults());
+  bufferization::OneShotBufferizePassOptions bufOpts;
+  bufOpts.bufferizeFunctionBoundaries = true;
+  bufOpts.allowReturnAllocsFromLoops = true;
+  bufOpts.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
+
+  std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
+  // No min/max bounds: with them the tiled bound is an affine.min and
+  // convert-parallel-loops-to-gpu silently leaves the loop on the host.
+  std::string tail =
+      "func.func(kiln-gpu-loops,"
+      "scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 no-min-max-bounds=true},"
+      "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
+      "gpu-launch-sink-index-computations),"
+      "gpu-kernel-outlining,kiln-merge-gpu-modules,"
+      "expand-strided-metadata,lower-affine,convert-scf-to-cf,canonicalize,"
+      "nvvm-attach-target{module=kiln_kernels chip=" + gpu.chip + " O=3" + libdevice + "},"
+      "gpu.module(convert-gpu-to-nvvm),reconcile-unrealized-casts,"
+      "gpu-module-to-binary{format=isa}";
+  if (failed(parsePassPipeline(tail, pm)))
+    llvm::report_fatal_error("kiln: internal GPU pipeline does not parse");
+}
+
 void registerKilnDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect>();
   codegen::registerKernelCallBufferization(registry);
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  // gpu-module-to-binary translates the kernels' module to LLVM IR.
+  registerAllToLLVMIRTranslations(registry);
 }
 
 void registerKilnPassesAndPipelines() {

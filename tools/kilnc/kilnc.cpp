@@ -39,6 +39,9 @@ static cl::opt<kiln::EmitKind> emitKind(
                clEnumValN(kiln::EmitKind::LLVMIR, "llvm", "optimized LLVM IR"),
                clEnumValN(kiln::EmitKind::Assembly, "asm", "target assembly"),
                clEnumValN(kiln::EmitKind::Object, "obj", "ELF relocatable object (default)"),
+               clEnumValN(kiln::EmitKind::PTX, "ptx",
+                          "PTX of the model's GPU kernels (--target=nvptx64-nvidia-cuda, "
+                          "--mcpu=sm_80 by default)"),
                clEnumValN(kiln::EmitKind::Bundle, "bundle",
                           "deployable bundle: NAME.o + NAME.h (+ NAME.weights); -o DIR/NAME")),
     cl::cat(kilncCat));
@@ -189,7 +192,8 @@ int main(int argc, char **argv) {
       "  kilnc MODEL.onnx [-o FILE] --emit=kiln|linalg|llvm|asm|obj [--target=TRIPLE]\n"
       "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n"
       "  kilnc MODEL.onnx --emit=bundle -o DIR/NAME [--weights=embedded|external]\n"
-      "        [--dim NAME=V,V,...]... ...\n\n"
+      "        [--dim NAME=V,V,...]... ...\n"
+      "  kilnc MODEL.onnx --emit=ptx [--target=nvptx64-nvidia-cuda] [--mcpu=sm_80] -o FILE\n\n"
       "A bundle is NAME.o, exporting `const kiln_model_desc NAME_model` and\n"
       "NAME_entry (NAME_entry_K with --dim), and NAME.h, which declares them and\n"
       "gives the signature as constants; run it with kiln_model_execute(&NAME_model, ...) from\n"
@@ -201,6 +205,9 @@ int main(int argc, char **argv) {
       "then output data pointers, dense row-major, in graph order, then the workspace\n"
       "(kiln_entry_workspace_size bytes); it calls kiln_parallel_for, so link it with\n"
       "libkiln_runtime (see kiln/runtime.h).\n"
+      "--emit=ptx writes one PTX module with every kernel of the model (kernels\n"
+      "kiln_kernels::main_kernel*), for ptxas or cuModuleLoadDataEx; the host side\n"
+      "that launches them (kiln-run --device cuda, CUDA bundles) is not built yet.\n"
       "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...) and LLVM's\n"
       "options apply; --help-hidden lists them.\n");
 

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -37,7 +38,23 @@ struct LoweringOptions {
   bool convertLayout = true;
   /// No memory plan: every intermediate gets fresh, NaN-filled memory.
   bool debugMemory = false;
+  /// Lower convolutions, matrix products and pooling to CPU microkernel calls.
+  bool useKernels = true;
 };
+
+/// Options of the lowering to PTX (NVPTX targets).
+struct GpuLoweringOptions {
+  std::string chip = "sm_80";
+  /// libdevice.10.bc to link for math functions; empty: none (a math call
+  /// that is not approximated is then an unresolved extern in the PTX).
+  std::string libdevice;
+};
+
+/// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->
+/// loops -> gpu.launch_func + one gpu.module `kiln_kernels` -> NVVM ->
+/// gpu.binary holding the PTX. The host function is left with memref.alloc
+/// and gpu.launch_func ops.
+void buildLowerToGpuPipeline(mlir::OpPassManager &pm, const GpuLoweringOptions &opts);
 
 /// kiln (static shapes) -> linalg on tensors, kernel calls included.
 void buildLowerToLinalgPipeline(mlir::OpPassManager &pm, const LoweringOptions &opts);

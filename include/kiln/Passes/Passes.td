@@ -81,7 +81,14 @@ def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::ModuleOp"> {
     Convolutions in NHWC, f32 matrix products and channels_last pooling
     become calls to Kiln's microkernels (declared as private functions in
     the module; their bitcode is linked in after translation to LLVM IR).
+    With `use-kernels=false` (the GPU path, which has no kernel library)
+    every op becomes linalg instead.
   }];
+  let options = [
+    Option<"useKernels", "use-kernels", "bool", /*default=*/"true",
+           "Lower convolutions, matrix products, pooling and row ops to calls "
+           "of Kiln's CPU microkernels">
+  ];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
@@ -285,6 +292,48 @@ def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
            "the lowered model function to wrap">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def KilnGpuLoops : Pass<"kiln-gpu-loops", "mlir::func::FuncOp"> {
+  let summary = "Bufferized linalg to loop nests that all become GPU kernels";
+  let description = [{
+    The GPU path's first step after bufferization (NVPTX targets). Every
+    `linalg.generic` has its loops interchanged so that parallel loops come
+    first (a matrix product is then parallel over rows and columns, with the
+    reduction inside each thread, instead of parallel over rows only); every
+    `memref.copy` becomes a `linalg.copy`; every linalg op becomes loops
+    (`scf.parallel` outside, `scf.for` for reductions). A loop nest left
+    with no parallel loop (a full reduction) is wrapped in a one-iteration
+    `scf.parallel`, so that upstream `convert-parallel-loops-to-gpu` makes it
+    a one-thread kernel rather than leaving it on the host, where it would
+    read device memory.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::linalg::LinalgDialect"];
+}
+
+def KilnGpuFuseElementwise : Pass<"kiln-gpu-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Elementwise fusion that never recomputes a producer";
+  let description = [{
+    Upstream elementwise fusion (`linalg-fuse-elementwise-ops`) also fuses a
+    producer into a consumer that reads it through a map that drops loops:
+    the GELU before a matrix product is then evaluated once per (row,
+    column, k), K times too often. The CPU path never meets this (its
+    matrix products are kernel calls); the GPU path does. This pass fuses
+    only where the consumer reads the producer's result through a
+    permutation of all its loops, so each producer element is computed once.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def KilnMergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
+  let summary = "Move every outlined kernel into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` makes one `gpu.module` per launch, each with a
+    function of the same name. Kiln loads one PTX module per model, so this
+    moves every kernel into the module `kiln_kernels`, names each after the
+    module it came from (unique), and retargets the `gpu.launch_func` ops.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
 #endif

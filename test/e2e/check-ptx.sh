@@ -1,0 +1,26 @@
+#!/bin/sh
+# kilnc MODEL --emit=ptx writes one PTX module that CUDA's ptxas accepts for
+# sm_80 and sm_90 (whole-program mode: an unresolved extern such as a math
+# function without libdevice fails). Skips, saying why, without ptxas.
+set -eu
+kilnc=$1 model=$2 shapes=$3
+ptxas=${PTXAS:-}
+if [ -z "$ptxas" ]; then
+  for p in "${CUDA_HOME:-/nonexistent}/bin/ptxas" /usr/local/cuda/bin/ptxas "$(command -v ptxas || true)"; do
+    if [ -x "$p" ]; then ptxas=$p; break; fi
+  done
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$kilnc" "$model" --emit=ptx --no-cache --shapes-from "$shapes" -o "$out/model.ptx"
+grep -q '^\.target sm_80' "$out/model.ptx"
+kernels=$(grep -c '^\.visible \.entry' "$out/model.ptx" || true)
+[ "$kernels" -gt 0 ]
+if [ -z "$ptxas" ]; then
+  echo "SKIP ptxas: no CUDA toolkit (set PTXAS or CUDA_HOME); the PTX has $kernels kernels"
+  exit 0
+fi
+for sm in sm_80 sm_90; do
+  "$ptxas" --gpu-name $sm "$out/model.ptx" -o "$out/model.$sm.cubin"
+done
+echo "ok: $kernels kernels, $(wc -c < "$out/model.ptx") bytes of PTX, accepted by ptxas for sm_80 and sm_90"
