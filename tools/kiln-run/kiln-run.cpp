@@ -2,6 +2,7 @@
 // checks and benchmarks it.
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
+#include "kiln/cuda.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +24,7 @@ static const char *kUsage =
     "usage: kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
     "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
-    "                [--debug-memory] [--no-cache]\n"
+    "                [--debug-memory] [--no-cache] [--device cpu|cuda]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
@@ -53,6 +54,9 @@ static const char *kUsage =
     "  --no-cache     compile afresh: neither read nor write the compile cache\n"
     "                 (KILN_CACHE_DIR, default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;\n"
     "                 size bound KILN_CACHE_MAX_MB, default 2048)\n"
+    "  --device cpu|cuda  where the model runs (default cpu). cuda opens the GPU\n"
+    "                 through the driver (libcuda.so.1, loaded at run time); running\n"
+    "                 models there is not built yet, so it reports the device and stops\n"
     "  --help, --version\n"
     "\n"
     "Exit status: 0 when everything ran (and matched, with --check); 1 on a mismatch or\n"
@@ -130,7 +134,7 @@ static kiln::Tensor madeUpInput(const kiln::TensorInfo &info, const std::vector<
 }
 
 int main(int argc, char **argv) {
-  std::string modelPath, inputsDir, outputsDir, checkDir;
+  std::string modelPath, inputsDir, outputsDir, checkDir, device = "cpu";
   std::map<std::string, std::string> inputFiles;
   std::map<std::string, std::vector<int64_t>> shapes;
   bool randomFill = true, npy = false;
@@ -199,6 +203,10 @@ int main(int argc, char **argv) {
       copts.cache = false;
     } else if (a == "--mcpu") {
       copts.cpu = value("--mcpu");
+    } else if (a == "--device") {
+      device = value("--device");
+      if (device != "cpu" && device != "cuda")
+        return usageError("--device needs 'cpu' or 'cuda'");
     } else if (a.size() == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3') {
       copts.optLevel = a[2] - '0';
     } else if (!a.empty() && a[0] == '-') {
@@ -211,6 +219,22 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return usageError("no model given");
+  if (device == "cuda") {
+    // The CUDA runtime backend exists (kiln/cuda.h); the host code that
+    // launches a model's kernels does not yet. Say which part is missing.
+    kiln_cuda_device *gpu = nullptr;
+    if (kiln_status *s = kiln_cuda_device_open(0, &gpu)) {
+      std::fprintf(stderr, "kiln-run: error: --device cuda: %s\n", kiln_status_message(s));
+      kiln_status_free(s);
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "kiln-run: error: --device cuda: found %s (sm_%d), but running models on "
+                 "CUDA is not built yet; kilnc --emit=ptx compiles their kernels\n",
+                 kiln_cuda_device_name(gpu), kiln_cuda_device_compute_capability(gpu));
+    kiln_cuda_device_close(gpu);
+    return 1;
+  }
   if (npy && outputsDir.empty())
     return usageError("--npy needs --outputs DIR");
 

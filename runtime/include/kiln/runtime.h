@@ -48,7 +48,8 @@ typedef enum kiln_status_code {
   KILN_OUT_OF_MEMORY = 4,
   KILN_COMPILE_ERROR = 5,    /* the model could not be loaded or compiled */
   KILN_IO_ERROR = 6,
-  KILN_INTERNAL = 7
+  KILN_INTERNAL = 7,
+  KILN_DEVICE_ERROR = 8      /* a GPU driver or device is missing or failed (kiln/cuda.h) */
 } kiln_status_code;
 
 /* A status with a message. NULL means success everywhere a kiln_status* is

@@ -1,0 +1,64 @@
+/* Kiln's CUDA backend: the NVIDIA driver API, opened at run time.
+ *
+ * libkiln_runtime links nothing from CUDA. kiln_cuda_device_open dlopens the
+ * driver (libcuda.so.1, or the file KILN_CUDA_DRIVER names), resolves the
+ * entry points it needs by their versioned names (cuMemAlloc_v2, ...), and
+ * retains the device's primary context. Every driver error becomes a
+ * kiln_status naming the call and the driver's own message; on a machine
+ * without a driver or a GPU, opening a device is such an error and nothing
+ * else in the runtime is affected.
+ *
+ * The calls push the device's primary context for their duration, so they
+ * may come from any thread. PTX comes from `kilnc --emit=ptx`.
+ */
+#ifndef KILN_CUDA_H
+#define KILN_CUDA_H
+
+#include "kiln/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_cuda_device kiln_cuda_device;
+typedef struct kiln_cuda_module kiln_cuda_module;
+/* A device address (CUdeviceptr). */
+typedef uint64_t kiln_cuda_ptr;
+
+/* Opens GPU `ordinal` (0: the first). On failure *out is NULL and the
+ * status (code KILN_DEVICE_ERROR) says why: no driver, no device, or the
+ * driver call that failed with the driver's message. */
+kiln_status *kiln_cuda_device_open(int ordinal, kiln_cuda_device **out);
+void kiln_cuda_device_close(kiln_cuda_device *device);
+/* The device's name ("NVIDIA H100 80GB HBM3") and compute capability as
+ * major * 10 + minor (90 for sm_90). */
+const char *kiln_cuda_device_name(const kiln_cuda_device *device);
+int kiln_cuda_device_compute_capability(const kiln_cuda_device *device);
+
+kiln_status *kiln_cuda_malloc(kiln_cuda_device *device, size_t bytes, kiln_cuda_ptr *out);
+kiln_status *kiln_cuda_free(kiln_cuda_device *device, kiln_cuda_ptr ptr);
+kiln_status *kiln_cuda_copy_to_device(kiln_cuda_device *device, kiln_cuda_ptr dst,
+                                      const void *src, size_t bytes);
+kiln_status *kiln_cuda_copy_to_host(kiln_cuda_device *device, void *dst, kiln_cuda_ptr src,
+                                    size_t bytes);
+
+/* Loads PTX text (NUL-terminated) with cuModuleLoadDataEx; a failure
+ * carries the driver's JIT error log. */
+kiln_status *kiln_cuda_module_load(kiln_cuda_device *device, const char *ptx,
+                                   kiln_cuda_module **out);
+void kiln_cuda_module_unload(kiln_cuda_module *module);
+
+/* Launches `kernel` of `module` on the device's stream: grid and block are
+ * x, y, z; args[i] points at the i-th kernel parameter's value, as
+ * cuLaunchKernel takes them. Asynchronous: kiln_cuda_synchronize waits and
+ * reports errors of the work in flight. */
+kiln_status *kiln_cuda_launch(kiln_cuda_module *module, const char *kernel,
+                              const uint32_t grid[3], const uint32_t block[3],
+                              uint32_t shared_bytes, void **args);
+kiln_status *kiln_cuda_synchronize(kiln_cuda_device *device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
