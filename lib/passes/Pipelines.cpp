@@ -38,14 +38,11 @@ void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) 
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
-  buildLowerToLinalgPipeline(pm, opts);
-  if (opts.fuseElementwise)
-    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
-  pm.addPass(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
+/// Repeated return values made distinct, one-shot bufferization, and
+/// outputs as caller-provided buffers (the runtime allocates them): shared
+/// by the CPU and GPU pipelines.
+static void addBufferizationToOutParams(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnDistinctResults());
-
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;
   // Loop-carried values of ONNX Loop/Scan bodies are new tensors each
@@ -58,11 +55,19 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   // place onto its own slice is a self-copy, which canonicalization drops.
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
-  // Outputs become caller-provided buffers: the runtime allocates them.
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
+  buildLowerToLinalgPipeline(pm, opts);
+  if (opts.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
+  addBufferizationToOutParams(pm);
   KilnPlanMemoryOptions plan;
   plan.debugMemory = opts.debugMemory;
   pm.addPass(createKilnPlanMemory(plan));
@@ -96,19 +101,7 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   buildLowerToLinalgPipeline(pm, opts);
   pm.addNestedPass<func::FuncOp>(createKilnGpuFuseElementwise());
   pm.addPass(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(createKilnDistinctResults());
-  bufferization::OneShotBufferizePassOptions bufOpts;
-  bufOpts.bufferizeFunctionBoundaries = true;
-  bufOpts.allowReturnAllocsFromLoops = true;
-  bufOpts.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  addBufferizationToOutParams(pm);
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
 
   std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
