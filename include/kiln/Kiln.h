@@ -104,6 +104,10 @@ struct CompileOptions {
   /// Debugging: no static memory plan; every intermediate gets fresh memory
   /// filled with NaN, so reads of unwritten memory show up in the outputs.
   bool debugMemory = false;
+  /// Profiling: every kernel is bracketed with the runtime's profiling
+  /// hooks, which record into the kiln_profiler attached to the thread that
+  /// runs the model (kiln/profile.h). Off: no hooks are compiled in.
+  bool profile = false;
   /// Threads that run() spreads kernels over, the calling thread included
   /// (a run-time choice: compiled code is the same for any count). 0: the
   /// number of physical cores, from the runtime's shared pool; 1: no pool.
@@ -201,6 +205,8 @@ struct EmitOptions {
   /// whether the weights go to a separate file instead of the object.
   std::string bundleName = "model";
   bool externalWeights = false;
+  /// Bracket each kernel with the runtime's profiling hooks (kiln/profile.h).
+  bool profile = false;
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).
   std::function<void(const std::string &stage, double seconds)> progress;

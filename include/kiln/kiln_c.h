@@ -25,6 +25,7 @@ typedef struct kiln_compile_options {
   int num_threads;  /* threads per run, the caller included; 0: physical cores */
   int no_cache;     /* nonzero: do not use the on-disk compile cache */
   const char *cache_dir; /* NULL: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, ~/.cache/kiln */
+  int profile; /* nonzero: record per-kernel events into an attached kiln_profiler (kiln/profile.h) */
 } kiln_compile_options;
 
 kiln_status *kiln_compile_file(const char *path, const kiln_compile_options *options,

@@ -331,7 +331,8 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       variant.inputs.push_back({t.name, t.dtype, t.dims});
     for (const TensorInfo &t : outputs)
       variant.outputs.push_back({t.name, t.dtype, t.dims});
-    if (Status s = lower(*module, LowerTo::LLVMDialect, variant.entry); !s.ok())
+    if (Status s = lower(*module, LowerTo::LLVMDialect, variant.entry, false, options.profile);
+        !s.ok())
       return fail(s);
     clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
     if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))

@@ -19,6 +19,7 @@ static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
     opts.cache = o->no_cache == 0;
     if (o->cache_dir)
       opts.cacheDir = o->cache_dir;
+    opts.profile = o->profile != 0;
   }
   return opts;
 }

@@ -107,7 +107,8 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
   return {};
 }
 
-Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory) {
+Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory,
+             bool profile) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -115,6 +116,7 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool 
   LoweringOptions opts;
   opts.entryName = entryName;
   opts.debugMemory = debugMemory;
+  opts.profile = profile;
   if (stage == LowerTo::Linalg)
     buildLowerToLinalgPipeline(pm, opts);
   else
@@ -297,7 +299,8 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   auto tm = createTargetMachine(to, error);
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
-  if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName); !s.ok())
+  if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName, false, options.profile);
+      !s.ok())
     return s;
   clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
   llvm::LLVMContext llvmCtx;

@@ -43,7 +43,7 @@ Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
 
 enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
-             bool debugMemory = false);
+             bool debugMemory = false, bool profile = false);
 
 /// Signature types of a func's arguments and results.
 kiln_dtype dtypeOf(mlir::Type elementType);

@@ -261,7 +261,7 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
     key.add(shape);
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
-  key.add(options.optLevel).add(options.debugMemory ? 1 : 0);
+  key.add(options.optLevel).add(options.debugMemory ? 1 : 0).add(options.profile ? 1 : 0);
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();
@@ -330,7 +330,9 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
     stats.compilations++;
     return {};
   }
-  if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory); !s.ok())
+  if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
+                       options.profile);
+      !s.ok())
     return s;
   done("lower to linalg, bufferize, lower to the LLVM dialect");
   releaseFreedMemory();

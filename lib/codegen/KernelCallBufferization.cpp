@@ -146,7 +146,9 @@ struct CallKernelBufferization
       return op->emitOpError("the destination needs a static shape of rank 1 or more");
     setStride(-1, *outStride);
     args.insert(args.begin() + call.getResultPosition(), bufferAddress(rw, loc, dense));
-    func::CallOp::create(rw, loc, call.getKernel(), TypeRange{}, args);
+    auto fc = func::CallOp::create(rw, loc, call.getKernel(), TypeRange{}, args);
+    if (Attribute flops = op->getAttr("kiln.flops"))
+      fc->setAttr("kiln.flops", flops);
     if (dense != *out)
       memref::CopyOp::create(rw, loc, dense, *out);
     replaceOpWithBufferizedValues(rw, op, *out);

@@ -55,13 +55,18 @@ Value f32(OpBuilder &b, Location loc, float v) {
 
 /// kiln.call_kernel of `kernel` with `args`; the result's address goes at
 /// `outIndex` once bufferized. `rowStrides`: see the op's `row_strides`.
+/// `flops` (when known) goes into profiles as `kiln.flops`.
 Value callWithResult(OpBuilder &b, Location loc, StringRef kernel, RankedTensorType resultType,
-                     ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides = {}) {
+                     ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides = {},
+                     int64_t flops = 0) {
   Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType());
-  return CallKernelOp::create(
+  auto call = CallKernelOp::create(
       b, loc, resultType, FlatSymbolRefAttr::get(b.getContext(), kernel), args, init,
       b.getI64IntegerAttr(outIndex),
       rowStrides.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(rowStrides));
+  if (flops > 0)
+    call->setAttr("kiln.flops", b.getI64IntegerAttr(flops));
+  return call;
 }
 
 /// A placeholder for a row stride that bufferization fills in.
@@ -138,8 +143,9 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                           f32(b, loc, hi),            strideSlot(b, loc),
                           strideSlot(b, loc)};
   // Input and output may be channel slices of concatenations (args 7, 8).
+  int64_t flops = 2 * s.n * s.oh * s.ow * s.oc * s.kh * s.kw * (s.c / s.groups);
   return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
-                        {1, 7, -1, 8});
+                        {1, 7, -1, 8}, flops);
 }
 
 LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
@@ -338,7 +344,8 @@ struct LowerAttention : OpRewritePattern<MatMulOp> {
     Location loc = op.getLoc();
     SmallVector<Value> args{i64Block(rw, loc, params), qv->base, kv->base, vv->base,
                             f32(rw, loc, sm.getScale().convertToFloat())};
-    rw.replaceOp(op, callWithResult(rw, loc, kAttention, outT, args, 4));
+    rw.replaceOp(op, callWithResult(rw, loc, kAttention, outT, args, 4, {},
+                                    2 * batch * M * N * (D + DV)));
     return success();
   }
 };
@@ -418,7 +425,7 @@ struct LowerMatMul : OpRewritePattern<MatMulOp> {
       params[12] = b->offset;
     }
     SmallVector<Value> args{i64Block(rw, loc, params), lhs, rhs};
-    rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3));
+    rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3, {}, 2 * batch * M * N * K));
     return success();
   }
 };

@@ -96,6 +96,23 @@ constexpr int64_t kMinChunkIterations = 1 << 14;
 
 /// How `op` splits across threads: the loop, its trip count and the
 /// least number of its iterations per chunk; nullopt when it does not.
+/// For profiles: 2 * (iteration space) for an op that reduces (a
+/// contraction, a convolution: a multiply and an add per point); 0 for the
+/// rest, whose cost is memory traffic rather than arithmetic.
+int64_t contractionFlops(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0 ||
+      !llvm::any_of(op.getBlock()->getOperations(),
+                    [](Operation &o) { return isa<arith::MulFOp>(o); }))
+    return 0;
+  int64_t points = 1;
+  for (int64_t range : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(range))
+      return 0;
+    points *= range;
+  }
+  return 2 * points;
+}
+
 struct Split {
   unsigned loop;
   int64_t trips, grain;
@@ -264,6 +281,8 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     auto c = func::CallOp::create(call, op->getLoc(), fn, callArgs);
     if (split)
       c->setAttr("kiln.parallel", call.getDenseI64ArrayAttr({split->trips, split->grain}));
+    if (int64_t flops = contractionFlops(cast<linalg::LinalgOp>(op)))
+      c->setAttr("kiln.flops", call.getI64IntegerAttr(flops));
     op->erase();
   }
 };

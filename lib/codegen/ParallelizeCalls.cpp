@@ -115,8 +115,10 @@ struct ParallelizeCallsPass : impl::KilnParallelizeCallsBase<ParallelizeCallsPas
     Value fn = LLVM::AddressOfOp::create(b, loc, ptr, task.getSymName());
     Value n = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(trips));
     Value g = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(grain));
-    LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(ctx, kParallelFor),
-                         ValueRange{n, g, fn, slots});
+    auto pf = LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(ctx, kParallelFor),
+                                   ValueRange{n, g, fn, slots});
+    if (Attribute flops = call->getAttr("kiln.flops"))
+      pf->setAttr("kiln.flops", flops);
     call->erase();
   }
 };

@@ -1,6 +1,7 @@
 #include "kiln/Codegen/TargetEmitter.h"
 #include "kiln/Codegen/ConstantPool.h"
 #include "kiln/runtime.h"
+#include "kiln/profile.h"
 #include "KernelCalls.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -220,6 +221,10 @@ static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
   llvm::orc::SymbolMap symbols;
   symbols[(*jit)->mangleAndIntern("kiln_parallel_for")] = {
       llvm::orc::ExecutorAddr::fromPtr(&kiln_parallel_for), llvm::JITSymbolFlags::Exported};
+  symbols[(*jit)->mangleAndIntern("kiln_profile_begin")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_begin), llvm::JITSymbolFlags::Exported};
+  symbols[(*jit)->mangleAndIntern("kiln_profile_end")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_end), llvm::JITSymbolFlags::Exported};
   if (pool)
     for (const auto &[name, offset] : pool->symbols)
       symbols[(*jit)->mangleAndIntern(name)] = {

@@ -97,7 +97,9 @@ Value f32Constant(PatternRewriter &rw, Location loc, ArrayRef<int64_t> shape,
 LogicalResult replaceWithConv(PatternRewriter &rw, Operation *user, Conv2DNhwcOp c,
                               Value weight, Value bias, Value residual, float lo, float hi) {
   rw.setInsertionPoint(user);
-  Value conv = Conv2DNhwcOp::create(rw, user->getLoc(), c.getInput(), weight, bias, residual,
+  // Both nodes' locations: profiles and diagnostics name every node fused.
+  Location loc = rw.getFusedLoc({c.getLoc(), user->getLoc()});
+  Value conv = Conv2DNhwcOp::create(rw, loc, c.getInput(), weight, bias, residual,
                                     c.getStridesAttr(), c.getPadsAttr(), c.getDilationsAttr(),
                                     c.getGroupAttr(), rw.getF32FloatAttr(lo),
                                     rw.getF32FloatAttr(hi));

@@ -86,7 +86,8 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
       "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm,"
       "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
       "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
-      "reconcile-unrealized-casts,kiln-parallelize-calls,"
+      "reconcile-unrealized-casts,kiln-parallelize-calls," +
+      std::string(opts.profile ? "kiln-profile-kernels," : "") +
       "kiln-emit-entry-point{entry-name=" + opts.entryName + "}";
   if (failed(parsePassPipeline(tail, pm)))
     llvm::report_fatal_error("kiln: internal lowering pipeline does not parse");

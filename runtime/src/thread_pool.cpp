@@ -15,6 +15,8 @@
 // or on a pool another thread is using, runs serially instead of waiting.
 #include "kiln/runtime.h"
 
+#include "profile_internal.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -62,6 +64,8 @@ struct kiln_thread_pool {
   void *ctx = nullptr;
   int64_t count = 0, chunk = 1;
   std::atomic<int32_t> working{0}; // workers not yet done with the job
+  // The caller's profiler: each thread records the slice it ran.
+  kiln_rt::ProfileContext profile;
 
   std::mutex mutex;
   std::condition_variable wake;
@@ -94,8 +98,11 @@ struct kiln_thread_pool {
   }
   void runChunk(int32_t self) {
     inTask = true;
+    int64_t begin = profile.profiler ? kiln_rt::profileClockNs() : 0;
     for (int32_t i = 0; i < size; ++i)
       drain((self + i) % size);
+    if (profile.profiler)
+      kiln_rt::recordProfileSlice(profile, begin, kiln_rt::profileClockNs(), self);
     inTask = false;
   }
   void workerLoop(int32_t self) {
@@ -130,6 +137,7 @@ struct kiln_thread_pool {
     fn = f;
     ctx = c;
     count = n;
+    profile = kiln_rt::currentProfileContext();
     // One chunk per thread (see runChunk), of at least `grain` items; with
     // a large grain the last threads get none.
     int64_t perThread = (n + size - 1) / size;

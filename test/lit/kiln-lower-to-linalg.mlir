@@ -38,7 +38,7 @@ func.func @matmul_i32(%a: tensor<4x3xi32>, %b: tensor<3x5xi32>) -> tensor<4x5xi3
 // CHECK-LABEL: func.func @matmul_f32
 // CHECK: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 12, 0, 20, 3, 5, 5, 0, 0, 0]> : tensor<13xi64>
 // CHECK: %[[INIT:.*]] = tensor.empty() : tensor<2x4x5xf32>
-// CHECK: kiln.call_kernel @kiln_matmul_f32(%[[P]], %arg0, %arg1) into %[[INIT]] {result_position = 3 : i64}
+// CHECK: kiln.call_kernel @kiln_matmul_f32(%[[P]], %arg0, %arg1) into %[[INIT]] {kiln.flops = 240 : i64, result_position = 3 : i64}
 func.func @matmul_f32(%a: tensor<2x4x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x4x5xf32> {
   %0 = kiln.matmul %a, %b : (tensor<2x4x3xf32>, tensor<3x5xf32>) -> tensor<2x4x5xf32>
   return %0 : tensor<2x4x5xf32>
@@ -82,7 +82,7 @@ func.func @attention_scores_read_in_place(%qkv: tensor<4x12xf32>) -> tensor<2x4x
 // CHECK-LABEL: func.func @attention
 // CHECK-DAG: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 3, 0, 12, 3, 0, 15, 5, 0, 0, 15, 3, 12, 3]> : tensor<17xi64>
 // CHECK-DAG: %[[S:.*]] = arith.constant 2.500000e-01 : f32
-// CHECK: kiln.call_kernel @kiln_attention_f32(%[[P]], %arg0, %arg1, %arg2, %[[S]]) into %{{.*}} {result_position = 4 : i64}
+// CHECK: kiln.call_kernel @kiln_attention_f32(%[[P]], %arg0, %arg1, %arg2, %[[S]]) into %{{.*}} {kiln.flops = 480 : i64, result_position = 4 : i64}
 // CHECK-NOT: kiln_matmul_f32
 // CHECK-NOT: kiln_softmax_f32
 func.func @attention(%q: tensor<2x4x3xf32>, %kt: tensor<2x3x5xf32>, %v: tensor<2x5x3xf32>) -> tensor<2x4x3xf32> {
@@ -101,7 +101,7 @@ func.func @attention(%q: tensor<2x4x3xf32>, %kt: tensor<2x3x5xf32>, %v: tensor<2
 // CHECK: arith.constant dense<[1, 1, 8, 2, 1, 8, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
 // CHECK: arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 0.000000e+00
 // CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
-// CHECK-SAME: {result_position = 5 : i64, row_strides = array<i64: 1, 7, -1, 8>}
+// CHECK-SAME: {kiln.flops = 96 : i64, result_position = 5 : i64, row_strides = array<i64: 1, 7, -1, 8>}
 func.func @matmul_constant_rhs(%a: tensor<8x2xf32>) -> tensor<8x3xf32> {
   %b = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
   %0 = kiln.matmul %a, %b : (tensor<8x2xf32>, tensor<2x3xf32>) -> tensor<8x3xf32>

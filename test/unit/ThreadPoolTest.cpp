@@ -3,6 +3,7 @@
 // nesting; work really spreads over threads; and concurrent model runs that
 // share one pool stay correct.
 #include "kiln/runtime.h"
+#include "kiln/profile.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -228,6 +230,72 @@ TEST(ThreadPool, ExecuteDetachesThePoolAfterTheRun) {
   EXPECT_EQ(kiln_thread_pool_attach(nullptr), nullptr);
   kiln_tensor_free(y);
   kiln_tensor_free(a);
+}
+
+
+// Profiling: a kernel bracketed by kiln_profile_begin/end (as profiled
+// compiled code does) gives one kernel event with its name, kernel and
+// FLOPs on thread 0, and one slice per pool thread that worked on its
+// kiln_parallel_for, under the same name; nothing is recorded without an
+// attached profiler.
+TEST(ThreadPool, ProfilerRecordsKernelsAndEachThreadsSlice) {
+  PoolPtr pool(kiln_thread_pool_create(2));
+  Attach attach(pool.get());
+  kiln_profiler *profiler = kiln_profiler_create();
+  ASSERT_TRUE(profiler);
+  ThreadLog log;
+  log.perItem = std::chrono::microseconds(200);
+
+  int64_t t = kiln_profile_begin("not recorded");
+  kiln_parallel_for(64, 1, ThreadLog::task, &log);
+  kiln_profile_end("not recorded", "task", 1, t);
+  EXPECT_EQ(t, 0);
+  EXPECT_EQ(kiln_profiler_num_events(profiler), 0u);
+
+  kiln_profiler *previous = kiln_profiler_attach(profiler);
+  t = kiln_profile_begin("conv1 (Conv)");
+  kiln_parallel_for(64, 1, ThreadLog::task, &log);
+  kiln_profile_end("conv1 (Conv)", "main_op0_task", 4096, t);
+  kiln_profiler_attach(previous);
+
+  size_t n = kiln_profiler_num_events(profiler);
+  const kiln_profile_event *events = kiln_profiler_events(profiler);
+  std::set<int> sliceThreads;
+  int kernels = 0;
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_STREQ(events[i].name, "conv1 (Conv)");
+    EXPECT_LE(events[i].begin_ns, events[i].end_ns);
+    if (events[i].kind == KILN_PROFILE_SLICE) {
+      sliceThreads.insert(events[i].thread);
+    } else {
+      ++kernels;
+      EXPECT_STREQ(events[i].kernel, "main_op0_task");
+      EXPECT_EQ(events[i].flops, 4096);
+      EXPECT_EQ(events[i].thread, 0);
+      // 64 items of 200 us over two threads: at least 32 x 200 us.
+      EXPECT_GE(events[i].end_ns - events[i].begin_ns, 6'000'000);
+    }
+  }
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(sliceThreads, (std::set<int>{0, 1}));
+
+  std::string path = ::testing::TempDir() + "kiln_profile_test.json";
+  ASSERT_EQ(kiln_profiler_write_chrome_trace(profiler, path.c_str()), nullptr);
+  FILE *f = std::fopen(path.c_str(), "r");
+  ASSERT_TRUE(f);
+  std::string text;
+  char buf[4096];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    text.append(buf, got);
+  std::fclose(f);
+  EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(text.find("\"name\": \"conv1 (Conv)\", \"cat\": \"kernel\""), std::string::npos);
+  EXPECT_NE(text.find("\"flops\": 4096"), std::string::npos);
+  kiln_status *bad = kiln_profiler_write_chrome_trace(profiler, "/nonexistent-dir/x.json");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(kiln_status_get_code(bad), KILN_IO_ERROR);
+  kiln_status_free(bad);
+  kiln_profiler_free(profiler);
 }
 
 } // namespace

@@ -3,6 +3,9 @@
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
 #include "kiln/cuda.h"
+#include "kiln/profile.h"
+
+#include "ProfileReport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,7 +27,7 @@ static const char *kUsage =
     "usage: kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
     "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
-    "                [--debug-memory] [--no-cache] [--device cpu|cuda]\n"
+    "                [--debug-memory] [--profile FILE.json] [--no-cache] [--device cpu|cuda]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
@@ -51,6 +54,11 @@ static const char *kUsage =
     "  -O0..-O3       optimization level (default -O3)\n"
     "  --debug-memory no static memory plan: every intermediate gets fresh memory filled\n"
     "                 with NaN, so a read of unwritten memory shows up as NaN\n"
+    "  --profile FILE.json  compile with a timer around every kernel, run the model\n"
+    "                 (--bench N times, else 10, after warm-up), write a Chrome trace\n"
+    "                 (chrome://tracing, ui.perfetto.dev) with one event per kernel,\n"
+    "                 named by its ONNX node(s), and one per thread's slice of it;\n"
+    "                 print the top kernels: time, share, GFLOP/s, threads\n"
     "  --no-cache     compile afresh: neither read nor write the compile cache\n"
     "                 (KILN_CACHE_DIR, default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;\n"
     "                 size bound KILN_CACHE_MAX_MB, default 2048)\n"
@@ -141,6 +149,7 @@ int main(int argc, char **argv) {
   unsigned long long seed = 0;
   double atol = 1e-4, rtol = 1e-3;
   long bench = 0;
+  std::string profilePath;
   kiln::CompileOptions copts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -199,6 +208,9 @@ int main(int argc, char **argv) {
         copts.numThreads = (int)num;
     } else if (a == "--debug-memory") {
       copts.debugMemory = true;
+    } else if (a == "--profile") {
+      profilePath = value("--profile");
+      copts.profile = true;
     } else if (a == "--no-cache") {
       copts.cache = false;
     } else if (a == "--mcpu") {
@@ -433,6 +445,32 @@ int main(int argc, char **argv) {
                                      : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
     std::printf("bench: runs=%ld median_ms=%.4f min_ms=%.4f compile_ms=%.1f\n", bench, median,
                 times.front(), ms(tCompiled - tLoaded));
+  }
+  if (!profilePath.empty()) {
+    long runs = bench > 0 ? bench : 10;
+    std::vector<kiln::Value> scratch;
+    (void)model->run(views, scratch); // warm: caches, pool threads awake
+    kiln_profiler *profiler = kiln_profiler_create();
+    if (!profiler) {
+      std::fprintf(stderr, "kiln-run: error: out of memory\n");
+      return 1;
+    }
+    kiln_profiler *previous = kiln_profiler_attach(profiler);
+    for (long r = 0; r < runs; ++r)
+      if (kiln::Status st = model->run(views, scratch); !st.ok()) {
+        std::fprintf(stderr, "kiln-run: error: %s\n", st.message.c_str());
+        return 1;
+      }
+    kiln_profiler_attach(previous);
+    printProfileReport(profiler, runs, 20, stdout);
+    kiln_status *ws = kiln_profiler_write_chrome_trace(profiler, profilePath.c_str());
+    kiln_profiler_free(profiler);
+    if (ws) {
+      std::fprintf(stderr, "kiln-run: error: %s\n", kiln_status_message(ws));
+      kiln_status_free(ws);
+      return 1;
+    }
+    std::printf("profile: wrote %s\n", profilePath.c_str());
   }
   if (!checkDir.empty())
     std::printf("%s\n", status == 0 ? "all outputs match" : "some outputs do not match");

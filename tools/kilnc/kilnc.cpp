@@ -80,6 +80,11 @@ static cl::opt<WeightsPlace> weightsPlace(
     cl::cat(kilncCat));
 static cl::opt<bool> verbose("v", cl::desc("Report progress and timing on stderr"),
                              cl::cat(kilncCat));
+static cl::opt<bool> profileKernels(
+    "profile",
+    cl::desc("Bracket every kernel with the runtime's profiling hooks: a kiln_profiler attached "
+             "to the running thread (kiln/profile.h) then records one event per kernel"),
+    cl::cat(kilncCat));
 static cl::opt<bool> noCache(
     "no-cache",
     cl::desc("Compile afresh: neither read nor write the compile cache (KILN_CACHE_DIR, default "
@@ -294,6 +299,7 @@ int main(int argc, char **argv) {
   }
 
   opts.cache = !noCache && !foreignOptionsGiven();
+  opts.profile = profileKernels;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

@@ -40,6 +40,9 @@ struct LoweringOptions {
   bool debugMemory = false;
   /// Lower convolutions, matrix products and pooling to CPU microkernel calls.
   bool useKernels = true;
+  /// Bracket each kernel call with the runtime's profiling hooks
+  /// (kiln-profile-kernels).
+  bool profile = false;
 };
 
 /// Options of the lowering to PTX (NVPTX targets).

@@ -240,6 +240,29 @@ def KilnParallelizeCalls : Pass<"kiln-parallelize-calls", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnProfileKernels : Pass<"kiln-profile-kernels", "mlir::ModuleOp"> {
+  let summary = "Bracket every kernel call of the model with the runtime's profiling hooks";
+  let description = [{
+    Runs on the LLVM dialect, after kiln-parallelize-calls, when a model is
+    compiled with profiling on (nothing else adds these calls, so profiling
+    costs nothing unless asked for). In every public function (the model),
+    each call of a kernel (an outlined loop nest, a kiln_parallel_for, a
+    microkernel) and each memcpy/memset becomes
+
+    ```mlir
+    %t = llvm.call @kiln_profile_begin(%name) : (!llvm.ptr) -> i64
+    llvm.call @main_op3(...)
+    llvm.call @kiln_profile_end(%name, %kernel, %flops, %t)
+    ```
+
+    `name` says which ONNX nodes the kernel computes, taken from the call's
+    location ("node (Op) + node (Op)"), `kernel` names the function that
+    runs, and `flops` is the call's `kiln.flops` attribute (set by the
+    lowerings that know the count), or 0.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::func::FuncOp"> {
   let summary = "f32 math.exp/erf/tanh as polynomial approximations instead of libm calls";
   let description = [{
