@@ -200,6 +200,18 @@ TEST(Kernels, Depthwise3x3Relu6) {
 TEST(Kernels, Depthwise7x7Stride2) {
   checkConv({2, 17, 14, 96, 96, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 96, true, false});
 }
+// The unrolled sliding-window path (3x3 and 5x5 at strides 1 and 2, 7x7 at
+// stride 1) on rows with interior blocks, edge blocks and short last blocks;
+// 35 channels: two full vectors and a 3-wide tail on the general path.
+TEST(Kernels, DepthwiseInteriorWindows) {
+  checkConv({1, 6, 40, 40, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40, true, true, 0.0f, 6.0f});
+  checkConv({1, 9, 41, 35, 35, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 35, true, false});
+  checkConv({2, 7, 30, 32, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 32, false, true});
+  checkConv({1, 11, 45, 48, 48, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 48, true, false, -1.0f, 1.0f});
+  checkConv({1, 9, 33, 16, 16, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 16, true, true});
+  // Stride 2 along rows only, 1 along columns: the stride-1 window.
+  checkConv({1, 12, 40, 32, 32, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 32, true, false});
+}
 TEST(Kernels, DepthwiseDilatedOddChannels) {
   checkConv({1, 9, 9, 3, 3, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 3, false, false});
 }
