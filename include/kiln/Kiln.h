@@ -182,6 +182,30 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// What traceNonFinite found.
+struct NonFiniteReport {
+  bool found = false;     ///< a node made a NaN or an infinity from finite values
+  std::string node;       ///< that node's name, op type and index in the graph
+  std::string opType;
+  int nodeIndex = -1;
+  size_t valuesChecked = 0; ///< node outputs and graph outputs looked at
+  /// One line each: graph inputs and initializers that hold NaN or
+  /// infinities, then the node found (its output, the count and the first
+  /// bad element, the shapes of its inputs).
+  std::vector<std::string> lines;
+};
+
+/// kiln-run --check-finite. Compiles a copy of the model at `path` whose
+/// every node output (of the main graph; not those of Loop, If and
+/// sequence ops) is also a graph output, runs it on `inputs`, and finds the
+/// first node, in graph order, whose float output holds a NaN or an
+/// infinity while none of its inputs does. With options.debugMemory every
+/// intermediate starts as NaN, so a kernel that reads memory nothing wrote
+/// shows up as the node that made the NaN. The copy fuses less than the
+/// model (an exposed value is not folded into its reader).
+Status traceNonFinite(const std::string &path, const CompileOptions &options,
+                      const std::vector<ValueView> &inputs, NonFiniteReport &report);
+
 /// What `kilnc --emit=` produces.
 enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object, Bundle, PTX };
 

@@ -27,7 +27,8 @@ static const char *kUsage =
     "usage: kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
     "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
-    "                [--debug-memory] [--profile FILE.json] [--no-cache] [--device cpu|cuda]\n"
+    "                [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache]\n"
+    "                [--device cpu|cuda]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
@@ -54,6 +55,10 @@ static const char *kUsage =
     "  -O0..-O3       optimization level (default -O3)\n"
     "  --debug-memory no static memory plan: every intermediate gets fresh memory filled\n"
     "                 with NaN, so a read of unwritten memory shows up as NaN\n"
+    "  --check-finite find the first node whose output holds a NaN or an infinity\n"
+    "                 although its inputs do not (every node output is compiled as a\n"
+    "                 model output for this); exit status 1 when one does. With\n"
+    "                 --debug-memory a read of unwritten memory shows up this way\n"
     "  --profile FILE.json  compile with a timer around every kernel, run the model\n"
     "                 (--bench N times, else 10, after warm-up), write a Chrome trace\n"
     "                 (chrome://tracing, ui.perfetto.dev) with one event per kernel,\n"
@@ -150,6 +155,7 @@ int main(int argc, char **argv) {
   double atol = 1e-4, rtol = 1e-3;
   long bench = 0;
   std::string profilePath;
+  bool checkFinite = false;
   kiln::CompileOptions copts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -208,6 +214,8 @@ int main(int argc, char **argv) {
         copts.numThreads = (int)num;
     } else if (a == "--debug-memory") {
       copts.debugMemory = true;
+    } else if (a == "--check-finite") {
+      checkFinite = true;
     } else if (a == "--profile") {
       profilePath = value("--profile");
       copts.profile = true;
@@ -445,6 +453,22 @@ int main(int argc, char **argv) {
                                      : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
     std::printf("bench: runs=%ld median_ms=%.4f min_ms=%.4f compile_ms=%.1f\n", bench, median,
                 times.front(), ms(tCompiled - tLoaded));
+  }
+  if (checkFinite) {
+    kiln::NonFiniteReport report;
+    kiln::CompileOptions traceOptions = copts;
+    traceOptions.progress = nullptr;
+    if (kiln::Status s = kiln::traceNonFinite(modelPath, traceOptions, views, report); !s.ok()) {
+      std::fprintf(stderr, "kiln-run: error: --check-finite: %s\n", s.message.c_str());
+      return 1;
+    }
+    for (const std::string &line : report.lines)
+      std::printf("check-finite: %s\n", line.c_str());
+    if (report.found)
+      status = 1;
+    else if (report.lines.empty())
+      std::printf("check-finite: all %zu node and graph outputs are finite\n",
+                  report.valuesChecked);
   }
   if (!profilePath.empty()) {
     long runs = bench > 0 ? bench : 10;
