@@ -182,6 +182,14 @@ TEST(Kernels, ConvStride2AsymmetricPads) {
 TEST(Kernels, Conv7x7Stride2Stem) {
   checkConv({1, 23, 23, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, true, false, 0.0f, kInf});
 }
+// Wide enough that whole tiles have their window rows inside the image:
+// the fused window-row path for few input channels (3 and 5), next to edge
+// tiles on the per-tap path; rows above and below the image read zeros.
+TEST(Kernels, ConvNarrowInputWindowRows) {
+  checkConv({1, 40, 60, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, true, false, 0.0f, kInf});
+  checkConv({2, 17, 50, 5, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, true});
+  checkConv({1, 9, 70, 1, 33, 5, 5, 1, 2, 2, 0, 2, 0, 1, 1, 1, false, false});
+}
 TEST(Kernels, ConvDilated) { checkConv({1, 11, 11, 6, 33, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, false, false}); }
 TEST(Kernels, ConvPaddingWiderThanWindow) {
   checkConv({1, 2, 3, 4, 5, 3, 3, 1, 1, 4, 4, 4, 4, 1, 1, 1, true, false});
