@@ -16,6 +16,7 @@ packages=(
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   googletest libgtest-dev
+  python3-dev python3-numpy python3-pytest pybind11-dev
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 )
 

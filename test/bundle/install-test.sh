@@ -29,4 +29,17 @@ for program in bundle-example jit-example; do
   grep -q "^  0: 0.99987[67]" <<<"$out" || fail "$program: top output is not 0: 0.999877"
   grep -q "^  1: 0.00012339" <<<"$out" || fail "$program: second output is not 1: 0.000123395"
 done
+# The Python package, where the build made one (pybind11-dev present).
+if [ -e "$build/python/kiln/__init__.py" ]; then
+  pkg=$(ls -d "$work"/prefix/lib*/python3/dist-packages 2>/dev/null | head -1)
+  [ -n "$pkg" ] && [ -e "$pkg/kiln/__init__.py" ] || fail "the install has no Python package"
+  out=$(cd "$work" && PYTHONPATH="$pkg" /usr/bin/python3 -c '
+import sys, numpy as np, kiln
+assert kiln.__file__.startswith(sys.argv[2]), kiln.__file__
+m = kiln.compile(sys.argv[1], cache=False)
+print("python: %.6f %.9f" % tuple(m.run(None, {"x": np.array([[1, 2, 3, 4]], np.float32)})[0][0]))
+' "$build/examples/tiny_mlp/model.onnx" "$pkg") || fail "the installed Python package does not run"
+  echo "$out"
+  grep -q "^python: 0.99987[67][0-9]* 0.00012339" <<<"$out" || fail "python: not softmax([10, 1])"
+fi
 echo "install-test: ok"

@@ -1,0 +1,234 @@
+"""Tests of the kiln Python package (run by CTest as `python`).
+
+References are independent of Kiln: tiny_mlp's outputs are computed here
+with NumPy from its weights (examples/tiny_mlp/model.textproto); the shared
+models' references are ONNX Runtime's outputs stored beside them."""
+import gc
+import glob
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import kiln
+
+EXAMPLES = os.environ.get("KILN_EXAMPLES_DIR", "")
+TINY = os.path.join(EXAMPLES, "tiny_mlp", "model.onnx")
+SHARED = os.environ.get("KILN_SHARED_MODELS", "")
+
+W1 = np.array([[1, 0], [0, 1], [1, 0], [0, 1]], np.float32)
+B1 = np.array([0.5, -0.5], np.float32)
+W2 = np.array([[1, -1], [1, 1]], np.float32)
+
+
+def tiny_reference(x):
+    h = np.maximum(x @ W1 + B1, 0)
+    z = h @ W2
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return kiln.compile(TINY, threads=1)
+
+
+def test_signature(tiny):
+    (x,) = tiny.inputs
+    (y,) = tiny.outputs
+    assert (x.name, x.dtype, x.shape) == ("x", "float32", [1, 4])
+    assert (y.name, y.dtype, y.shape) == ("y", "float32", [1, 2])
+
+
+def test_run_matches_numpy(tiny):
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    (y,) = tiny.run(None, {"x": x})
+    # softmax([10, 1]), derived by hand in output_0.textproto.
+    np.testing.assert_allclose(y, [[0.999876605, 0.000123394576]], rtol=1e-5)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = rng.uniform(-3, 3, (1, 4)).astype(np.float32)
+        np.testing.assert_allclose(tiny.run(None, {"x": x})[0], tiny_reference(x), rtol=1e-5,
+                                   atol=1e-7)
+
+
+def test_calling_conventions(tiny):
+    x = np.array([[0.5, -1, 2, 0]], np.float32)
+    want = tiny_reference(x)
+    for got in (tiny.run(None, {"x": x})[0], tiny.run(None, x=x)[0], tiny.run(None, x)[0],
+                tiny.run(["y"], {"x": x})[0], tiny.run("y", {"x": x})[0], tiny(x)[0],
+                tiny(x=x)[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_inputs_are_not_copied(tiny):
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    tiny.run(None, {"x": x})
+    assert tiny._compiled._last_input_addresses() == [x.__array_interface__["data"][0]]
+    # A strided view is copied into a contiguous array (and still correct).
+    wide = np.array([[1, 9, 2, 9, 3, 9, 4, 9]], np.float32)
+    view = wide[:, ::2]
+    assert not view.flags.c_contiguous
+    (y,) = tiny.run(None, {"x": view})
+    assert tiny._compiled._last_input_addresses() != [view.__array_interface__["data"][0]]
+    np.testing.assert_allclose(y, tiny_reference(np.ascontiguousarray(view)), rtol=1e-5)
+
+
+def test_outputs_are_not_copied(tiny):
+    (y,) = tiny.run(None, {"x": np.ones((1, 4), np.float32)})
+    # The array does not own its memory: the runtime's buffer is kept alive
+    # by a capsule that frees it with the array.
+    assert not y.flags.owndata
+    assert type(y.base).__name__ == "PyCapsule"
+    assert y.flags.c_contiguous and y.flags.writeable
+    (y2,) = tiny.run(None, {"x": np.ones((1, 4), np.float32)})
+    assert y2.__array_interface__["data"][0] != y.__array_interface__["data"][0]
+
+
+def test_wrong_dtype(tiny):
+    with pytest.raises(kiln.DtypeError, match="input 'x' must be float32, not float64"):
+        tiny.run(None, {"x": np.ones((1, 4))})
+    with pytest.raises(kiln.InvalidArgument):
+        tiny.run(None, {"x": np.ones((1, 4), np.int64)})
+
+
+def test_wrong_shape(tiny):
+    with pytest.raises(kiln.ShapeError, match="x"):
+        tiny.run(None, {"x": np.ones((2, 4), np.float32)})
+    with pytest.raises(kiln.ShapeError):
+        tiny.run(None, {"x": np.ones((4,), np.float32)})
+
+
+def test_missing_and_extra_inputs(tiny):
+    with pytest.raises(kiln.InvalidArgument, match="input 'x' is missing"):
+        tiny.run(None, {})
+    with pytest.raises(kiln.InvalidArgument, match="no input 'z'"):
+        tiny.run(None, {"x": np.ones((1, 4), np.float32), "z": np.ones(1, np.float32)})
+    with pytest.raises(kiln.InvalidArgument, match="no output 'nope'"):
+        tiny.run(["nope"], {"x": np.ones((1, 4), np.float32)})
+    with pytest.raises(kiln.InvalidArgument, match="given twice"):
+        tiny.run(None, {"x": np.ones((1, 4), np.float32)}, x=np.ones((1, 4), np.float32))
+    with pytest.raises(kiln.DtypeError, match="must be float32"):
+        tiny.run(None, {"x": "text"})
+
+
+def test_bad_models(tmp_path):
+    with pytest.raises(kiln.CompileError):
+        kiln.compile(b"this is not an ONNX model")
+    with pytest.raises(kiln.CompileError, match="nonexistent"):
+        kiln.compile(str(tmp_path / "nonexistent.onnx"))
+    with open(TINY, "rb") as f:
+        data = f.read()
+    with pytest.raises(kiln.CompileError):
+        kiln.compile(data[:60])
+    # From bytes, the same model works.
+    model = kiln.compile(data, threads=1)
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    np.testing.assert_allclose(model.run(None, {"x": x})[0], tiny_reference(x), rtol=1e-5)
+    assert issubclass(kiln.CompileError, kiln.Error)
+    assert issubclass(kiln.DtypeError, kiln.InvalidArgument)
+
+
+def test_unsupported_operator_names_the_node(tmp_path):
+    with open(TINY, "rb") as f:
+        data = f.read()
+    # Rename the Relu node's op type to one ONNX does not have: same length,
+    # so the protobuf stays valid.
+    bad = data.replace(b"Relu", b"Rxlu")
+    assert bad != data
+    with pytest.raises(kiln.CompileError, match="act"):
+        kiln.compile(bad)
+
+
+def test_model_freed_while_running():
+    model = kiln.compile(TINY, threads=1)
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    results, errors = [], []
+    started = threading.Event()
+
+    def worker(m):
+        started.set()
+        try:
+            for _ in range(2000):
+                results.append(m.run(None, {"x": x})[0])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=worker, args=(model,))
+    t.start()
+    started.wait()
+    del model
+    gc.collect()
+    t.join()
+    assert not errors
+    assert len(results) == 2000
+    want = tiny_reference(x)
+    for y in results[::100]:
+        np.testing.assert_allclose(y, want, rtol=1e-5)
+
+
+def test_threads_run_one_model_at_once(tiny):
+    rng = np.random.default_rng(1)
+    xs = [rng.uniform(-2, 2, (1, 4)).astype(np.float32) for _ in range(8)]
+    out = [None] * len(xs)
+
+    def work(i):
+        for _ in range(200):
+            out[i] = tiny.run(None, {"x": xs[i]})[0]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, y in zip(xs, out):
+        np.testing.assert_allclose(y, tiny_reference(x), rtol=1e-5, atol=1e-7)
+
+
+def test_inference_session_shim():
+    sess = kiln.InferenceSession(TINY, providers=["CPUExecutionProvider"], threads=1)
+    (i,) = sess.get_inputs()
+    assert (i.name, i.type, i.shape) == ("x", "tensor(float)", [1, 4])
+    assert sess.get_outputs()[0].name == "y"
+    x = np.array([[2, 1, 0, -1]], np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], tiny_reference(x), rtol=1e-5)
+    np.testing.assert_allclose(sess.run(["y"], {"x": x})[0], tiny_reference(x), rtol=1e-5)
+
+
+def test_compile_to_file(tmp_path):
+    (obj,) = kiln.compile_to_file(TINY, tmp_path / "tiny.o")
+    with open(obj, "rb") as f:
+        assert f.read(4) == b"\x7fELF"
+    files = kiln.compile_to_file(TINY, tmp_path / "tiny", emit="bundle", external_weights=True)
+    assert sorted(os.path.basename(p) for p in files) == ["tiny.h", "tiny.o", "tiny.weights"]
+    with open(tmp_path / "tiny.h") as f:
+        assert "tiny_model" in f.read()
+    (asm,) = kiln.compile_to_file(TINY, tmp_path / "tiny.s", emit="asm",
+                                  target="aarch64-linux-gnu")
+    with open(asm) as f:
+        assert "kiln_entry" in f.read()
+    with pytest.raises(kiln.InvalidArgument, match="emit"):
+        kiln.compile_to_file(TINY, tmp_path / "x", emit="exe")
+
+
+def shared_cases():
+    for model in sorted(glob.glob(os.path.join(SHARED, "*", "model.onnx"))):
+        for data in sorted(glob.glob(os.path.join(os.path.dirname(model), "test_data_set_*"))):
+            yield pytest.param(model, data, id=os.path.basename(os.path.dirname(model)) + "/" +
+                               os.path.basename(data))
+
+
+@pytest.mark.skipif(not list(shared_cases()), reason="no shared models at KILN_SHARED_MODELS")
+@pytest.mark.parametrize("model_path,data", list(shared_cases()))
+def test_shared_model_matches_reference(model_path, data):
+    model = kiln.compile(model_path)
+    feeds = {}
+    for j, info in enumerate(model.inputs):
+        feeds[info.name] = kiln.read_tensor(os.path.join(data, f"input_{j}.pb"))
+    outputs = model.run(None, feeds)
+    for k, got in enumerate(outputs):
+        want = kiln.read_tensor(os.path.join(data, f"output_{k}.pb"))
+        assert got.shape == want.shape
+        # kiln-run --check's tolerance: |out - ref| <= 1e-4 + 1e-3 |ref|.
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
