@@ -3,6 +3,7 @@
 
 #include "kiln/Codegen/GpuTarget.h"
 #include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/InvocationLog.h"
 #include "kiln/Passes/Passes.h"
 
 #include "onnx/onnx_pb.h"
@@ -85,6 +86,11 @@ static Status compileError(DiagnosticCollector &diags, const std::string &fallba
 static void configure(PassManager &pm) {
   // Honours --mlir-print-ir-* and friends when the tool registered them.
   (void)applyPassManagerCLOptions(pm);
+  // A pass that fails leaves its reproducer (the IR before the pipeline and
+  // the pipeline) with the invocation's log, for kiln-rage to archive.
+  if (InvocationLog *log = InvocationLog::current())
+    pm.enableCrashReproducerGeneration(log->folder() + "/reproducer.mlir",
+                                       /*genLocalReproducer=*/false);
 }
 
 Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,

@@ -6,6 +6,7 @@
 
 #include "kiln/Codegen/ConstantPool.h"
 #include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/InvocationLog.h"
 #include "onnx/onnx_pb.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -161,6 +162,8 @@ struct Model::Impl {
   /// The on-disk cache (null when CompileOptions::cache is off).
   std::unique_ptr<CompileCache> diskCache;
 
+  Status compileNow(const Layout &layout, const Shapes &shapes, const InputValues &values,
+                    std::shared_ptr<Executable> &out, InvocationLog *log) const;
   Status compile(const Layout &layout, const Shapes &shapes, const InputValues &values,
                  std::shared_ptr<Executable> &out) const;
   std::string diskKey(const Layout &layout, const Shapes &shapes, const InputValues &values,
@@ -267,13 +270,50 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   return key.digest();
 }
 
+/// Each compile goes into the invocation log of the tool running it (or one
+/// of its own, "jit"): options, model digest, shapes, stage timings, errors.
 Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                             const InputValues &values, std::shared_ptr<Executable> &out) const {
+  std::unique_ptr<InvocationLog> own;
+  InvocationLog *log = InvocationLog::current();
+  if (!log) {
+    own = InvocationLog::begin("jit", {"kiln::Model", "cpu=" + options.cpu,
+                                       "opt_level=" + std::to_string(options.optLevel),
+                                       "threads=" + std::to_string(options.numThreads),
+                                       "cache=" + std::string(options.cache ? "on" : "off"),
+                                       "debug_memory=" + std::to_string(options.debugMemory),
+                                       "profile=" + std::to_string(options.profile)});
+    log = own.get();
+  }
+  if (log) {
+    std::string dims;
+    for (const auto &shape : shapes) {
+      dims += dims.empty() ? "[" : ", [";
+      for (size_t d = 0; d < shape.size(); ++d)
+        dims += (d ? "x" : "") + std::to_string(shape[d]);
+      dims += "]";
+    }
+    log->note("jit compile", "model digest " + source.digest() + ", input shapes " + dims);
+  }
+  Status s = compileNow(layout, shapes, values, out, log);
+  if (log && !s.ok())
+    log->error(s.message);
+  if (own)
+    own->finish(s.ok() ? 0 : 1);
+  return s;
+}
+
+Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
+                               const InputValues &values, std::shared_ptr<Executable> &out,
+                               InvocationLog *log) const {
   auto start = std::chrono::steady_clock::now(), last = start;
   auto done = [&](const char *stage) {
     auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - last).count();
     if (options.progress)
-      options.progress(stage, std::chrono::duration<double>(now - last).count());
+      options.progress(stage, seconds);
+    if (log)
+      log->stage(stage, seconds);
     last = now;
   };
   std::string error;

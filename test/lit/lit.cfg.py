@@ -27,5 +27,5 @@ config.substitutions.append(
     ("%encode-tensor", "protoc --encode=onnx.TensorProto -I/usr/include/onnx onnx.proto"))
 
 llvm_config.add_tool_substitutions(
-    ["kiln-opt", "kilnc", "kiln-run"], [config.kiln_tools_dir])
+    ["kiln-opt", "kilnc", "kiln-run", "kiln-rage"], [config.kiln_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -1,5 +1,6 @@
 // kiln-run: runs a model on inputs from files or made up from its signature,
 // checks and benchmarks it.
+#include "kiln/InvocationLog.h"
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
 #include "kiln/cuda.h"
@@ -146,7 +147,7 @@ static kiln::Tensor madeUpInput(const kiln::TensorInfo &info, const std::vector<
   return t;
 }
 
-int main(int argc, char **argv) {
+static int kilnRunMain(int argc, char **argv) {
   std::string modelPath, inputsDir, outputsDir, checkDir, device = "cpu";
   std::map<std::string, std::string> inputFiles;
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -239,6 +240,8 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return usageError("no model given");
+  if (kiln::InvocationLog *log = kiln::InvocationLog::current())
+    log->model(modelPath);
   if (device == "cuda") {
     // The CUDA runtime backend exists (kiln/cuda.h); the host code that
     // launches a model's kernels does not yet. Say which part is missing.
@@ -498,5 +501,15 @@ int main(int argc, char **argv) {
   }
   if (!checkDir.empty())
     std::printf("%s\n", status == 0 ? "all outputs match" : "some outputs do not match");
+  return status;
+}
+
+// Every invocation leaves a log for kiln-rage (kiln/InvocationLog.h); the
+// model's compiles record into it.
+int main(int argc, char **argv) {
+  auto log = kiln::InvocationLog::begin("kiln-run", std::vector<std::string>(argv, argv + argc));
+  int status = kilnRunMain(argc, argv);
+  if (log)
+    log->finish(status);
   return status;
 }

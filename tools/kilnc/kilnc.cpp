@@ -1,4 +1,5 @@
 // kilnc: the command-line compiler. Parses flags and calls kiln::emit.
+#include "kiln/InvocationLog.h"
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
 #include "kiln/Passes/Passes.h"
@@ -136,6 +137,8 @@ static int writeBundle(kiln::EmitOptions &opts, std::chrono::steady_clock::time_
   kiln::Status status = kiln::emitBundle(inputPath, opts, bundle);
   if (!status.ok()) {
     llvm::errs() << "kilnc: error: " << status.message << "\n";
+    if (kiln::InvocationLog *log = kiln::InvocationLog::current())
+      log->error(status.message);
     return 1;
   }
   std::string stem = base.string();
@@ -157,7 +160,7 @@ static int writeBundle(kiln::EmitOptions &opts, std::chrono::steady_clock::time_
   return 0;
 }
 
-int main(int argc, char **argv) {
+static int kilncMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
 #ifdef __GLIBC__
   // A compile copies the weights several times (import, packing, LLVM
@@ -320,12 +323,22 @@ int main(int argc, char **argv) {
       pending.clear();
     };
   }
+  if (kiln::InvocationLog *log = kiln::InvocationLog::current()) {
+    log->model(inputPath);
+    opts.progress = [log, inner = opts.progress](const std::string &stage, double seconds) {
+      log->stage(stage, seconds);
+      if (inner)
+        inner(stage, seconds);
+    };
+  }
   if (emitKind == kiln::EmitKind::Bundle)
     return writeBundle(opts, start);
   std::string out;
   kiln::Status status = kiln::emit(inputPath, opts, out);
   if (!status.ok()) {
     llvm::errs() << "kilnc: error: " << status.message << "\n";
+    if (kiln::InvocationLog *log = kiln::InvocationLog::current())
+      log->error(status.message);
     return 1;
   }
   std::string path = outputPath;
@@ -347,4 +360,13 @@ int main(int argc, char **argv) {
                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
                  << " s\n";
   return 0;
+}
+
+// Every invocation leaves a log for kiln-rage (kiln/InvocationLog.h).
+int main(int argc, char **argv) {
+  auto log = kiln::InvocationLog::begin("kilnc", std::vector<std::string>(argv, argv + argc));
+  int status = kilncMain(argc, argv);
+  if (log)
+    log->finish(status);
+  return status;
 }
