@@ -88,7 +88,7 @@ const std::string &compilerIdentity() {
   return identity;
 }
 
-static std::string defaultDirectory() {
+std::string defaultCacheDirectory() {
   if (const char *d = std::getenv("KILN_CACHE_DIR"))
     return d;
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
@@ -99,7 +99,7 @@ static std::string defaultDirectory() {
 }
 
 CompileCache::CompileCache(std::string d, uint64_t max)
-    : dir(d.empty() ? defaultDirectory() : std::move(d)), maxBytes(max) {
+    : dir(d.empty() ? defaultCacheDirectory() : std::move(d)), maxBytes(max) {
   if (!maxBytes) {
     const char *mb = std::getenv("KILN_CACHE_MAX_MB");
     maxBytes = (mb && std::atoll(mb) > 0 ? std::atoll(mb) : 2048) * (uint64_t(1) << 20);

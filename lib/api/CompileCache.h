@@ -43,6 +43,10 @@ private:
 /// library cannot be read).
 const std::string &compilerIdentity();
 
+/// KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln ("" when
+/// none is known): the compile cache's folder, and the invocation logs'.
+std::string defaultCacheDirectory();
+
 class CompileCache {
 public:
   /// Compiled code (.kjit), or a model's declared signature (.ksig, see

@@ -1,5 +1,7 @@
 // Always-on invocation logs (see kiln/InvocationLog.h). Every failure here
 // is swallowed: a log that cannot be written is no log, never an error.
+#include "CompileCache.h"
+
 #include "kiln/InvocationLog.h"
 #include "kiln/Kiln.h"
 
@@ -91,13 +93,8 @@ std::string cpuDescription() {
 std::string invocationLogDir() {
   if (const char *d = std::getenv("KILN_LOG_DIR"); d && *d)
     return d;
-  if (const char *d = std::getenv("KILN_CACHE_DIR"); d && *d)
-    return std::string(d) + "/logs";
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/kiln/logs";
-  if (const char *home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/kiln/logs";
-  return "";
+  std::string cache = defaultCacheDirectory();
+  return cache.empty() ? "" : cache + "/logs";
 }
 
 std::unique_ptr<InvocationLog> InvocationLog::begin(const std::string &tool,

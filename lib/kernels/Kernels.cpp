@@ -483,6 +483,34 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
 /// share each weight vector load. Pixel blocks whose windows stay inside the
 /// row take a path without bounds tests (the interior of every layer).
 #define DW_PX 8
+/// The epilogue of a depthwise block: px output pixels of channels [c0,
+/// c0 + KILN_VEC) (fewer when !full), + residual, clamped.
+INLINE void dwStore(const ConvParams &q, const vf (&acc)[DW_PX], const float *res, float *out,
+                    float lo, float hi, kiln_i64 ldo, kiln_i64 n, kiln_i64 oy, kiln_i64 ox0,
+                    int px, kiln_i64 c0, bool full) {
+  kiln_i64 C = q.c, len = C - c0 < KILN_VEC ? C - c0 : KILN_VEC;
+  vf vlo = splat(lo), vhi = splat(hi);
+  for (int j = 0; j < px; ++j) {
+    kiln_i64 pixel = (n * q.oh + oy) * q.ow + ox0 + j;
+    kiln_i64 off = pixel * ldo + c0, roff = pixel * C + c0;
+    if (full) {
+      vf r = acc[j];
+      if (res)
+        r += loadv(res + roff);
+      storev(out + off, hasBounds(lo, hi) ? clampv(r, vlo, vhi) : r);
+    } else {
+      float lanes[KILN_VEC]; // see storeTile
+      storev(lanes, acc[j]);
+      for (kiln_i64 c = 0; c < len; ++c) {
+        float r = lanes[c];
+        if (res)
+          r += res[roff + c];
+        out[off + c] = hasBounds(lo, hi) ? clampf(r, lo, hi) : r;
+      }
+    }
+  }
+}
+
 INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
                     const float *bias, const float *res, float *out, float lo, float hi,
                     kiln_i64 ldi, kiln_i64 ldo, kiln_i64 n, kiln_i64 oy, kiln_i64 ox0, int px,
@@ -517,26 +545,7 @@ INLINE void dwBlock(const ConvParams &q, const float *image, const float *w,
       }
     }
   }
-  vf vlo = splat(lo), vhi = splat(hi);
-  for (int j = 0; j < px; ++j) {
-    kiln_i64 pixel = (n * q.oh + oy) * q.ow + ox0 + j;
-    kiln_i64 off = pixel * ldo + c0, roff = pixel * C + c0;
-    if (full) {
-      vf r = acc[j];
-      if (res)
-        r += loadv(res + roff);
-      storev(out + off, hasBounds(lo, hi) ? clampv(r, vlo, vhi) : r);
-    } else {
-      float lanes[KILN_VEC]; // see storeTile
-      storev(lanes, acc[j]);
-      for (kiln_i64 c = 0; c < len; ++c) {
-        float r = lanes[c];
-        if (res)
-          r += res[roff + c];
-        out[off + c] = hasBounds(lo, hi) ? clampf(r, lo, hi) : r;
-      }
-    }
-  }
+  dwStore(q, acc, res, out, lo, hi, ldo, n, oy, ox0, px, c0, full);
 }
 
 } // extern "C": the interior paths are templates
@@ -582,15 +591,7 @@ INLINE void dwRowBlock(const ConvParams &q, const float *image, const float *w,
       }
     }
   }
-  vf vlo = splat(lo), vhi = splat(hi);
-  bool bounded = hasBounds(lo, hi);
-  for (int j = 0; j < px; ++j) {
-    kiln_i64 pixel = (n * q.oh + oy) * q.ow + ox0 + j;
-    vf r = acc[j];
-    if (res)
-      r += loadv(res + pixel * q.c + c0);
-    storev(out + pixel * ldo + c0, bounded ? clampv(r, vlo, vhi) : r);
-  }
+  dwStore(q, acc, res, out, lo, hi, ldo, n, oy, ox0, px, c0, /*full=*/true);
 }
 
 /// dwRowBlock for this layer's window, when there is one; false otherwise.
