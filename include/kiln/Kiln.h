@@ -120,6 +120,15 @@ struct CompileOptions {
   /// keyed by the model's bytes, input shapes (and specialised values),
   /// these options, the target CPU and the Kiln and LLVM builds.
   bool cache = true;
+  /// Debugging: run the model through Kiln's reference interpreter (plain
+  /// loops over the imported kiln IR, lib/interp) instead of compiled code.
+  /// Slow; a second opinion on the compiler's results (kiln-run --verify,
+  /// kiln-conformance --interpret).
+  bool interpret = false;
+  /// Test-only: compiled code adds 1 to every element of the first output of
+  /// the ONNX node with this name, a deliberate miscompile that verify()
+  /// must find. Ignored by the interpreter.
+  std::string testPerturbNode;
   /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
   std::string cacheDir;
@@ -205,6 +214,29 @@ struct NonFiniteReport {
 /// model (an exposed value is not folded into its reader).
 Status traceNonFinite(const std::string &path, const CompileOptions &options,
                       const std::vector<ValueView> &inputs, NonFiniteReport &report);
+
+/// What verify found.
+struct VerifyReport {
+  bool outputsMatch = true; ///< the compiled outputs agree with the interpreter's
+  bool found = false;       ///< a node was found where the difference starts
+  std::string node, opType; ///< that node's name and op type, and its index
+  int nodeIndex = -1;
+  size_t valuesCompared = 0;
+  /// One line per differing model output (count, worst element, both
+  /// values); then the node found, with its output's worst element and the
+  /// shapes of its inputs, which agree.
+  std::vector<std::string> lines;
+};
+
+/// kiln-run --verify. Runs the model at `path` compiled (with `options`)
+/// and through the reference interpreter (CompileOptions::interpret) on
+/// `inputs` and compares their outputs: |compiled - interpreted| <= atol +
+/// rtol * |interpreted|. When they differ, compiles and interprets a copy
+/// whose every node output is a graph output and reports the first node, in
+/// graph order, whose output differs while its inputs agree.
+Status verify(const std::string &path, const CompileOptions &options,
+              const std::vector<ValueView> &inputs, double atol, double rtol,
+              VerifyReport &report);
 
 /// What `kilnc --emit=` produces.
 enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object, Bundle, PTX };

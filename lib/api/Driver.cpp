@@ -3,6 +3,7 @@
 
 #include "kiln/Codegen/GpuTarget.h"
 #include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/IR/KilnDialect.h"
 #include "kiln/InvocationLog.h"
 #include "kiln/Passes/Passes.h"
 
@@ -110,6 +111,51 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
   buildKilnOptimizationPipeline(pm);
   if (failed(pm.run(*module)))
     return compileError(diags, "shape inference failed");
+  return {};
+}
+
+/// The ONNX node name an op's location carries, or "".
+static std::string nodeNameOf(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    return fused.getLocations().empty() ? "" : nodeNameOf(fused.getLocations().front());
+  if (auto name = dyn_cast<NameLoc>(loc))
+    if (isa<NameLoc>(name.getChildLoc()))
+      return name.getName().str();
+  return "";
+}
+
+Status perturbNode(ModuleOp module, const std::string &node) {
+  // The node's value is what leaves it: a result of one of its ops read by
+  // another node's op or returned.
+  SmallVector<std::pair<OpResult, SmallVector<OpOperand *>>> leaving;
+  module.walk([&](Operation *op) {
+    if (op->getDialect() == nullptr || op->getName().getDialectNamespace() != "kiln" ||
+        nodeNameOf(op->getLoc()) != node)
+      return;
+    for (OpResult r : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(r.getType());
+      if (!t || !isa<FloatType>(t.getElementType()))
+        continue;
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : r.getUses())
+        if (nodeNameOf(use.getOwner()->getLoc()) != node)
+          uses.push_back(&use);
+      if (!uses.empty())
+        leaving.push_back({r, uses});
+    }
+  });
+  if (leaving.empty())
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "no float value leaves a node named '" + node + "' to perturb");
+  auto &[result, uses] = leaving.front();
+  OpBuilder b(result.getOwner()->getContext());
+  b.setInsertionPointAfter(result.getOwner());
+  Location loc = result.getOwner()->getLoc();
+  auto scalar = RankedTensorType::get({}, cast<RankedTensorType>(result.getType()).getElementType());
+  mlir::Value one = ConstantOp::create(b, loc, DenseElementsAttr::get(scalar, b.getFloatAttr(scalar.getElementType(), 1.0)));
+  mlir::Value bumped = AddOp::create(b, loc, result, one);
+  for (OpOperand *use : uses)
+    use->set(bumped);
   return {};
 }
 

@@ -41,6 +41,10 @@ Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          mlir::OwningOpRef<mlir::ModuleOp> &module,
                          const std::vector<int64_t> &inputLayout = {});
 
+/// Test-only miscompile (CompileOptions::testPerturbNode): 1 is added to
+/// the first float value that leaves the ONNX node named `node`.
+Status perturbNode(mlir::ModuleOp module, const std::string &node);
+
 enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
              bool debugMemory = false, bool profile = false);

@@ -3,6 +3,7 @@
 #include "Driver.h"
 #include "ModelSource.h"
 #include "TensorDescs.h"
+#include "../interp/Interpreter.h"
 
 #include "kiln/Codegen/ConstantPool.h"
 #include "kiln/Codegen/TargetEmitter.h"
@@ -66,6 +67,8 @@ struct Executable {
   size_t numVisible() const { return rowCounts.empty() ? outputs.size() : rowCounts.size(); }
   std::vector<kiln_tensor_desc> inputDescs, outputDescs;
   kiln_model_desc desc{};
+  /// Set when the model runs through the reference interpreter instead.
+  std::shared_ptr<interp::Program> interpreted;
 
   void finalize(kiln_entry_fn entry) {
     inputDescs = describeTensors(inputs);
@@ -282,7 +285,8 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                                        "threads=" + std::to_string(options.numThreads),
                                        "cache=" + std::string(options.cache ? "on" : "off"),
                                        "debug_memory=" + std::to_string(options.debugMemory),
-                                       "profile=" + std::to_string(options.profile)});
+                                       "profile=" + std::to_string(options.profile),
+                                       "interpret=" + std::to_string(options.interpret)});
     log = own.get();
   }
   if (log) {
@@ -322,7 +326,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
   std::string key;
-  if (diskCache) {
+  if (diskCache && !options.interpret) {
     key = diskKey(layout, shapes, values, *tm);
     std::shared_ptr<llvm::MemoryBuffer> entry;
     std::string_view payload, object;
@@ -359,6 +363,16 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     exe->outputLayout.assign(l.asArrayRef().begin(), l.asArrayRef().end());
   else
     exe->outputLayout.assign(exe->numVisible(), kLayoutTensor);
+  if (options.interpret) {
+    exe->interpreted = std::make_shared<interp::Program>(std::move(ctx), std::move(module),
+                                                         describeLocation);
+    out = exe;
+    stats.compilations++;
+    return {};
+  }
+  if (!options.testPerturbNode.empty())
+    if (Status s = perturbNode(*module, options.testPerturbNode); !s.ok())
+      return s;
 
   // Empty outputs need no code at all (and MLIR's bare-pointer calling
   // convention rejects zero-sized memrefs).
@@ -592,10 +606,23 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
                       const std::vector<const kiln_tensor *> &inputs,
                       std::vector<kiln_tensor *> &raw) {
   raw.assign(exe.outputs.size(), nullptr);
-  kiln_status *st = kiln_model_execute_with_pool(&exe.desc, inputs.data(), inputs.size(),
+  if (exe.interpreted) {
+    if (Status s = exe.interpreted->run(inputs, raw); !s.ok())
+      return s;
+    // Shape inference and the interpreter are independent: they must agree.
+    for (size_t k = 0; k < raw.size() && k < exe.outputs.size(); ++k) {
+      std::vector<int64_t> dims(kiln_tensor_dims(raw[k]), kiln_tensor_dims(raw[k]) + kiln_tensor_rank(raw[k]));
+      if (dims != exe.outputs[k].dims) {
+        for (kiln_tensor *t : raw)
+          kiln_tensor_free(t);
+        raw.clear();
+        return Status::error(KILN_INTERNAL, "interpreter: output " + std::to_string(k) +
+                                                " has a shape other than shape inference's");
+      }
+    }
+  } else if (kiln_status *st = kiln_model_execute_with_pool(&exe.desc, inputs.data(), inputs.size(),
                                                  raw.data(), raw.size(), nullptr,
-                                                 impl.runPool());
-  if (st) {
+                                                 impl.runPool())) {
     Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
     kiln_status_free(st);
     return s;

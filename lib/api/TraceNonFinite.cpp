@@ -8,8 +8,7 @@
 // another reader is not folded into its consumer), so a NaN that only a
 // fused kernel makes would not show; the outputs of the model itself are
 // computed by the same kernels either way.
-#include "kiln/Frontend/ModelLoader.h"
-#include "kiln/Kiln.h"
+#include "Intermediates.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -112,69 +111,85 @@ std::string describe(const Finiteness &f) {
 
 } // namespace
 
-Status traceNonFinite(const std::string &path, const CompileOptions &options,
-                      const std::vector<ValueView> &inputs, NonFiniteReport &report) {
-  report = NonFiniteReport();
-  LoadedModel model;
+Status exposeNodeOutputs(const std::string &path, ExposedModel &out) {
   std::string error;
-  if (!loadModelFromFile(path, model, error))
+  if (!loadModelFromFile(path, out.model, error))
     return Status::error(KILN_COMPILE_ERROR, error);
-  onnx::ModelProto proto = *model.proto;
-  onnx::GraphProto &graph = *proto.mutable_graph();
+  out.proto = *out.model.proto;
+  onnx::GraphProto &graph = *out.proto.mutable_graph();
   std::set<std::string> outputs;
   for (const auto &o : graph.output())
     outputs.insert(o.name());
-  size_t declared = graph.output_size();
+  out.declared = graph.output_size();
   // ONNX's checker wants a type on every graph output: ONNX shape inference
   // gives most; Kiln's importer does not read declared output types, so a
   // value it cannot type gets an undefined element type.
   std::map<std::string, onnx::TypeProto> types;
   try {
-    onnx::ModelProto inferred = proto;
+    onnx::ModelProto inferred = out.proto;
     onnx::shape_inference::InferShapes(inferred);
     for (const auto &vi : inferred.graph().value_info())
       types[vi.name()] = vi.type();
   } catch (const std::exception &) {
     // A model ONNX cannot infer compiles all the same.
   }
-  std::vector<std::string> exposed;
+  out.exposed.clear();
   for (const auto &node : graph.node()) {
     if (mayGiveNonTensor(node.op_type()))
       continue;
     for (const std::string &name : node.output())
       if (!name.empty() && outputs.insert(name).second) {
-        onnx::ValueInfoProto *out = graph.add_output();
-        out->set_name(name);
+        onnx::ValueInfoProto *o = graph.add_output();
+        o->set_name(name);
         auto known = types.find(name);
         if (known != types.end() && known->second.has_tensor_type() &&
             known->second.tensor_type().has_shape()) {
-          *out->mutable_type() = known->second;
+          *o->mutable_type() = known->second;
         } else {
-          auto *tensorType = out->mutable_type()->mutable_tensor_type();
+          auto *tensorType = o->mutable_type()->mutable_tensor_type();
           tensorType->set_elem_type(known != types.end() && known->second.has_tensor_type()
                                         ? known->second.tensor_type().elem_type()
                                         : (int)onnx::TensorProto::UNDEFINED);
           tensorType->mutable_shape();
         }
-        exposed.push_back(name);
+        out.exposed.push_back(name);
       }
   }
-  std::string bytes;
-  if (!proto.SerializeToString(&bytes))
+  if (!out.proto.SerializeToString(&out.bytes))
     return Status::error(KILN_INTERNAL, "cannot serialize the model with its intermediates "
                                         "exposed (over 2 GB?)");
-  std::unique_ptr<Model> traced =
-      Model::loadFromMemory(bytes.data(), bytes.size(), model.baseDir, options, &error);
+  return {};
+}
+
+Status runExposed(const ExposedModel &exposed, const CompileOptions &options,
+                  const std::vector<ValueView> &inputs, std::vector<Value> &values,
+                  std::vector<TensorInfo> &inputInfo) {
+  std::string error;
+  std::unique_ptr<Model> traced = Model::loadFromMemory(
+      exposed.bytes.data(), exposed.bytes.size(), exposed.model.baseDir, options, &error);
   if (!traced)
     return Status::error(KILN_COMPILE_ERROR,
                          "the model with every node output exposed does not compile: " + error);
+  inputInfo = traced->inputs();
+  return traced->run(inputs, values);
+}
+
+Status traceNonFinite(const std::string &path, const CompileOptions &options,
+                      const std::vector<ValueView> &inputs, NonFiniteReport &report) {
+  report = NonFiniteReport();
+  ExposedModel exposedModel;
+  if (Status s = exposeNodeOutputs(path, exposedModel); !s.ok())
+    return s;
+  const onnx::GraphProto &graph = exposedModel.proto.graph();
+  const std::vector<std::string> &exposed = exposedModel.exposed;
+  size_t declared = exposedModel.declared;
   std::vector<Value> values;
-  if (Status s = traced->run(inputs, values); !s.ok())
+  std::vector<TensorInfo> inputInfo;
+  if (Status s = runExposed(exposedModel, options, inputs, values, inputInfo); !s.ok())
     return s;
 
   // Every value computed by the run, the graph's inputs and initializers.
   std::map<std::string, const kiln_tensor *> tensors;
-  const std::vector<TensorInfo> &inputInfo = traced->inputs();
   for (size_t j = 0; j < inputs.size() && j < inputInfo.size(); ++j)
     if (inputs[j].kind == ValueKind::Tensor && inputs[j].tensors.size() == 1)
       tensors[inputInfo[j].name] = inputs[j].tensors[0];

@@ -2,6 +2,9 @@
 // JIT and compares with the reference outputs. Each test runs in a forked
 // child, so a crash or a hang in generated code fails that test only.
 //
+// With --interpret the models run through the reference interpreter
+// (CompileOptions::interpret) instead of generated code.
+//
 // By default it runs the four suites of libonnx-testdata (node,
 // pytorch-converted, pytorch-operator, simple) and prints each one's count;
 // --data DIR (repeatable) runs the suites in DIR instead. A test is named by
@@ -39,6 +42,7 @@ struct Options {
   int timeoutSeconds = 120;
   double atol = 1e-5, rtol = 1e-3;
   bool listFailures = false;
+  bool interpret = false;
 };
 
 /// ONNX 1.12's test files store bfloat16 tensors as uint16 (the same bits):
@@ -131,7 +135,9 @@ static std::string checkRandomDraw(RandomDraw kind, const std::vector<kiln::Tens
 static std::string runOneTest(const fs::path &dir, const Options &opts, bool &skipped) {
   skipped = false;
   std::string err;
-  auto model = kiln::Model::load((dir / "model.onnx").string(), {}, &err);
+  kiln::CompileOptions compileOptions;
+  compileOptions.interpret = opts.interpret;
+  auto model = kiln::Model::load((dir / "model.onnx").string(), compileOptions, &err);
   if (!model)
     return err;
   std::vector<fs::path> sets;
@@ -263,11 +269,16 @@ int main(int argc, char **argv) {
       opts.timeoutSeconds = std::max(1, std::atoi(next().c_str()));
     else if (a == "--list-failures")
       opts.listFailures = true;
+    else if (a == "--interpret")
+      opts.interpret = true;
     else {
       std::fprintf(stderr,
                    "usage: kiln-conformance [--data DIR]... [--xfail FILE] [--filter SUBSTR]\n"
                    "                        [--jobs N] [--timeout SECONDS] [--list-failures]\n"
+                   "                        [--interpret]\n"
                    "--list-failures prints failures in the xfail-file format.\n"
+                   "--interpret runs every test through Kiln's reference interpreter instead of\n"
+                   "compiled code.\n"
                    "Without --data: the node, pytorch-converted, pytorch-operator and simple\n"
                    "suites under /usr/share/libonnx-testdata/data.\n");
       return a == "--help" ? 0 : 2;

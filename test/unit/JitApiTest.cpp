@@ -373,3 +373,41 @@ TEST(JitApi, SequenceAndOptionalInputsAndOutputs) {
   s = model->run({a.get(), t.get(), o.get()}, tensors);
   EXPECT_EQ(s.code, KILN_INVALID_ARGUMENT);
 }
+
+// The reference interpreter (CompileOptions::interpret) gives the
+// hand-derived result too, and kiln::verify finds a deliberate miscompile
+// at the node that makes it: fc1 + 1 makes h = relu(z1 + 1), which every
+// later node passes on.
+TEST(JitApi, InterpreterAndVerify) {
+  const float x[4] = {1, -2, 0.5f, 3};
+  kiln::Tensor in = input(x);
+  auto ref = tinyMlpReference(x);
+  kiln::CompileOptions interp;
+  interp.interpret = true;
+  std::string err;
+  auto model = kiln::Model::load(kTinyMlp, interp, &err);
+  ASSERT_TRUE(model) << err;
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run({in.get()}, out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_NEAR(out[0].data<float>()[0], ref[0], 1e-7);
+  EXPECT_NEAR(out[0].data<float>()[1], ref[1], 1e-7);
+
+  std::vector<kiln::ValueView> views{{kiln::ValueKind::Tensor, {in.get()}}};
+  kiln::CompileOptions opts;
+  opts.cache = false;
+  kiln::VerifyReport report;
+  s = kiln::verify(kTinyMlp, opts, views, 1e-5, 1e-5, report);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_TRUE(report.outputsMatch);
+  EXPECT_FALSE(report.found);
+
+  opts.testPerturbNode = "fc1";
+  s = kiln::verify(kTinyMlp, opts, views, 1e-5, 1e-5, report);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_FALSE(report.outputsMatch);
+  ASSERT_TRUE(report.found);
+  EXPECT_EQ(report.node, "fc1");
+  EXPECT_EQ(report.opType, "Gemm");
+  EXPECT_EQ(report.nodeIndex, 0);
+}

@@ -29,7 +29,7 @@ static const char *kUsage =
     "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
     "                [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache]\n"
-    "                [--device cpu|cuda]\n"
+    "                [--verify] [--interpret] [--device cpu|cuda]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
@@ -60,6 +60,15 @@ static const char *kUsage =
     "                 although its inputs do not (every node output is compiled as a\n"
     "                 model output for this); exit status 1 when one does. With\n"
     "                 --debug-memory a read of unwritten memory shows up this way\n"
+    "  --verify       also run the model through Kiln's reference interpreter (plain\n"
+    "                 loops, lib/interp) and compare the outputs within --atol/--rtol;\n"
+    "                 when they differ, find the first ONNX node whose output differs\n"
+    "                 while its inputs agree (every node output is exposed for this)\n"
+    "                 and print it, its worst element and both values; exit status 1\n"
+    "  --interpret    run the model through the reference interpreter instead of\n"
+    "                 compiled code (slow; for checking the compiler)\n"
+    "  --test-perturb-node NAME  testing --verify: compiled code adds 1 to the output\n"
+    "                 of the ONNX node NAME (a deliberate miscompile)\n"
     "  --profile FILE.json  compile with a timer around every kernel, run the model\n"
     "                 (--bench N times, else 10, after warm-up), write a Chrome trace\n"
     "                 (chrome://tracing, ui.perfetto.dev) with one event per kernel,\n"
@@ -156,7 +165,7 @@ static int kilnRunMain(int argc, char **argv) {
   double atol = 1e-4, rtol = 1e-3;
   long bench = 0;
   std::string profilePath;
-  bool checkFinite = false;
+  bool checkFinite = false, verify = false;
   kiln::CompileOptions copts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -217,6 +226,12 @@ static int kilnRunMain(int argc, char **argv) {
       copts.debugMemory = true;
     } else if (a == "--check-finite") {
       checkFinite = true;
+    } else if (a == "--verify") {
+      verify = true;
+    } else if (a == "--interpret") {
+      copts.interpret = true;
+    } else if (a == "--test-perturb-node") {
+      copts.testPerturbNode = value("--test-perturb-node");
     } else if (a == "--profile") {
       profilePath = value("--profile");
       copts.profile = true;
@@ -472,6 +487,24 @@ static int kilnRunMain(int argc, char **argv) {
     else if (report.lines.empty())
       std::printf("check-finite: all %zu node and graph outputs are finite\n",
                   report.valuesChecked);
+  }
+  if (verify) {
+    kiln::VerifyReport report;
+    kiln::CompileOptions verifyOptions = copts;
+    verifyOptions.progress = nullptr;
+    verifyOptions.interpret = false;
+    if (kiln::Status s = kiln::verify(modelPath, verifyOptions, views, atol, rtol, report);
+        !s.ok()) {
+      std::fprintf(stderr, "kiln-run: error: --verify: %s\n", s.message.c_str());
+      return 1;
+    }
+    for (const std::string &line : report.lines)
+      std::printf("verify: %s\n", line.c_str());
+    if (report.outputsMatch)
+      std::printf("verify: all %zu outputs match the reference interpreter\n",
+                  report.valuesCompared);
+    else
+      status = 1;
   }
   if (!profilePath.empty()) {
     long runs = bench > 0 ? bench : 10;
