@@ -11,12 +11,14 @@
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
+#include "kiln/DisplaySafe.h"
 #include "kiln/runtime.h"
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -27,7 +29,7 @@ struct Status {
   kiln_status_code code = KILN_OK;
   std::string message;
   bool ok() const { return code == KILN_OK; }
-  static Status error(kiln_status_code c, std::string m) { return {c, std::move(m)}; }
+  static Status error(kiln_status_code c, std::string m) { return {c, displaySafe(m)}; }
 };
 
 /// A runtime tensor with unique ownership.

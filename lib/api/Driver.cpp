@@ -46,14 +46,15 @@ std::string describeLocation(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc)) {
     if (auto opType = dyn_cast<NameLoc>(name.getChildLoc())) {
       std::string file = describeLocation(opType.getChildLoc());
-      return (file.empty() ? "" : file + ": ") + "node '" + name.getName().str() + "' (" +
-             opType.getName().str() + ")";
+      // Names come from the model: escaped and cut (a name can be megabytes).
+      return (file.empty() ? "" : file + ": ") + "node '" + displaySafe(name.getName().str(), 200) +
+             "' (" + displaySafe(opType.getName().str(), 100) + ")";
     }
     std::string inner = describeLocation(name.getChildLoc());
-    return (inner.empty() ? "" : inner + ": ") + name.getName().str();
+    return (inner.empty() ? "" : inner + ": ") + displaySafe(name.getName().str(), 300);
   }
   if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return file.getFilename().str();
+    return displaySafe(file.getFilename().str(), 300);
   if (auto callsite = dyn_cast<CallSiteLoc>(loc))
     return describeLocation(callsite.getCallee());
   return "";

@@ -21,6 +21,9 @@
 namespace kiln {
 namespace {
 
+/// A name from the model, as report lines quote it.
+std::string safe(const std::string &name) { return displaySafe(name, 200); }
+
 /// Node kinds whose outputs may be sequences or optionals: not exposed
 /// (a graph output of those kinds needs a declared type).
 bool mayGiveNonTensor(const std::string &op) {
@@ -210,13 +213,13 @@ Status traceNonFinite(const std::string &path, const CompileOptions &options,
     if (f.ok())
       continue;
     bad.insert(inputInfo[j].name);
-    report.lines.push_back("graph input '" + inputInfo[j].name + "' " + dimsOf(it->second) +
+    report.lines.push_back("graph input '" + safe(inputInfo[j].name) + "' " + dimsOf(it->second) +
                            " holds " + describe(f));
   }
   for (const auto &[name, init] : initializers)
     if (Finiteness f = checkInitializer(*init); !f.ok()) {
       bad.insert(name);
-      report.lines.push_back("initializer '" + name + "' holds " + describe(f));
+      report.lines.push_back("initializer '" + safe(name) + "' holds " + describe(f));
     }
 
   for (int i = 0; i < graph.node_size(); ++i) {
@@ -243,15 +246,15 @@ Status traceNonFinite(const std::string &path, const CompileOptions &options,
       report.node = node.name();
       report.opType = node.op_type();
       report.nodeIndex = i;
-      std::string line = "node '" + node.name() + "' (" + node.op_type() + "), node " +
-                         std::to_string(i) + " of the graph: output '" + out + "' " +
+      std::string line = "node '" + safe(node.name()) + "' (" + safe(node.op_type()) + "), node " +
+                         std::to_string(i) + " of the graph: output '" + safe(out) + "' " +
                          dimsOf(it->second) + " holds " + describe(f) +
                          " although its inputs are finite:";
       for (const std::string &in : node.input()) {
         if (in.empty())
           continue;
         auto t = tensors.find(in);
-        line += " '" + in + "'" +
+        line += " '" + safe(in) + "'" +
                 (t != tensors.end() ? " " + dimsOf(t->second)
                  : initializers.count(in) ? " (initializer)"
                                           : "");

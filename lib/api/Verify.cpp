@@ -20,6 +20,9 @@
 namespace kiln {
 namespace {
 
+/// A name from the model, as report lines quote it.
+std::string safe(const std::string &name) { return displaySafe(name, 200); }
+
 double elementAt(const kiln_tensor *t, int64_t i) {
   const void *p = kiln_tensor_data(const_cast<kiln_tensor *>(t));
   switch (kiln_tensor_dtype(t)) {
@@ -127,7 +130,7 @@ Status verify(const std::string &path, const CompileOptions &options,
     const std::string &name = compiled->outputs()[k].name;
     if (got[k].tensors.size() != want[k].tensors.size()) {
       report.outputsMatch = false;
-      report.lines.push_back("output '" + name + "': the runs give different numbers of tensors");
+      report.lines.push_back("output '" + safe(name) + "': the runs give different numbers of tensors");
       continue;
     }
     for (size_t e = 0; e < got[k].tensors.size(); ++e) {
@@ -136,7 +139,7 @@ Status verify(const std::string &path, const CompileOptions &options,
       if (d.empty())
         continue;
       report.outputsMatch = false;
-      report.lines.push_back("output '" + name + "' " + dimsOf(got[k].tensors[e].get()) + ": " + d);
+      report.lines.push_back("output '" + safe(name) + "' " + dimsOf(got[k].tensors[e].get()) + ": " + d);
     }
   }
   if (report.outputsMatch)
@@ -179,14 +182,14 @@ Status verify(const std::string &path, const CompileOptions &options,
       report.node = node.name();
       report.opType = node.op_type();
       report.nodeIndex = i;
-      std::string line = "first differing node: '" + node.name() + "' (" + node.op_type() +
-                         "), node " + std::to_string(i) + " of the graph: output '" + out + "' " +
+      std::string line = "first differing node: '" + safe(node.name()) + "' (" + safe(node.op_type()) +
+                         "), node " + std::to_string(i) + " of the graph: output '" + safe(out) + "' " +
                          dimsOf(it->second.first) + ": " + d + "; its inputs agree:";
       for (const std::string &in : node.input()) {
         if (in.empty())
           continue;
         auto v = values.find(in);
-        line += " '" + in + "'" + (v != values.end() ? " " + dimsOf(v->second.first) : "");
+        line += " '" + safe(in) + "'" + (v != values.end() ? " " + dimsOf(v->second.first) : "");
       }
       report.lines.push_back(line);
     }

@@ -6,6 +6,7 @@
 // kernel exactly one call in the model's body (a kiln_parallel_for for a
 // split loop nest), so one bracket measures the whole kernel, and the
 // thread pool attributes the per-thread slices to it.
+#include "kiln/DisplaySafe.h"
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -30,9 +31,10 @@ constexpr const char *kEnd = "kiln_profile_end";
 /// fused kernels carry a FusedLoc of their nodes.
 void collectNodes(Location loc, SmallVectorImpl<std::string> &out) {
   if (auto name = dyn_cast<NameLoc>(loc)) {
-    std::string node = name.getName().str();
+    // Model-supplied names end up in traces and terminals: escaped, cut.
+    std::string node = kiln::displaySafe(name.getName().str(), 200);
     if (auto inner = dyn_cast<NameLoc>(name.getChildLoc()))
-      node += " (" + inner.getName().str() + ")";
+      node += " (" + kiln::displaySafe(inner.getName().str(), 100) + ")";
     if (!llvm::is_contained(out, node))
       out.push_back(node);
     return;

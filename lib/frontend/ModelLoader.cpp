@@ -219,6 +219,10 @@ static bool finishLoading(LoadedModel &out, std::string &error) {
     for (char &c : msg)
       if (c == '\n')
         c = ' ';
+    // The checker quotes the model's names in full: cut (they are escaped
+    // with every Status message).
+    if (msg.size() > 1000)
+      msg = msg.substr(0, 1000) + "...(" + std::to_string(msg.size()) + " bytes)";
     error = "the ONNX checker rejects this model: " + msg;
     return false;
   }

@@ -1,5 +1,6 @@
 // Shape helpers of the kiln dialect, checked against the ONNX spec by hand.
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/Kiln.h"
 
 #include <gtest/gtest.h>
 
@@ -42,4 +43,21 @@ TEST(SliceBounds, ClampsLikeTheSpec) {
   b = kiln::computeSliceBounds(5, 4, 2, 1);
   EXPECT_EQ(b->size, 0);
   EXPECT_FALSE(kiln::computeSliceBounds(5, 0, 5, 0));
+}
+
+// Model-supplied text is escaped before it reaches a terminal (kiln/DisplaySafe.h).
+TEST(DisplaySafe, EscapesControlsInvalidUtf8AndBidiOverrides) {
+  EXPECT_EQ(kiln::displaySafe("conv_1/weights"), "conv_1/weights");
+  EXPECT_EQ(kiln::displaySafe("caf\xc3\xa9 \xe6\x97\xa5"), "caf\xc3\xa9 \xe6\x97\xa5"); // UTF-8 stays
+  EXPECT_EQ(kiln::displaySafe("a\x1b[2Jb\x07"), "a\\x1b[2Jb\\x07");
+  EXPECT_EQ(kiln::displaySafe("two\nlines\ttab\r"), "two\nlines\ttab\\x0d");
+  EXPECT_EQ(kiln::displaySafe("\xff\xc3"), "\\xff\\xc3");         // invalid, truncated
+  EXPECT_EQ(kiln::displaySafe("\xc0\xaf"), "\\xc0\\xaf");         // overlong '/'
+  EXPECT_EQ(kiln::displaySafe("\xed\xa0\x80"), "\\xed\\xa0\\x80"); // a surrogate
+  EXPECT_EQ(kiln::displaySafe("x\xe2\x80\xaey"), "x\\u{202e}y");  // right-to-left override
+  EXPECT_EQ(kiln::displaySafe("\xc2\x9b" "31m"), "\\u{9b}31m");   // C1 CSI
+  EXPECT_EQ(kiln::displaySafe(std::string(10, 'n'), 4), "nnnn...(10 bytes)");
+  std::string once = kiln::displaySafe("\x1b\xff");
+  EXPECT_EQ(kiln::displaySafe(once), once); // idempotent: messages may pass twice
+  EXPECT_EQ(kiln::Status::error(KILN_INVALID_ARGUMENT, "node '\x1b'").message, "node '\\x1b'");
 }

@@ -320,7 +320,7 @@ static int kilnRunMain(int argc, char **argv) {
   for (size_t j = 0; j < model->inputs().size(); ++j) {
     const kiln::TensorInfo &info = model->inputs()[j];
     auto fail = [&](const std::string &why) {
-      std::fprintf(stderr, "kiln-run: error: input %zu ('%s'): %s\n", j, info.name.c_str(),
+      std::fprintf(stderr, "kiln-run: error: input %zu ('%s'): %s\n", j, kiln::displaySafe(info.name, 200).c_str(),
                    why.c_str());
       return 1;
     };
@@ -362,7 +362,7 @@ static int kilnRunMain(int argc, char **argv) {
       v.tensors.push_back(madeUpInput(info, dims, randomFill, gen));
       if (!v.tensors.back().valid())
         return fail("cannot make a tensor of this shape and type");
-      std::printf("input %zu '%s': %s %s[%s]\n", j, info.name.c_str(),
+      std::printf("input %zu '%s': %s %s[%s]\n", j, kiln::displaySafe(info.name, 200).c_str(),
                   randomFill ? "random" : "zeros", kiln_dtype_name(info.dtype),
                   dimsString(dims).c_str());
     }
@@ -412,11 +412,11 @@ static int kilnRunMain(int argc, char **argv) {
     const auto &info = model->outputs()[k];
     const kiln::Value &out = outputs[k];
     if (out.kind == kiln::ValueKind::Tensor) {
-      std::printf("output %zu '%s': %s\n", k, info.name.c_str(), describe(out.tensors[0]).c_str());
+      std::printf("output %zu '%s': %s\n", k, kiln::displaySafe(info.name, 200).c_str(), describe(out.tensors[0]).c_str());
     } else if (out.kind == kiln::ValueKind::None) {
-      std::printf("output %zu '%s': empty optional\n", k, info.name.c_str());
+      std::printf("output %zu '%s': empty optional\n", k, kiln::displaySafe(info.name, 200).c_str());
     } else {
-      std::printf("output %zu '%s': sequence of %zu\n", k, info.name.c_str(), out.tensors.size());
+      std::printf("output %zu '%s': sequence of %zu\n", k, kiln::displaySafe(info.name, 200).c_str(), out.tensors.size());
       for (size_t e = 0; e < out.tensors.size(); ++e)
         std::printf("  [%zu] %s\n", e, describe(out.tensors[e]).c_str());
     }
