@@ -122,6 +122,10 @@ struct CompileOptions {
   /// keyed by the model's bytes, input shapes (and specialised values),
   /// these options, the target CPU and the Kiln and LLVM builds.
   bool cache = true;
+  /// The largest tensor a compile accepts, in bytes: a model whose tensors
+  /// would need more is refused, naming the node, before anything is
+  /// allocated. 0: $KILN_MAX_TENSOR_BYTES, else 16 GiB.
+  uint64_t maxTensorBytes = 0;
   /// Debugging: run the model through Kiln's reference interpreter (plain
   /// loops over the imported kiln IR, lib/interp) instead of compiled code.
   /// Slow; a second opinion on the compiler's results (kiln-run --verify,

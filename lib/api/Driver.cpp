@@ -18,6 +18,8 @@
 #include "llvm/IR/LLVMContext.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -98,7 +100,8 @@ static void configure(PassManager &pm) {
 Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
                          const std::map<size_t, std::string> &inputValues,
-                         OwningOpRef<ModuleOp> &module, const std::vector<int64_t> &inputLayout) {
+                         OwningOpRef<ModuleOp> &module, const std::vector<int64_t> &inputLayout,
+                         uint64_t maxTensorBytes) {
   DiagnosticCollector diags(ctx);
   ImportOptions opts;
   opts.inputLayout = inputLayout;
@@ -112,6 +115,63 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
   buildKilnOptimizationPipeline(pm);
   if (failed(pm.run(*module)))
     return compileError(diags, "shape inference failed");
+  return checkTensorSizes(*module, maxTensorBytes);
+}
+
+uint64_t tensorByteLimit(uint64_t requested) {
+  if (requested)
+    return requested;
+  if (const char *env = std::getenv("KILN_MAX_TENSOR_BYTES")) {
+    char *end = nullptr;
+    unsigned long long v = std::strtoull(env, &end, 10);
+    if (end && *end == 0 && v > 0)
+      return v;
+  }
+  return kDefaultMaxTensorBytes;
+}
+
+static std::string byteCount(double bytes) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+Status checkTensorSizes(ModuleOp module, uint64_t maxTensorBytes) {
+  uint64_t limit = tensorByteLimit(maxTensorBytes);
+  std::string error;
+  module.walk([&](Operation *op) {
+    for (mlir::Value r : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(r.getType());
+      if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat())
+        continue;
+      // Checked arithmetic: dims of a hostile model can overflow 64 bits.
+      uint64_t bytes = std::max<uint64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
+      bool overflow = false;
+      for (int64_t d : t.getShape())
+        overflow = overflow || __builtin_mul_overflow(bytes, (uint64_t)d, &bytes);
+      if (!overflow && bytes <= limit)
+        continue;
+      std::string shape;
+      for (int64_t d : t.getShape())
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      std::string where = describeLocation(op->getLoc());
+      error = (where.empty() ? "" : where + ": ") + "a tensor of shape [" + shape + "] needs " +
+              (overflow ? "more than 2^64 bytes" : byteCount((double)bytes)) +
+              ", over the limit of " + byteCount((double)limit) +
+              " per tensor (raise it with KILN_MAX_TENSOR_BYTES=N or "
+              "CompileOptions::maxTensorBytes)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (!error.empty())
+    return Status::error(KILN_COMPILE_ERROR, error);
   return {};
 }
 

@@ -34,12 +34,25 @@ private:
 /// Formats a location the way kiln's diagnostics print it.
 std::string describeLocation(mlir::Location loc);
 
-/// Import with the given input shapes, then shape inference and folding.
+/// Import with the given input shapes, then shape inference and folding,
+/// then the tensor size bound (checkTensorSizes).
 Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
                          const std::map<size_t, std::string> &inputValues,
                          mlir::OwningOpRef<mlir::ModuleOp> &module,
-                         const std::vector<int64_t> &inputLayout = {});
+                         const std::vector<int64_t> &inputLayout = {},
+                         uint64_t maxTensorBytes = 0);
+
+/// The per-tensor size bound: `requested` when non-zero, else
+/// KILN_MAX_TENSOR_BYTES, else kDefaultMaxTensorBytes.
+constexpr uint64_t kDefaultMaxTensorBytes = uint64_t(16) << 30;
+uint64_t tensorByteLimit(uint64_t requested);
+
+/// Refuses, naming the ONNX node, a module with a static tensor over the
+/// bound (or whose size overflows 64 bits): a model asking for absurd
+/// memory (ConstantOfShape of 2^40, a Resize to 10^6 x 10^6) gets this error
+/// before anything is allocated. Run by importAndOptimize.
+Status checkTensorSizes(mlir::ModuleOp module, uint64_t maxTensorBytes);
 
 /// Test-only miscompile (CompileOptions::testPerturbNode): 1 is added to
 /// the first float value that leaves the ONNX node named `node`.

@@ -347,7 +347,8 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     return s;
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  if (Status s = importAndOptimize(*ctx, *model, shapes, values, module, layout); !s.ok())
+  if (Status s = importAndOptimize(*ctx, *model, shapes, values, module, layout,
+                                   options.maxTensorBytes); !s.ok())
     return s;
   done("import, shape inference, folding");
   releaseFreedMemory();

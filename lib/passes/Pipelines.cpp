@@ -43,6 +43,7 @@ void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) 
 /// by the CPU and GPU pipelines.
 static void addBufferizationToOutParams(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnDistinctResults());
+  pm.addNestedPass<func::FuncOp>(createKilnUntieEmptyTensors());
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;
   // Loop-carried values of ONNX Loop/Scan bodies are new tensors each
@@ -64,7 +65,7 @@ static void addBufferizationToOutParams(OpPassManager &pm) {
 void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   buildLowerToLinalgPipeline(pm, opts);
   if (opts.fuseElementwise)
-    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+    pm.addNestedPass<func::FuncOp>(createKilnFuseElementwise());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
   addBufferizationToOutParams(pm);
