@@ -5,7 +5,12 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <cerrno>
 #include <climits>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -97,22 +102,56 @@ static bool isInside(const fs::path &child, const fs::path &parent) {
   return true;
 }
 
+/// A decimal int64 that is all of `text` (std::stoll accepts "12abc" and
+/// throws on overflow).
+static bool parseInt64(const std::string &text, int64_t &out) {
+  if (text.empty())
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || !end || *end != 0)
+    return false;
+  out = v;
+  return true;
+}
+
+/// Opens `rel` under the folder `baseFd` so that no path component, link or
+/// ".." can leave it: openat2 with RESOLVE_BENEATH checks that in the
+/// kernel, at open time, so a file swapped for a link after any check of
+/// ours cannot win. -1 with errno set when it fails; errno ENOSYS where
+/// the kernel lacks openat2 (before Linux 5.6).
+static int openBeneath(int baseFd, const std::string &rel) {
+#if defined(__linux__) && defined(SYS_openat2)
+  struct {
+    uint64_t flags, mode, resolve;
+  } how = {(uint64_t)(O_RDONLY | O_CLOEXEC), 0, 0x08 /* RESOLVE_BENEATH */ | 0x02 /* NO_MAGICLINKS */};
+  return (int)syscall(SYS_openat2, baseFd, rel.c_str(), &how, sizeof how);
+#else
+  (void)baseFd;
+  (void)rel;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
 bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
-                         std::string &error) {
+                         std::string &error, ExternalRanges *ranges) {
   std::string location;
   int64_t offset = 0, length = -1;
+  bool hasLength = false;
   for (const auto &kv : tensor.external_data()) {
-    try {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::stoll(kv.value());
-      else if (kv.key() == "length")
-        length = std::stoll(kv.value());
-    } catch (const std::exception &) {
-      error = "tensor '" + tensor.name() + "': external data " + kv.key() +
-              " is not a number: '" + kv.value() + "'";
-      return false;
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t v;
+      if (!parseInt64(kv.value(), v) || v < 0) {
+        error = "tensor '" + tensor.name() + "': external data " + kv.key() +
+                " is not a number from 0 to 2^63-1: '" + kv.value() + "'";
+        return false;
+      }
+      (kv.key() == "offset" ? offset : length) = v;
+      hasLength = hasLength || kv.key() == "length";
     }
   }
   const std::string what = "tensor '" + tensor.name() + "': external data '" + location + "'";
@@ -124,8 +163,14 @@ bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
     error = what + " cannot be resolved for a model loaded from memory without a base folder";
     return false;
   }
+  // A location is a relative path taken literally: "%2e%2e" names a file
+  // called that, not "..". A NUL would cut the path the system sees.
+  if (location.find('\0') != std::string::npos) {
+    error = what + " contains a NUL byte";
+    return false;
+  }
   fs::path rel(location);
-  if (rel.is_absolute() || location.find('\0') != std::string::npos) {
+  if (rel.is_absolute()) {
     error = what + " is an absolute path; it must be relative to the model's folder";
     return false;
   }
@@ -149,30 +194,75 @@ bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
     error = what + " is a link that leads outside the model's folder";
     return false;
   }
-  if (!fs::is_regular_file(real, ec)) {
+  // Open once, then check and read the opened file (not the path again).
+  int baseFd = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = baseFd < 0 ? -1 : openBeneath(baseFd, real.lexically_relative(base).string());
+  // Without openat2 (ENOSYS), or where a seccomp filter refuses it (EPERM):
+  // the checked canonical path, not following a final link.
+  if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+    fd = ::open(real.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int openErrno = errno;
+  if (baseFd >= 0)
+    ::close(baseFd);
+  if (fd < 0) {
+    error = what + (openErrno == EXDEV || openErrno == ELOOP
+                        ? " leads outside the model's folder (it changed while it was opened)"
+                        : " cannot be opened: " + std::string(std::strerror(openErrno)));
+    return false;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     error = what + " is not a regular file";
     return false;
   }
-  uintmax_t fileSize = fs::file_size(real, ec);
-  if (ec || offset < 0 || (uintmax_t)offset > fileSize) {
+  // A hard link is a second name of a file that may live anywhere on the
+  // file system: nothing shows where the other name is, so refuse it
+  // unless the user says the folder is trusted.
+  if (st.st_nlink > 1 && !std::getenv("KILN_ALLOW_HARD_LINKS")) {
+    error = what + " has " + std::to_string((unsigned long long)st.st_nlink) +
+            " hard links: it may be a file from outside the model's folder (set "
+            "KILN_ALLOW_HARD_LINKS=1 to accept it)";
+    return false;
+  }
+  uint64_t fileSize = (uint64_t)st.st_size;
+  if ((uint64_t)offset > fileSize) {
     error = what + ": offset " + std::to_string(offset) + " lies outside the file (" +
             std::to_string(fileSize) + " bytes)";
     return false;
   }
-  if (length < 0)
-    length = (int64_t)(fileSize - offset);
-  if ((uintmax_t)offset + (uintmax_t)length > fileSize) {
+  if (!hasLength)
+    length = (int64_t)(fileSize - (uint64_t)offset);
+  // offset and length are each below 2^63: their sum cannot wrap in 64 bits.
+  if ((uint64_t)offset + (uint64_t)length > fileSize) {
     error = what + ": offset " + std::to_string(offset) + " + length " +
             std::to_string(length) + " runs past the end of the file (" +
             std::to_string(fileSize) + " bytes)";
     return false;
   }
-  std::ifstream in(real, std::ios::binary);
+  if (ranges) {
+    // Two tensors over the same bytes: a malformed (or crafted) model.
+    auto key = std::make_pair((uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    for (const ExternalRange &r : (*ranges)[key])
+      if (length > 0 && r.end > offset && r.begin < offset + length) {
+        error = what + ": bytes " + std::to_string(offset) + ".." +
+                std::to_string(offset + length) + " overlap those of tensor '" + r.tensor +
+                "' (" + std::to_string(r.begin) + ".." + std::to_string(r.end) + ")";
+        return false;
+      }
+    (*ranges)[key].push_back({offset, offset + length, tensor.name()});
+  }
   std::string bytes((size_t)length, '\0');
-  in.seekg(offset);
-  if (!in.read(bytes.data(), length)) {
-    error = what + " could not be read";
-    return false;
+  for (int64_t done = 0; done < length;) {
+    ssize_t n = ::pread(fd, bytes.data() + done, (size_t)(length - done), offset + done);
+    if (n <= 0) {
+      error = what + " could not be read (the file shrank or failed)";
+      return false;
+    }
+    done += n;
   }
   tensor.set_raw_data(std::move(bytes));
   tensor.clear_external_data();
@@ -181,14 +271,15 @@ bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
 }
 
 static bool resolveAllExternalData(onnx::GraphProto &graph, const std::string &baseDir,
-                                   std::set<std::string> &files, std::string &error) {
+                                   std::set<std::string> &files, std::string &error,
+                                   ExternalRanges &ranges) {
   auto fix = [&](onnx::TensorProto &t) {
     if (t.data_location() != onnx::TensorProto::EXTERNAL)
       return true;
     for (const auto &kv : t.external_data())
       if (kv.key() == "location")
         files.insert(kv.value());
-    return resolveExternalData(t, baseDir, error);
+    return resolveExternalData(t, baseDir, error, &ranges);
   };
   for (auto &t : *graph.mutable_initializer())
     if (!fix(t))
@@ -197,7 +288,8 @@ static bool resolveAllExternalData(onnx::GraphProto &graph, const std::string &b
     for (auto &attr : *node.mutable_attribute()) {
       if (attr.has_t() && !fix(*attr.mutable_t()))
         return false;
-      if (attr.has_g() && !resolveAllExternalData(*attr.mutable_g(), baseDir, files, error))
+      if (attr.has_g() &&
+          !resolveAllExternalData(*attr.mutable_g(), baseDir, files, error, ranges))
         return false;
     }
   return true;
@@ -208,7 +300,8 @@ static bool finishLoading(LoadedModel &out, std::string &error) {
   // External data first: the checker would otherwise read the files itself,
   // without our containment rules.
   std::set<std::string> files;
-  if (!resolveAllExternalData(*model.mutable_graph(), out.baseDir, files, error))
+  ExternalRanges ranges;
+  if (!resolveAllExternalData(*model.mutable_graph(), out.baseDir, files, error, ranges))
     return false;
   out.externalFiles.assign(files.begin(), files.end());
   try {

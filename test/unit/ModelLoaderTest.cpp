@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -132,6 +134,94 @@ TEST_F(LoaderTest, GarbageIsNotAModel) {
   EXPECT_NE(err.find("no such file"), std::string::npos) << err;
   EXPECT_FALSE(kiln::loadModelFromFile(root.string(), m, err));
   EXPECT_NE(err.find("is a folder"), std::string::npos) << err;
+}
+
+} // namespace
+
+namespace {
+
+TEST_F(LoaderTest, RejectsNulBytesAndTakesPercentLiterally) {
+  kiln::LoadedModel m;
+  std::string err;
+  EXPECT_FALSE(kiln::loadModelFromFile(writeModel(std::string("w.bin\0../../secret.bin", 22)), m, err));
+  EXPECT_NE(err.find("contains a NUL byte"), std::string::npos) << err;
+  // "%2e%2e/secret.bin" is a file of that name inside the folder, not "..".
+  EXPECT_FALSE(kiln::loadModelFromFile(writeModel("%2e%2e/secret.bin"), m, err));
+  EXPECT_NE(err.find("cannot be opened"), std::string::npos) << err;
+  fs::create_directories(root / "model" / "%2e%2e");
+  std::ofstream(root / "model" / "%2e%2e" / "secret.bin", std::ios::binary)
+      << std::string("\0\0\x80\x3f\0\0\0\x40", 8);
+  EXPECT_TRUE(kiln::loadModelFromFile(writeModel("%2e%2e/secret.bin"), m, err)) << err;
+}
+
+TEST_F(LoaderTest, RejectsHardLinksUnlessAllowed) {
+  fs::create_hard_link(root / "secret.bin", root / "model" / "hard.bin");
+  kiln::LoadedModel m;
+  std::string err;
+  EXPECT_FALSE(kiln::loadModelFromFile(writeModel("hard.bin", 0, 8), m, err));
+  EXPECT_NE(err.find("has 2 hard links"), std::string::npos) << err;
+  ::setenv("KILN_ALLOW_HARD_LINKS", "1", 1);
+  EXPECT_TRUE(kiln::loadModelFromFile(writeModel("hard.bin", 0, 8), m, err)) << err;
+  ::unsetenv("KILN_ALLOW_HARD_LINKS");
+}
+
+TEST_F(LoaderTest, RejectsOverflowingAndNegativeNumbers) {
+  kiln::LoadedModel m;
+  std::string err;
+  // 2^63 - 1 twice: within int64 each, but past the end of an 8-byte file
+  // (and their sum must not wrap around to look small).
+  EXPECT_FALSE(kiln::loadModelFromFile(writeModel("w.bin", 4, INT64_MAX), m, err));
+  EXPECT_NE(err.find("runs past the end"), std::string::npos) << err;
+  EXPECT_FALSE(kiln::loadModelFromFile(writeModel("w.bin", INT64_MAX, 8), m, err));
+  EXPECT_NE(err.find("lies outside the file"), std::string::npos) << err;
+  // Text that is not one int64: too large, trailing junk, negative.
+  for (const char *bad : {"18446744073709551616", "4junk", "-8"}) {
+    std::string path = writeModel("w.bin");
+    onnx::ModelProto p;
+    {
+      std::ifstream in(path, std::ios::binary);
+      ASSERT_TRUE(p.ParseFromIstream(&in));
+    }
+    auto *e = p.mutable_graph()->mutable_initializer(0)->add_external_data();
+    e->set_key("length");
+    e->set_value(bad);
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      p.SerializeToOstream(&out);
+    }
+    EXPECT_FALSE(kiln::loadModelFromFile(path, m, err)) << bad;
+    EXPECT_NE(err.find("is not a number from 0 to 2^63-1"), std::string::npos) << err;
+  }
+}
+
+TEST_F(LoaderTest, RejectsOverlappingRanges) {
+  // Two initializers over bytes 0..8 and 4..8 of one file.
+  std::string path = writeModel("w.bin", 0, 8);
+  onnx::ModelProto p;
+  {
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(p.ParseFromIstream(&in));
+  }
+  auto *g = p.mutable_graph();
+  auto *v = g->add_initializer();
+  *v = g->initializer(0);
+  v->set_name("v");
+  v->clear_dims();
+  v->add_dims(1);
+  for (auto &kv : *v->mutable_external_data())
+    if (kv.key() == "length")
+      kv.set_value("4");
+  auto *off = v->add_external_data();
+  off->set_key("offset");
+  off->set_value("4");
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    p.SerializeToOstream(&out);
+  }
+  kiln::LoadedModel m;
+  std::string err;
+  EXPECT_FALSE(kiln::loadModelFromFile(path, m, err));
+  EXPECT_NE(err.find("bytes 4..8 overlap those of tensor 'w' (0..8)"), std::string::npos) << err;
 }
 
 } // namespace

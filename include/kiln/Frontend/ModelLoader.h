@@ -4,6 +4,7 @@
 #define KILN_FRONTEND_MODELLOADER_H
 
 #include <memory>
+#include <map>
 #include <string>
 
 #include <vector>
@@ -39,11 +40,24 @@ bool loadModelFromFile(const std::string &path, LoadedModel &out, std::string &e
 bool loadModelFromBuffer(const void *data, size_t size, const std::string &baseDir,
                          LoadedModel &out, std::string &error);
 
+/// Byte ranges of external files already read, by (device, inode): two
+/// tensors over the same bytes are refused.
+struct ExternalRange {
+  int64_t begin, end;
+  std::string tensor;
+};
+using ExternalRanges = std::map<std::pair<uint64_t, uint64_t>, std::vector<ExternalRange>>;
+
 /// Reads one tensor's external data into its raw_data, enforcing that the
 /// file lies inside `baseDir` (no absolute path, no `..` escape, no symlink
-/// leading out) and that offset/length lie within the file.
+/// leading out, no NUL byte; "%2e" is taken literally), that it is opened
+/// once, beneath the folder (openat2 RESOLVE_BENEATH where the kernel has
+/// it) and checked and read through that descriptor, that it has no other
+/// hard link (unless KILN_ALLOW_HARD_LINKS is set), that offset and length
+/// are numbers in [0, 2^63) lying within the file, and, with `ranges`, that
+/// no other tensor read the same bytes.
 bool resolveExternalData(onnx::TensorProto &tensor, const std::string &baseDir,
-                         std::string &error);
+                         std::string &error, ExternalRanges *ranges = nullptr);
 
 /// The model's real inputs, in order: graph inputs that are not also
 /// initializers (older models list their weights as inputs too).
