@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Deep graphs for measuring compile-time growth (issue "Reliability").
+
+    python3 scripts/models/make_deep_graph.py N chain|mm | \
+        protoc --encode=onnx.ModelProto -I/usr/include/onnx onnx.proto > deep.onnx
+    build/bin/kilnc deep.onnx --no-cache --emit=obj -o deep.o -v
+
+Writes an ONNX model in protobuf text format (no onnx Python package
+needed): N nodes in one chain on a 4x8 float tensor. "chain": Add, Mul, Relu
+in turn (elementwise: fused into bounded kernels); "mm": MatMul with one
+shared 8x8 weight, then Relu (one kernel call per MatMul).
+"""
+import sys
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in ("chain", "mm"):
+        sys.exit(__doc__)
+    n, kind = int(sys.argv[1]), sys.argv[2]
+    out = ['ir_version: 8', 'opset_import { domain: "" version: 13 }', 'graph {', '  name: "deep"']
+    prev = "x"
+    for i in range(n):
+        if kind == "chain":
+            op = ["Add", "Mul", "Relu"][i % 3]
+            ins = f'input: "{prev}"' + ('' if op == "Relu" else ' input: "c"')
+        else:
+            op = "MatMul" if i % 2 == 0 else "Relu"
+            ins = f'input: "{prev}"' + (' input: "w"' if op == "MatMul" else '')
+        out.append(f'  node {{ {ins} output: "v{i}" name: "n{i}" op_type: "{op}" }}')
+        prev = f"v{i}"
+    out.append('  initializer { name: "c" data_type: 1 float_data: 0.5 }')
+    out.append('  initializer { name: "w" data_type: 1 dims: 8 dims: 8 float_data: ['
+               + ", ".join(["0.125"] * 64) + '] }')
+    out.append('  input { name: "x" type { tensor_type { elem_type: 1 shape { '
+               'dim { dim_value: 4 } dim { dim_value: 8 } } } } }')
+    out.append(f'  output {{ name: "{prev}" type {{ tensor_type {{ elem_type: 1 shape {{ '
+               f'dim {{ dim_value: 4 }} dim {{ dim_value: 8 }} }} }} }} }}')
+    out.append('}')
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
