@@ -239,24 +239,6 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool 
   return {};
 }
 
-kiln_dtype dtypeOf(Type t) {
-  if (t.isF32()) return KILN_FLOAT32;
-  if (t.isF64()) return KILN_FLOAT64;
-  if (t.isF16()) return KILN_FLOAT16;
-  if (t.isBF16()) return KILN_BFLOAT16;
-  if (t.isInteger(1)) return KILN_BOOL;
-  if (auto it = dyn_cast<IntegerType>(t)) {
-    bool u = it.isUnsigned();
-    switch (it.getWidth()) {
-    case 8: return u ? KILN_UINT8 : KILN_INT8;
-    case 16: return u ? KILN_UINT16 : KILN_INT16;
-    case 32: return u ? KILN_UINT32 : KILN_INT32;
-    case 64: return u ? KILN_UINT64 : KILN_INT64;
-    }
-  }
-  return (kiln_dtype)0;
-}
-
 void StageClock::done(const std::string &stage) {
   auto now = std::chrono::steady_clock::now();
   if (progress)

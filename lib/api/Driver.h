@@ -4,6 +4,7 @@
 #define KILN_API_DRIVER_H
 
 #include "kiln/Frontend/Importer.h"
+#include "kiln/IR/Dtypes.h"
 #include "kiln/Kiln.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -62,8 +63,6 @@ enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
              bool debugMemory = false, bool profile = false);
 
-/// Signature types of a func's arguments and results.
-kiln_dtype dtypeOf(mlir::Type elementType);
 
 /// The compiled signature of an imported module's function: names, dtypes
 /// and static dims. An error names a value whose shape is still unknown.

@@ -7,6 +7,9 @@
 #include "kiln/Kiln.h"
 #include "onnx/onnx_pb.h"
 
+#include <functional>
+#include <set>
+
 namespace kiln {
 
 struct ExposedModel {
@@ -26,6 +29,19 @@ Status exposeNodeOutputs(const std::string &path, ExposedModel &out);
 Status runExposed(const ExposedModel &exposed, const CompileOptions &options,
                   const std::vector<ValueView> &inputs, std::vector<Value> &values,
                   std::vector<TensorInfo> &inputInfo);
+
+/// Where a fault starts: the first node, in graph order, one of whose
+/// outputs has a fault although none of its inputs has. `fault(value)`
+/// describes a value's fault, "" when it is fine or was not computed.
+/// `faulty` holds the values known bad beforehand (graph inputs,
+/// initializers) and ends holding every faulty value.
+struct FirstFault {
+  int node = -1;           ///< index in the graph, -1: none
+  std::string output, why; ///< its faulty output and fault()'s description
+};
+FirstFault findFirstFault(const onnx::GraphProto &graph,
+                          const std::function<std::string(const std::string &)> &fault,
+                          std::set<std::string> &faulty);
 
 } // namespace kiln
 

@@ -177,6 +177,27 @@ Status runExposed(const ExposedModel &exposed, const CompileOptions &options,
   return traced->run(inputs, values);
 }
 
+FirstFault findFirstFault(const onnx::GraphProto &graph,
+                          const std::function<std::string(const std::string &)> &fault,
+                          std::set<std::string> &faulty) {
+  FirstFault first;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    bool inputsFine = true;
+    for (const std::string &in : node.input())
+      inputsFine = inputsFine && (in.empty() || !faulty.count(in));
+    for (const std::string &out : node.output()) {
+      std::string why = out.empty() ? std::string() : fault(out);
+      if (why.empty())
+        continue;
+      faulty.insert(out);
+      if (inputsFine && first.node < 0)
+        first = {i, out, why};
+    }
+  }
+  return first;
+}
+
 Status traceNonFinite(const std::string &path, const CompileOptions &options,
                       const std::vector<ValueView> &inputs, NonFiniteReport &report) {
   report = NonFiniteReport();
@@ -222,45 +243,34 @@ Status traceNonFinite(const std::string &path, const CompileOptions &options,
       report.lines.push_back("initializer '" + safe(name) + "' holds " + describe(f));
     }
 
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto &node = graph.node(i);
-    bool inputsFinite = true;
-    std::string badInput;
-    for (const std::string &in : node.input())
-      if (!in.empty() && bad.count(in)) {
-        inputsFinite = false;
-        badInput = in;
-        break;
-      }
-    for (const std::string &out : node.output()) {
-      auto it = tensors.find(out);
-      if (it == tensors.end())
+  FirstFault first = findFirstFault(
+      graph,
+      [&](const std::string &name) {
+        auto it = tensors.find(name);
+        Finiteness f = it == tensors.end() ? Finiteness() : check(it->second);
+        return f.ok() ? std::string() : describe(f);
+      },
+      bad);
+  if (first.node >= 0) {
+    const onnx::NodeProto &node = graph.node(first.node);
+    report.found = true;
+    report.node = node.name();
+    report.opType = node.op_type();
+    report.nodeIndex = first.node;
+    std::string line = "node '" + safe(node.name()) + "' (" + safe(node.op_type()) + "), node " +
+                       std::to_string(first.node) + " of the graph: output '" +
+                       safe(first.output) + "' " + dimsOf(tensors[first.output]) + " holds " +
+                       first.why + " although its inputs are finite:";
+    for (const std::string &in : node.input()) {
+      if (in.empty())
         continue;
-      Finiteness f = check(it->second);
-      if (f.ok())
-        continue;
-      bad.insert(out);
-      if (!inputsFinite || report.found)
-        continue;
-      report.found = true;
-      report.node = node.name();
-      report.opType = node.op_type();
-      report.nodeIndex = i;
-      std::string line = "node '" + safe(node.name()) + "' (" + safe(node.op_type()) + "), node " +
-                         std::to_string(i) + " of the graph: output '" + safe(out) + "' " +
-                         dimsOf(it->second) + " holds " + describe(f) +
-                         " although its inputs are finite:";
-      for (const std::string &in : node.input()) {
-        if (in.empty())
-          continue;
-        auto t = tensors.find(in);
-        line += " '" + safe(in) + "'" +
-                (t != tensors.end() ? " " + dimsOf(t->second)
-                 : initializers.count(in) ? " (initializer)"
-                                          : "");
-      }
-      report.lines.push_back(line);
+      auto t = tensors.find(in);
+      line += " '" + safe(in) + "'" +
+              (t != tensors.end() ? " " + dimsOf(t->second)
+               : initializers.count(in) ? " (initializer)"
+                                        : "");
     }
+    report.lines.push_back(line);
   }
   if (!report.found && !bad.empty())
     report.lines.push_back("every NaN or infinity comes from the graph's inputs or initializers");

@@ -163,36 +163,32 @@ Status verify(const std::string &path, const CompileOptions &options,
       values[graph.output((int)k).name()] = {gotAll[k].tensors[0].get(), wantAll[k].tensors[0].get()};
   report.valuesCompared = values.size();
   std::set<std::string> differing;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto &node = graph.node(i);
-    bool inputsAgree = true;
-    for (const std::string &in : node.input())
-      inputsAgree = inputsAgree && !(!in.empty() && differing.count(in));
-    for (const std::string &out : node.output()) {
-      auto it = values.find(out);
-      if (it == values.end())
+  FirstFault first = findFirstFault(
+      graph,
+      [&](const std::string &name) {
+        auto it = values.find(name);
+        return it == values.end() ? std::string()
+                                  : difference(it->second.first, it->second.second, atol, rtol);
+      },
+      differing);
+  if (first.node >= 0) {
+    const onnx::NodeProto &node = graph.node(first.node);
+    report.found = true;
+    report.node = node.name();
+    report.opType = node.op_type();
+    report.nodeIndex = first.node;
+    std::string line = "first differing node: '" + safe(node.name()) + "' (" +
+                       safe(node.op_type()) + "), node " + std::to_string(first.node) +
+                       " of the graph: output '" + safe(first.output) + "' " +
+                       dimsOf(values[first.output].first) + ": " + first.why +
+                       "; its inputs agree:";
+    for (const std::string &in : node.input()) {
+      if (in.empty())
         continue;
-      std::string d = difference(it->second.first, it->second.second, atol, rtol);
-      if (d.empty())
-        continue;
-      differing.insert(out);
-      if (!inputsAgree || report.found)
-        continue;
-      report.found = true;
-      report.node = node.name();
-      report.opType = node.op_type();
-      report.nodeIndex = i;
-      std::string line = "first differing node: '" + safe(node.name()) + "' (" + safe(node.op_type()) +
-                         "), node " + std::to_string(i) + " of the graph: output '" + safe(out) + "' " +
-                         dimsOf(it->second.first) + ": " + d + "; its inputs agree:";
-      for (const std::string &in : node.input()) {
-        if (in.empty())
-          continue;
-        auto v = values.find(in);
-        line += " '" + safe(in) + "'" + (v != values.end() ? " " + dimsOf(v->second.first) : "");
-      }
-      report.lines.push_back(line);
+      auto v = values.find(in);
+      line += " '" + safe(in) + "'" + (v != values.end() ? " " + dimsOf(v->second.first) : "");
     }
+    report.lines.push_back(line);
   }
   if (!report.found)
     report.lines.push_back(

@@ -4,6 +4,7 @@
 // runtime's tensors.
 #include "Interpreter.h"
 #include "HostTensor.h"
+#include "kiln/IR/Dtypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -342,6 +343,26 @@ private:
   }
 };
 
+/// Calls fn(T()) with the C type of an integer or boolean dtype; false for
+/// other dtypes.
+template <typename Fn> bool withIntegerType(int32_t dtype, Fn fn) {
+  switch (dtype) {
+  case KILN_BOOL: case KILN_UINT8: fn(uint8_t()); return true;
+  case KILN_INT8: fn(int8_t()); return true;
+  case KILN_UINT16: fn(uint16_t()); return true;
+  case KILN_INT16: fn(int16_t()); return true;
+  case KILN_UINT32: fn(uint32_t()); return true;
+  case KILN_INT32: fn(int32_t()); return true;
+  case KILN_UINT64: fn(uint64_t()); return true;
+  case KILN_INT64: fn(int64_t()); return true;
+  default: return false;
+  }
+}
+
+const llvm::fltSemantics &halfSemantics(int32_t dtype) {
+  return dtype == KILN_FLOAT16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat();
+}
+
 HostTensor fromRuntime(const kiln_tensor *t, Type elt) {
   const int64_t *d = kiln_tensor_dims(t);
   HostTensor h(elt, Shape(d, d + kiln_tensor_rank(t)));
@@ -364,21 +385,14 @@ HostTensor fromRuntime(const kiln_tensor *t, Type elt) {
     break;
   case KILN_FLOAT16:
   case KILN_BFLOAT16: {
-    const llvm::fltSemantics &sem = kiln_tensor_dtype(t) == KILN_FLOAT16 ? llvm::APFloat::IEEEhalf()
-                                                                         : llvm::APFloat::BFloat();
+    const llvm::fltSemantics &sem = halfSemantics(kiln_tensor_dtype(t));
     for (int64_t k = 0; k < n; ++k)
       h.f[k] = llvm::APFloat(sem, llvm::APInt(16, static_cast<const uint16_t *>(p)[k])).convertToDouble();
     break;
   }
-  case KILN_BOOL: case KILN_UINT8: each(uint8_t()); break;
-  case KILN_INT8: each(int8_t()); break;
-  case KILN_UINT16: each(uint16_t()); break;
-  case KILN_INT16: each(int16_t()); break;
-  case KILN_UINT32: each(uint32_t()); break;
-  case KILN_INT32: each(int32_t()); break;
-  case KILN_UINT64: each(uint64_t()); break;
-  case KILN_INT64: each(int64_t()); break;
-  default: throw InterpError("an input of an unsupported type");
+  default:
+    if (!withIntegerType(kiln_tensor_dtype(t), each))
+      throw InterpError("an input of an unsupported type");
   }
   h.normalize();
   return h;
@@ -407,8 +421,7 @@ kiln_tensor *toRuntime(const HostTensor &h, kiln_dtype dtype) {
     break;
   case KILN_FLOAT16:
   case KILN_BFLOAT16: {
-    const llvm::fltSemantics &sem =
-        dtype == KILN_FLOAT16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat();
+    const llvm::fltSemantics &sem = halfSemantics(dtype);
     for (int64_t k = 0; k < n; ++k) {
       llvm::APFloat a(h.f[k]);
       bool lost;
@@ -417,36 +430,18 @@ kiln_tensor *toRuntime(const HostTensor &h, kiln_dtype dtype) {
     }
     break;
   }
-  case KILN_BOOL: case KILN_UINT8: each(uint8_t()); break;
-  case KILN_INT8: each(int8_t()); break;
-  case KILN_UINT16: each(uint16_t()); break;
-  case KILN_INT16: each(int16_t()); break;
-  case KILN_UINT32: each(uint32_t()); break;
-  case KILN_INT32: each(int32_t()); break;
-  case KILN_UINT64: each(uint64_t()); break;
-  case KILN_INT64: each(int64_t()); break;
   default:
-    kiln_tensor_free(t);
-    throw InterpError("an output of an unsupported type");
+    if (!withIntegerType(dtype, each)) {
+      kiln_tensor_free(t);
+      throw InterpError("an output of an unsupported type");
+    }
   }
   return t;
 }
 
 kiln_dtype runtimeType(Type t) {
-  if (t.isF32()) return KILN_FLOAT32;
-  if (t.isF64()) return KILN_FLOAT64;
-  if (t.isF16()) return KILN_FLOAT16;
-  if (t.isBF16()) return KILN_BFLOAT16;
-  if (t.isInteger(1)) return KILN_BOOL;
-  if (auto it = dyn_cast<IntegerType>(t)) {
-    bool u = it.isUnsigned();
-    switch (it.getWidth()) {
-    case 8: return u ? KILN_UINT8 : KILN_INT8;
-    case 16: return u ? KILN_UINT16 : KILN_INT16;
-    case 32: return u ? KILN_UINT32 : KILN_INT32;
-    case 64: return u ? KILN_UINT64 : KILN_INT64;
-    }
-  }
+  if (kiln_dtype d = dtypeOf(t))
+    return d;
   throw InterpError("a result of an unsupported type");
 }
 
