@@ -69,6 +69,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
   addBufferizationToOutParams(pm);
+  pm.addNestedPass<func::FuncOp>(createKilnOutputsInPlace());
   KilnPlanMemoryOptions plan;
   plan.debugMemory = opts.debugMemory;
   pm.addPass(createKilnPlanMemory(plan));

@@ -15,6 +15,8 @@
 // in the outputs.
 #include "kiln/Passes/Passes.h"
 
+#include "BufferLiveness.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <limits>
@@ -35,40 +37,6 @@ struct Buffer {
   memref::AllocOp alloc;
   int64_t bytes = 0, begin = 0, end = 0, offset = -1;
 };
-
-/// The top-level op of `block` that contains `op`.
-Operation *topLevel(Operation *op, Block *block) {
-  while (op && op->getBlock() != block)
-    op = op->getParentOp();
-  return op;
-}
-
-/// Index of the last top-level op that uses `root` or a value derived from
-/// it. Derived values are followed through every result of every user: a
-/// view, a cast, an extracted pointer and the arithmetic on it. That
-/// over-approximates (a loaded scalar extends the range too), which only
-/// costs reuse, never correctness.
-int64_t lastUse(Value root, Block *block, const DenseMap<Operation *, int64_t> &index) {
-  int64_t last = 0;
-  SmallVector<Value> work{root};
-  DenseSet<Value> seen{root};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      Operation *top = topLevel(user, block);
-      if (top)
-        last = std::max(last, index.lookup(top));
-      // A use inside a region may flow out through a terminator (scf.yield)
-      // into the enclosing op's results: follow those too.
-      for (Operation *op : {user, top})
-        if (op)
-          for (Value r : op->getResults())
-            if (seen.insert(r).second)
-              work.push_back(r);
-    }
-  }
-  return last;
-}
 
 int64_t byteSize(MemRefType t) {
   int64_t bits = t.getElementTypeBitWidth();

@@ -215,6 +215,29 @@ def KilnConcatInPlace : Pass<"kiln-concat-in-place", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def KilnOutputsInPlace : Pass<"kiln-outputs-in-place", "mlir::func::FuncOp"> {
+  let summary = "Compute a model output straight into its output argument, not into a buffer then copied";
+  let description = [{
+    Runs after buffer-results-to-out-params. A `memref.copy` into an output
+    argument (used by nothing else) whose source is a whole statically
+    shaped `memref.alloc` of the top-level block, seen through reshapes,
+    expand/collapse_shape and casts, goes away: the alloc is replaced by a
+    view of the output argument (collapse_shape then expand_shape to the
+    alloc's type). Not done when anything uses the buffer after the copy.
+
+    ```mlir
+    %a = memref.alloc() : memref<1x4xf32>
+    ... writes %a ...
+    %r = memref.reshape %a(%shape) : (memref<1x4xf32>, memref<1xi64>) -> memref<4xf32>
+    memref.copy %r, %out : memref<4xf32> to memref<4xf32>
+    // becomes
+    %a = memref.expand_shape %out [[0, 1]] output_shape [1, 4] : memref<4xf32> into memref<1x4xf32>
+    ... writes %a ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Place the model function's intermediates in one workspace by liveness";
   let description = [{

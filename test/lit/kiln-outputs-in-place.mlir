@@ -1,0 +1,81 @@
+// RUN: kiln-opt %s --split-input-file --kiln-outputs-in-place | FileCheck %s
+
+// A buffer reshaped and copied into the output: the kernel writes the
+// output itself, through a view of it with the buffer's shape.
+// CHECK-LABEL: func.func @reshaped
+// CHECK-SAME:  (%[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>)
+// CHECK-NOT:   memref.alloc
+// CHECK:       %[[V:.*]] = memref.expand_shape %[[OUT]] {{\[\[}}0, 1]] output_shape [1, 4] : memref<4xf32> into memref<1x4xf32>
+// CHECK:       linalg.generic {{.*}} outs(%[[V]] : memref<1x4xf32>)
+// CHECK-NOT:   memref.copy
+// CHECK:       return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @reshaped(%x: memref<4xf32>, %out: memref<4xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1x4xf32>
+  %xe = memref.expand_shape %x [[0, 1]] output_shape [1, 4] : memref<4xf32> into memref<1x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%xe : memref<1x4xf32>) outs(%a : memref<1x4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  }
+  %r = memref.collapse_shape %a [[0, 1]] : memref<1x4xf32> into memref<4xf32>
+  memref.copy %r, %out : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// Shapes of different rank on both sides: collapsed to one dimension, then
+// expanded to the buffer's shape.
+// CHECK-LABEL: func.func @regrouped
+// CHECK:       %[[F:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<2x6xf32> into memref<12xf32>
+// CHECK:       memref.expand_shape %[[F]] {{\[\[}}0, 1, 2]] output_shape [3, 2, 2] : memref<12xf32> into memref<3x2x2xf32>
+// CHECK-NOT:   memref.copy
+func.func @regrouped(%out: memref<2x6xf32>) {
+  %shape = memref.alloca() : memref<2xi64>
+  %a = memref.alloc() : memref<3x2x2xf32>
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%a : memref<3x2x2xf32>)
+  %r = memref.reshape %a(%shape) : (memref<3x2x2xf32>, memref<2xi64>) -> memref<2x6xf32>
+  memref.copy %r, %out : memref<2x6xf32> to memref<2x6xf32>
+  return
+}
+
+// -----
+
+// The buffer is written again after the copy: the output must keep the
+// copied values, so the copy stays.
+// CHECK-LABEL: func.func @written_after
+// CHECK:       memref.alloc
+// CHECK:       memref.copy
+// CHECK:       linalg.fill
+func.func @written_after(%out: memref<4xf32>) {
+  %a = memref.alloc() : memref<4xf32>
+  %c = arith.constant 1.0 : f32
+  %d = arith.constant 2.0 : f32
+  linalg.fill ins(%c : f32) outs(%a : memref<4xf32>)
+  memref.copy %a, %out : memref<4xf32> to memref<4xf32>
+  linalg.fill ins(%d : f32) outs(%a : memref<4xf32>)
+  return
+}
+
+// -----
+
+// A part of a buffer (subview), and an output argument with another use,
+// are left alone.
+// CHECK-LABEL: func.func @not_whole
+// CHECK-COUNT-2: memref.copy
+func.func @not_whole(%out: memref<4xf32>, %out2: memref<4xf32>) {
+  %a = memref.alloc() : memref<8xf32>
+  %b = memref.alloc() : memref<4xf32>
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%a : memref<8xf32>)
+  linalg.fill ins(%c : f32) outs(%b : memref<4xf32>)
+  %s = memref.subview %a[0] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %s, %out : memref<4xf32, strided<[1]>> to memref<4xf32>
+  memref.copy %b, %out2 : memref<4xf32> to memref<4xf32>
+  %i = arith.constant 0 : index
+  %v = memref.load %out2[%i] : memref<4xf32>
+  return
+}
