@@ -28,7 +28,11 @@ static TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
     info.kind = ValueKind::Sequence;
     type = &type->sequence_type().elem_type();
   }
-  info.dtype = (kiln_dtype)type->tensor_type().elem_type();
+  // A model may name any number; a kiln_dtype may only hold values that fit
+  // its enumerators' bits (others are undefined behaviour): those become 0,
+  // "undefined", which the importer then refuses with the node's name.
+  int32_t elem = type->tensor_type().elem_type();
+  info.dtype = elem >= 0 && elem < 32 ? (kiln_dtype)elem : (kiln_dtype)0;
   for (const auto &d : type->tensor_type().shape().dim())
     info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
   return info;

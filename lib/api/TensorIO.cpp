@@ -93,16 +93,26 @@ static Status tensorFromProto(const std::string &path, const onnx::TensorProto &
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
     return ioError("'" + path + "': tensors with external data are not supported here");
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-  kiln_dtype dtype = (kiln_dtype)proto.data_type();
-  size_t elt = kiln_dtype_size(dtype);
+  // Checked as the file's integer before it becomes a kiln_dtype: an enum
+  // holding a value it does not name is undefined behaviour.
+  size_t elt = kiln_dtype_size(proto.data_type());
   if (!elt)
-    return ioError("'" + path + "': unsupported element type " + std::to_string(dtype));
+    return ioError("'" + path + "': unsupported element type " +
+                   std::to_string(proto.data_type()));
+  kiln_dtype dtype = (kiln_dtype)proto.data_type();
+  // The payload is checked against the shape before the tensor is
+  // allocated: a file that claims dims of 2^40 with 4 bytes of data is an
+  // error, not a terabyte allocation.
+  int64_t count = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count))
+      return ioError("'" + path + "': invalid shape");
+  std::string bytes, error;
+  if (!decodeTensorPayload(proto, elt, count, bytes, error))
+    return ioError("'" + path + "': " + error);
   Tensor t(dtype, dims);
   if (!t.valid())
-    return ioError("'" + path + "': invalid shape");
-  std::string bytes, error;
-  if (!decodeTensorPayload(proto, elt, t.numElements(), bytes, error))
-    return ioError("'" + path + "': " + error);
+    return ioError("'" + path + "': invalid shape or out of memory");
   std::memcpy(t.data(), bytes.data(), bytes.size());
   tensor = std::move(t);
   return {};
@@ -282,12 +292,18 @@ Status readNpyFile(const std::string &path, Tensor &tensor) {
       break;
     pos = comma + 1;
   }
+  // Sizes are checked before the tensor is allocated (a header may claim
+  // any shape).
+  size_t need = kiln_dtype_size(type->dtype), have = bytes.size() - start - headerLen;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(need, (size_t)d, &need))
+      return bad("its shape needs more than 2^64 bytes");
+  if (have != need)
+    return bad("holds " + std::to_string(have) + " bytes of data; its shape needs " +
+               std::to_string(need));
   Tensor t(type->dtype, dims);
   if (!t.valid())
-    return bad("invalid shape");
-  if (bytes.size() - start - headerLen != t.numBytes())
-    return bad("holds " + std::to_string(bytes.size() - start - headerLen) +
-               " bytes of data; its shape needs " + std::to_string(t.numBytes()));
+    return bad("invalid shape or out of memory");
   std::memcpy(t.data(), bytes.data() + start + headerLen, t.numBytes());
   tensor = std::move(t);
   return {};

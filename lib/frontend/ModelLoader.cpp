@@ -60,24 +60,34 @@ std::vector<const onnx::ValueInfoProto *> modelInputs(const onnx::ModelProto &mo
 
 bool decodeTensorPayload(const onnx::TensorProto &t, size_t elementBytes, int64_t count,
                          std::string &bytes, std::string &error) {
-  size_t n = (size_t)count;
+  if (count < 0) {
+    error = "has a negative number of elements";
+    return false;
+  }
+  size_t n = (size_t)count, total = 0;
   auto mismatch = [&](size_t have) {
     error = "holds " + std::to_string(have) + " values but its shape needs " + std::to_string(n);
     return false;
   };
+  if (__builtin_mul_overflow(n, elementBytes, &total)) {
+    error = "has a shape of " + std::to_string(n) + " elements, more than 2^64 bytes";
+    return false;
+  }
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != n * elementBytes)
+    if (t.raw_data().size() != total)
       return mismatch(t.raw_data().size() / std::max<size_t>(elementBytes, 1));
     bytes = t.raw_data();
     return true;
   }
-  bytes.assign(n * elementBytes, '\0');
   // Copies each value's low `elementBytes` bytes (little-endian), which is
   // how narrow integers, booleans and 16-bit float bit patterns are stored
-  // in the wider typed fields.
+  // in the wider typed fields. The count is checked before anything is
+  // allocated: a tensor claiming 2^40 elements with no data is refused, not
+  // allocated.
   auto copy = [&](const auto &field) {
     if ((size_t)field.size() != n)
       return mismatch(field.size());
+    bytes.assign(total, '\0');
     for (size_t i = 0; i < n; ++i) {
       auto v = field.Get(i);
       std::memcpy(&bytes[i * elementBytes], &v, std::min(sizeof(v), elementBytes));

@@ -173,9 +173,10 @@ Value NodeImporter::scalarLike(Value like, double value) {
   auto type = RankedTensorType::get({}, elt);
   if (auto ft = dyn_cast<FloatType>(elt))
     return constant(DenseElementsAttr::get(type, FloatAttr::get(ft, value).getValue()));
-  if (auto it = dyn_cast<IntegerType>(elt))
-    return constant(DenseElementsAttr::get(
-        type, APInt(it.getWidth(), (int64_t)value, /*isSigned=*/true)));
+  if (auto it = dyn_cast<IntegerType>(elt)) {
+    int64_t i = saturatingInt64(value);
+    return constant(DenseElementsAttr::get(type, APInt(it.getWidth(), i, /*isSigned=*/true)));
+  }
   (void)error("unsupported element type for a scalar constant");
   return {};
 }

@@ -72,6 +72,12 @@ public:
   static mlir::Type elementType(mlir::Value v) {
     return mlir::cast<mlir::ShapedType>(v.getType()).getElementType();
   }
+  /// `v` as an int64, saturating: a model's float (an attribute, a
+  /// constant) can be anything, and converting a double outside int64's
+  /// range is undefined behaviour. NaN becomes 0.
+  static int64_t saturatingInt64(double v) {
+    return v != v ? 0 : v <= -0x1p63 ? INT64_MIN : v >= 0x1p63 ? INT64_MAX : (int64_t)v;
+  }
   /// Rank of v, emitting an error when it is unknown.
   std::optional<int64_t> rankOf(mlir::Value v);
   /// `axis` (negative counts from the end) as a position in [0, rank),

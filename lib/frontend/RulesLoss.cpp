@@ -40,6 +40,8 @@ Value nllLoss(NodeImporter &n, Value input, Value target, Value weight) {
       input, n.make<UnsqueezeOp>(safeTarget, n.b.getDenseI64ArrayAttr({1})),
       n.b.getI64IntegerAttr(1));
   Value loss = n.make<NegOp>(n.make<SqueezeOp>(picked, n.b.getDenseI64ArrayAttr({1})));
+  if (n.failed()) // the types below are read from `loss`
+    return {};
 
   // Per-element weights: weight[target], zeroed where ignored.
   Value w;

@@ -111,9 +111,14 @@ LogicalResult convTranspose(NodeImporter &n, Outs &out) {
   auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
   if (!xt || !wt || !xt.hasStaticShape() || !wt.hasStaticShape() || xt.getRank() < 3)
     return n.error("ConvTranspose needs input and weight of static shape");
+  if (wt.getRank() != xt.getRank())
+    return n.error("ConvTranspose weight has rank " + std::to_string(wt.getRank()) +
+                   ", the input " + std::to_string(xt.getRank()));
   int64_t spatial = xt.getRank() - 2, G = n.getInt("group", 1);
+  if (G <= 0)
+    return n.error("ConvTranspose group must be positive");
   int64_t C = wt.getDimSize(0), Mg = wt.getDimSize(1), Cg = C / G;
-  if (G <= 0 || C % G || xt.getDimSize(1) != C)
+  if (C % G || xt.getDimSize(1) != C)
     return n.error("ConvTranspose channels do not match weight and group");
   SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
   SmallVector<int64_t> strides = intsOr(n, "strides", spatial, 1);
@@ -124,6 +129,22 @@ LogicalResult convTranspose(NodeImporter &n, Outs &out) {
   auto outputShape = n.getInts("output_shape");
   if (autoPad == "VALID")
     pads.assign(2 * spatial, 0);
+  if (strides.size() != (size_t)spatial || dilations.size() != (size_t)spatial ||
+      outPad.size() != (size_t)spatial || pads.size() != (size_t)(2 * spatial) ||
+      (outputShape && outputShape->size() < (size_t)spatial))
+    return n.error("ConvTranspose attributes do not match the input rank");
+  // Bounds that keep the size arithmetic below far from overflow; anything
+  // beyond them is a corrupt attribute, not a model.
+  constexpr int64_t kMax = int64_t(1) << 24;
+  auto outside = [&](ArrayRef<int64_t> v, int64_t lo, int64_t hi) {
+    return llvm::any_of(v, [&](int64_t x) { return x < lo || x > hi; });
+  };
+  if (outside(kernel, 1, kMax) || outside(strides, 1, kMax) || outside(dilations, 1, kMax) ||
+      outside(outPad, 0, kMax) || outside(pads, -kMax, kMax) ||
+      outside(xt.getShape(), 0, int64_t(1) << 31) ||
+      (outputShape && outside(*outputShape, 0, int64_t(1) << 31)))
+    return n.error("ConvTranspose kernel, strides, dilations, pads, output_padding or "
+                   "output_shape out of range");
   if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xt.getDimSize(2 + i);
@@ -139,9 +160,6 @@ LogicalResult convTranspose(NodeImporter &n, Outs &out) {
       }
     }
   }
-  if (strides.size() != (size_t)spatial || dilations.size() != (size_t)spatial ||
-      outPad.size() != (size_t)spatial || pads.size() != (size_t)(2 * spatial))
-    return n.error("ConvTranspose attributes do not match the input rank");
   auto noZero = n.b.getBoolAttr(false);
 
   // 1. Zero insertion: [N, C, H, W] -> [N, C, H, 1, W, 1] -> pad to

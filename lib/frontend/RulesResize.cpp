@@ -76,7 +76,7 @@ AxisTaps computeTaps(const ResizeParams &p, int64_t in, int64_t out, double scal
     taps.outside.push_back(outside);
     // Neighbours as in the reference: the pixel left of xo is preferred, so
     // an integer xo counts as ratio 1 from the pixel before it.
-    int64_t x0 = (int64_t)std::floor(xo);
+    int64_t x0 = NodeImporter::saturatingInt64(std::floor(xo));
     double ratio = xo - x0;
     if (ratio == 0) {
       ratio = 1;
@@ -168,8 +168,13 @@ LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<Smal
       scale = (*scales)[d];
       if (scale <= 0)
         return n.error("Resize scales must be positive");
-      outDim = (int64_t)std::floor(in * scale);
+      outDim = NodeImporter::saturatingInt64(std::floor(in * scale));
     }
+    // The taps below are computed per output position: refuse sizes no
+    // tensor could have before looping over them.
+    if (outDim < 0 || outDim > (int64_t(1) << 32))
+      return n.error("Resize output dimension " + Twine(outDim) + " along axis " + Twine(d) +
+                     " is out of range");
     double rs = roi.size() == 2 * (size_t)rank ? roi[d] : 0;
     double re = roi.size() == 2 * (size_t)rank ? roi[rank + d] : 1;
     AxisTaps taps = computeTaps(p, in, outDim, scale, rs, re);

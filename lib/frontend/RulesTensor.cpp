@@ -356,7 +356,7 @@ LogicalResult spaceToDepth(NodeImporter &n, Outs &out) {
 /// one is repeatable).
 int64_t seedOf(NodeImporter &n) {
   if (n.attr("seed"))
-    return (int64_t)n.getFloat("seed", 0);
+    return NodeImporter::saturatingInt64(n.getFloat("seed", 0));
   return (int64_t)llvm::hash_value(n.node.output_size() ? n.node.output(0) : n.node.name());
 }
 
@@ -646,7 +646,7 @@ LogicalResult oneHot(NodeImporter &n, Outs &out) {
   auto depthVals = n.constInts(1);
   auto depthFloats = n.constFloats(1);
   if (!depthVals && depthFloats)
-    depthVals = SmallVector<int64_t>{(int64_t)(*depthFloats)[0]};
+    depthVals = SmallVector<int64_t>{NodeImporter::saturatingInt64((*depthFloats)[0])};
   auto it = NodeImporter::rankedType(indices);
   if (!depthVals || depthVals->size() != 1 || !it)
     return n.error("OneHot depth must be a constant (and indices of known rank)");

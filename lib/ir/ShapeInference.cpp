@@ -29,6 +29,19 @@ static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
   return emitOptionalError(loc, msg);
 }
 
+/// The most dimensions a result may get from the length of a shape operand
+/// whose values are unknown (Reshape, Expand, ConstantOfShape). The length
+/// comes from a declared type, which a model may set to anything: 10^9
+/// would allocate gigabytes here. The runtime takes at most 16 dimensions.
+constexpr int64_t kMaxInferredRank = 64;
+static LogicalResult checkInferredRank(std::optional<Location> loc, int64_t rank) {
+  if (rank > kMaxInferredRank)
+    return fail(loc, "a shape operand of " + Twine(rank) + " values would make a tensor of " +
+                         Twine(rank) + " dimensions (at most " + Twine(kMaxInferredRank) +
+                         " are supported)");
+  return success();
+}
+
 static bool isConstantDim(int64_t d) { return !ShapedType::isDynamic(d); }
 
 std::optional<SmallVector<int64_t>> kiln::getConstantInts(Value v) {
@@ -301,14 +314,31 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-// Output extent of a sliding window; shared by conv and pooling.
-static int64_t windowOutput(int64_t in, int64_t padSum, int64_t k, int64_t stride,
-                            int64_t dilation) {
-  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(k))
-    return kDyn;
-  int64_t span = dilation * (k - 1) + 1;
-  int64_t out = (in + padSum - span) / stride + 1;
-  return out;
+// Output extent of a sliding window along spatial axis `axis`; shared by
+// conv and pooling. A window larger than the padded input (or a kernel
+// extent that is not positive, or sizes whose arithmetic overflows) is an
+// error, as in ONNX's shape inference: C++ division truncates toward zero,
+// so (in + pads - span) / stride + 1 would otherwise give 1 for a window
+// one position too large, and a negative extent for a much larger one.
+static LogicalResult windowOutput(std::optional<Location> loc, size_t axis, int64_t in,
+                                  int64_t padSum, int64_t k, int64_t stride, int64_t dilation,
+                                  SmallVectorImpl<int64_t> &shape) {
+  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(k)) {
+    shape.push_back(kDyn);
+    return success();
+  }
+  int64_t span, padded, rest;
+  if (k <= 0)
+    return fail(loc, "kernel extent " + Twine(k) + " along spatial axis " + Twine(axis) +
+                         " is not positive");
+  if (__builtin_mul_overflow(dilation, k - 1, &span) ||
+      __builtin_add_overflow(span, 1, &span) || __builtin_add_overflow(in, padSum, &padded))
+    return fail(loc, "window sizes along spatial axis " + Twine(axis) + " are out of range");
+  if (__builtin_sub_overflow(padded, span, &rest) || rest < 0)
+    return fail(loc, "the window (" + Twine(span) + ") is larger than the padded input (" +
+                         Twine(padded) + ") along spatial axis " + Twine(axis));
+  shape.push_back(rest / stride + 1);
+  return success();
 }
 
 static LogicalResult checkSpatial(std::optional<Location> loc, size_t spatial,
@@ -357,10 +387,10 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
     return failure();
   SmallVector<int64_t> shape{it.getDimSize(0), wt.getDimSize(0)};
   for (size_t i = 0; i < spatial; ++i)
-    shape.push_back(windowOutput(it.getDimSize(2 + i),
-                                 a.getPads()[i] + a.getPads()[spatial + i],
-                                 wt.getDimSize(2 + i), a.getStrides()[i],
-                                 a.getDilations()[i]));
+    if (failed(windowOutput(loc, i, it.getDimSize(2 + i),
+                            a.getPads()[i] + a.getPads()[spatial + i], wt.getDimSize(2 + i),
+                            a.getStrides()[i], a.getDilations()[i], shape)))
+      return failure();
   types.push_back(tensorOf(shape, elt));
   return success();
 }
@@ -381,9 +411,10 @@ LogicalResult Conv2DNhwcOp::inferReturnTypes(MLIRContext *, std::optional<Locati
     return failure();
   SmallVector<int64_t> shape{it.getDimSize(0)};
   for (size_t i = 0; i < 2; ++i)
-    shape.push_back(windowOutput(it.getDimSize(1 + i), a.getPads()[i] + a.getPads()[2 + i],
-                                 wt.getDimSize(2 + i), a.getStrides()[i],
-                                 a.getDilations()[i]));
+    if (failed(windowOutput(loc, i, it.getDimSize(1 + i), a.getPads()[i] + a.getPads()[2 + i],
+                            wt.getDimSize(2 + i), a.getStrides()[i], a.getDilations()[i],
+                            shape)))
+      return failure();
   shape.push_back(wt.getDimSize(0));
   types.push_back(tensorOf(shape, elt));
   return success();
@@ -466,8 +497,9 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
     shape.push_back(channels);
   for (size_t i = 0; i < spatial; ++i) {
     int64_t padSum = pads[i] + pads[spatial + i] + (ceilPads.empty() ? 0 : ceilPads[i]);
-    shape.push_back(windowOutput(it.getDimSize(firstSpatial + i), padSum, kernel[i],
-                                 strides[i], dilations[i]));
+    if (failed(windowOutput(loc, i, it.getDimSize(firstSpatial + i), padSum, kernel[i],
+                            strides[i], dilations[i], shape)))
+      return failure();
   }
   if (channelsLast)
     shape.push_back(channels);
@@ -531,6 +563,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   if (!target) {
     if (st.isDynamicDim(0))
       types.push_back(UnrankedTensorType::get(elt));
+    else if (failed(checkInferredRank(loc, st.getDimSize(0))))
+      return failure();
     else
       types.push_back(tensorOf(SmallVector<int64_t>(st.getDimSize(0), kDyn), elt));
     return success();
@@ -877,6 +911,8 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
       return success();
     }
     int64_t rank = std::max<int64_t>(it.getRank(), st.getDimSize(0));
+    if (failed(checkInferredRank(loc, rank)))
+      return failure();
     types.push_back(tensorOf(SmallVector<int64_t>(rank, kDyn), elt));
     return success();
   }
@@ -953,6 +989,8 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *, std::optional<L
         return fail(loc, "constant_of_shape has a negative dimension");
     types.push_back(tensorOf(*dims, elt));
   } else if (st && st.getRank() == 1 && !st.isDynamicDim(0)) {
+    if (failed(checkInferredRank(loc, st.getDimSize(0))))
+      return failure();
     types.push_back(tensorOf(SmallVector<int64_t>(st.getDimSize(0), kDyn), elt));
   } else {
     types.push_back(UnrankedTensorType::get(elt));

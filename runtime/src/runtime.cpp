@@ -25,7 +25,15 @@ struct kiln_tensor {
 extern "C" {
 
 kiln_status *kiln_status_create(kiln_status_code code, const char *message) {
-  return new (std::nothrow) kiln_status{code, message ? message : ""};
+  // A C caller may pass any int; in C++ an enum holding a value it does not
+  // name is undefined behaviour, so the bits are read as an integer and a
+  // code that does not exist becomes KILN_INTERNAL.
+  static_assert(sizeof(kiln_status_code) == sizeof(int32_t), "C enums are ints here");
+  int32_t raw;
+  std::memcpy(&raw, &code, sizeof raw);
+  kiln_status_code known =
+      raw >= KILN_OK && raw <= KILN_DEVICE_ERROR ? (kiln_status_code)raw : KILN_INTERNAL;
+  return new (std::nothrow) kiln_status{known, message ? message : ""};
 }
 kiln_status_code kiln_status_get_code(const kiln_status *s) { return s ? s->code : KILN_OK; }
 const char *kiln_status_message(const kiln_status *s) { return s ? s->message.c_str() : "ok"; }
@@ -77,6 +85,13 @@ static kiln_tensor *makeTensor(int32_t dtype, int32_t rank, const int64_t *dims)
     return nullptr;
   int64_t count;
   if (!elementCount(rank, dims, count))
+    return nullptr;
+  // No tensor of 2^48 bytes (256 TiB) or more: then the byte count of any
+  // tensor (elements x element size, rounded up by the allocator) fits in
+  // size_t with room to spare, and an absurd shape is refused here, before
+  // the allocator sees it (2^62 int64s would wrap to 0 bytes).
+  constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+  if (count > (kMaxTensorBytes - 1) / (int64_t)kiln_dtype_size(dtype))
     return nullptr;
   auto *t = new (std::nothrow) kiln_tensor;
   if (!t)

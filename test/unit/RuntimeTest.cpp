@@ -60,6 +60,22 @@ TEST(Runtime, TensorCreateIsZeroedAndAligned) {
   EXPECT_EQ(kiln_tensor_create(123, 1, dims), nullptr);
 }
 
+// Found by the C API fuzzer: 2^61 int64s are 2^64 bytes, which wrapped to
+// 0 in kiln_tensor_num_bytes, and absurd sizes reached the allocator. Shapes
+// of 2^48 bytes or more are refused, created or wrapped.
+TEST(Runtime, AbsurdTensorSizesAreRefused) {
+  int64_t wraps[] = {int64_t(1) << 61};
+  EXPECT_EQ(kiln_tensor_create(KILN_INT64, 1, wraps), nullptr);
+  int64_t huge[] = {int64_t(1) << 24, int64_t(1) << 22}; // 2^46 floats: 256 TiB
+  EXPECT_EQ(kiln_tensor_create(KILN_FLOAT32, 2, huge), nullptr);
+  float storage[1];
+  EXPECT_EQ(kiln_tensor_wrap(KILN_FLOAT32, 2, huge, storage), nullptr);
+  int64_t justBelow[] = {(int64_t(1) << 48) - 1};
+  TensorPtr wrapped(kiln_tensor_wrap(KILN_UINT8, 1, justBelow, storage));
+  ASSERT_TRUE(wrapped);
+  EXPECT_EQ(kiln_tensor_num_bytes(wrapped.get()), (size_t(1) << 48) - 1);
+}
+
 // Outputs of one run freed before the next give their pages to it: a fresh
 // mmap for every large output cost page faults on every element page
 // (buffer_cache.cpp). A recycled buffer is still zeroed by

@@ -141,7 +141,8 @@ typedef struct kiln_tensor kiln_tensor;
 size_t kiln_dtype_size(int32_t dtype); /* 0 for unknown types */
 const char *kiln_dtype_name(int32_t dtype);
 
-/* Allocates a zero-filled tensor; NULL on a bad dtype/rank or out of memory. */
+/* Allocates a zero-filled tensor; NULL on a bad dtype/rank/dims, a size of
+ * 2^48 bytes or more, or out of memory. */
 kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims);
 /* Wraps caller-owned memory (not freed by kiln_tensor_free). */
 kiln_tensor *kiln_tensor_wrap(int32_t dtype, int32_t rank, const int64_t *dims, void *data);
