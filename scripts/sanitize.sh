@@ -43,7 +43,10 @@ configure() { # DIR SANITIZERS [extra cmake args...]
 
 # Reports name the source line; a UBSan report aborts the process so that
 # the test fails; LSan checks for leaks at exit of every process.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0}
+# use_sigaltstack=0: LLVM installs its own alternate signal stack on the
+# threads that compile (for its crash handler), and ASan, finding that one
+# at thread exit, would try to unmap it as its own and die.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:use_sigaltstack=0:strict_string_checks=1:detect_stack_use_after_return=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/test/fuzz/lsan.supp:print_suppressions=0}

@@ -14,6 +14,7 @@ build=${KILN_BUILD_DIR:-$root/build}
 packages=(
   cmake ninja-build ccache python3
   llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
+  libclang-rt-22-dev  # sanitizer runtimes, libFuzzer and its FuzzedDataProvider.h (test/fuzz)
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   googletest libgtest-dev
   python3-dev python3-numpy python3-pytest pybind11-dev

@@ -10,7 +10,8 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_binary_dir, "test", "lit")
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                     "TSAN_OPTIONS", "LSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", config.kiln_examples_dir))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
@@ -20,7 +21,9 @@ config.substitutions.append(("%onnx-node", "/usr/share/libonnx-testdata/data/nod
 config.substitutions.append(
     ("%link-runtime",
      "-I{0}/runtime/include -L{1}/lib -Wl,-rpath,{1}/lib -lkiln_runtime".format(
-         config.kiln_source_dir, config.kiln_binary_dir)))
+         config.kiln_source_dir, config.kiln_binary_dir)
+     # A sanitizer build's runtime needs the sanitizers' own runtimes.
+     + (" -fsanitize=" + config.kiln_sanitizers if config.kiln_sanitizers else "")))
 config.substitutions.append(
     ("%encode-model", "protoc --encode=onnx.ModelProto -I/usr/include/onnx onnx.proto"))
 config.substitutions.append(
