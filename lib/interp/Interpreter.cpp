@@ -36,7 +36,8 @@ HostTensor fromDense(DenseElementsAttr dense) {
     for (int64_t k = 0; k < n; ++k)
       h.f[k] = p[k];
   } else if (!dense.isSplat() && elt.isInteger(64)) {
-    std::memcpy(h.i.data(), dense.getRawData().data(), n * sizeof(int64_t));
+    if (n) // an empty vector's data() may be null, and memcpy's may not be (UBSan)
+      std::memcpy(h.i.data(), dense.getRawData().data(), n * sizeof(int64_t));
   } else if (h.isFloat()) {
     int64_t k = 0;
     for (const llvm::APFloat &v : dense.getValues<llvm::APFloat>())
