@@ -15,6 +15,17 @@ namespace kiln {
 
 static Status ioError(const std::string &msg) { return Status::error(KILN_IO_ERROR, msg); }
 
+/// The number of elements `dims` describe; false for a negative dim or a
+/// product that overflows int64. The readers check a file's payload against
+/// this before allocating: a header may claim any shape.
+static bool checkedElementCount(const std::vector<int64_t> &dims, int64_t &count) {
+  count = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count))
+      return false;
+  return true;
+}
+
 static Status tensorFromProto(const std::string &path, const onnx::TensorProto &proto,
                               Tensor &tensor);
 
@@ -100,13 +111,11 @@ static Status tensorFromProto(const std::string &path, const onnx::TensorProto &
     return ioError("'" + path + "': unsupported element type " +
                    std::to_string(proto.data_type()));
   kiln_dtype dtype = (kiln_dtype)proto.data_type();
-  // The payload is checked against the shape before the tensor is
-  // allocated: a file that claims dims of 2^40 with 4 bytes of data is an
-  // error, not a terabyte allocation.
-  int64_t count = 1;
-  for (int64_t d : dims)
-    if (d < 0 || __builtin_mul_overflow(count, d, &count))
-      return ioError("'" + path + "': invalid shape");
+  // A file that claims dims of 2^40 with 4 bytes of data is an error, not a
+  // terabyte allocation.
+  int64_t count;
+  if (!checkedElementCount(dims, count))
+    return ioError("'" + path + "': invalid shape");
   std::string bytes, error;
   if (!decodeTensorPayload(proto, elt, count, bytes, error))
     return ioError("'" + path + "': " + error);
@@ -292,12 +301,11 @@ Status readNpyFile(const std::string &path, Tensor &tensor) {
       break;
     pos = comma + 1;
   }
-  // Sizes are checked before the tensor is allocated (a header may claim
-  // any shape).
-  size_t need = kiln_dtype_size(type->dtype), have = bytes.size() - start - headerLen;
-  for (int64_t d : dims)
-    if (__builtin_mul_overflow(need, (size_t)d, &need))
-      return bad("its shape needs more than 2^64 bytes");
+  int64_t count;
+  size_t need, have = bytes.size() - start - headerLen;
+  if (!checkedElementCount(dims, count) ||
+      __builtin_mul_overflow((size_t)count, kiln_dtype_size(type->dtype), &need))
+    return bad("its shape needs more than 2^64 bytes");
   if (have != need)
     return bad("holds " + std::to_string(have) + " bytes of data; its shape needs " +
                std::to_string(need));
