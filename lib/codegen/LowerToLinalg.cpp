@@ -6,6 +6,8 @@
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -72,6 +74,47 @@ void eraseSignedness(func::FuncOp func) {
   func.setType(FunctionType::get(func.getContext(), args, results));
 }
 
+/// kiln.loop_guard -> a call of the runtime's kiln_loop_guard(iteration,
+/// node name), the name a NUL-terminated constant of the module.
+struct LowerLoopGuard : OpRewritePattern<LoopGuardOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LoopGuardOp op, PatternRewriter &rewriter) const override {
+    auto module = op->getParentOfType<ModuleOp>();
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type(), i8 = rewriter.getI8Type();
+    constexpr StringLiteral kGuard = "kiln_loop_guard";
+    if (!module.lookupSymbol(kGuard)) {
+      OpBuilder top(module.getBodyRegion());
+      auto f = func::FuncOp::create(top, loc, kGuard, top.getFunctionType({i64, i64}, {i32}));
+      f.setPrivate();
+    }
+    std::string bytes = op.getNode().str();
+    bytes.push_back('\0');
+    auto type = MemRefType::get({(int64_t)bytes.size()}, i8);
+    std::string name;
+    for (unsigned k = 0; module.lookupSymbol(name = "kiln_loop_node_" + std::to_string(k)); ++k)
+      ;
+    {
+      OpBuilder top(module.getBodyRegion());
+      auto data = DenseElementsAttr::getFromRawBuffer(
+          RankedTensorType::get(type.getShape(), i8), ArrayRef<char>(bytes.data(), bytes.size()));
+      memref::GlobalOp::create(top, loc, name, top.getStringAttr("private"), type, data,
+                               /*constant=*/true, /*alignment=*/nullptr);
+    }
+    Value global = memref::GetGlobalOp::create(rewriter, loc, type, name);
+    Value address = arith::IndexCastOp::create(
+        rewriter, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, global));
+    Value answer =
+        func::CallOp::create(rewriter, loc, kGuard, TypeRange{i32},
+                             ValueRange{op.getIteration(), address})
+            .getResult(0);
+    Value zero = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
+    rewriter.replaceOpWithNewOp<arith::CmpIOp>(op, arith::CmpIPredicate::ne, answer, zero);
+    return success();
+  }
+};
+
 struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
   using KilnLowerToLinalgBase::KilnLowerToLinalgBase;
   void runOnOperation() override {
@@ -90,7 +133,7 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
   LogicalResult lowerFunction(func::FuncOp func) {
     bool ok = true;
     func.walk([&](Operation *op) {
-      if (!isa<KilnDialect>(op->getDialect()))
+      if (!isa<KilnDialect>(op->getDialect()) || isa<LoopGuardOp>(op))
         return;
       for (Value v : op->getOperands())
         ok &= succeeded(checkCodegenType(op, v.getType(), "an operand"));
@@ -116,6 +159,7 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     codegen::populateStructuredLoweringPatterns(patterns);
     codegen::populateDataMovementLoweringPatterns(patterns);
     codegen::populateScatterLoweringPatterns(patterns);
+    patterns.add<LowerLoopGuard>(&getContext());
     ConversionTarget target(getContext());
     target.addIllegalDialect<KilnDialect>();
     target.addLegalOp<CallKernelOp>();

@@ -225,6 +225,8 @@ static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
       llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_begin), llvm::JITSymbolFlags::Exported};
   symbols[(*jit)->mangleAndIntern("kiln_profile_end")] = {
       llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_end), llvm::JITSymbolFlags::Exported};
+  symbols[(*jit)->mangleAndIntern("kiln_loop_guard")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&kiln_loop_guard), llvm::JITSymbolFlags::Exported};
   if (pool)
     for (const auto &[name, offset] : pool->symbols)
       symbols[(*jit)->mangleAndIntern(name)] = {

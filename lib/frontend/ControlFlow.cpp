@@ -181,6 +181,14 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
 // Loop
 //===----------------------------------------------------------------------===//
 
+/// How the iteration-limit error names the Loop: its node name, or for an
+/// unnamed node its first output (ONNX node names are optional).
+std::string loopLabel(const onnx::NodeProto &node) {
+  if (!node.name().empty() || node.output_size() == 0)
+    return node.name();
+  return "(unnamed, output " + node.output(0) + ")";
+}
+
 LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::GraphProto *body,
                          SmallVectorImpl<Value> &outputs) {
   OpBuilder &b = n.b;
@@ -303,7 +311,20 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       go = arith::AndIOp::create(b, loc, go,
                                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                                        before->getArgument(0), tripScalar));
-    scf::ConditionOp::create(b, loc, go, before->getArguments());
+    // The iteration limit is asked only about iterations that would run, so
+    // that a Loop of exactly `limit` iterations does not count as one too
+    // many.
+    auto ask = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, go, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(ask.thenBlock());
+      Value allowed = LoopGuardOp::create(b, loc, b.getI1Type(), before->getArgument(0),
+                                          b.getStringAttr(loopLabel(n.node)));
+      scf::YieldOp::create(b, loc, allowed);
+      b.setInsertionPointToStart(ask.elseBlock());
+      scf::YieldOp::create(b, loc, go);
+    }
+    scf::ConditionOp::create(b, loc, ask.getResult(0), before->getArguments());
     Block *after = b.createBlock(&whileOp.getAfter(), {}, types, locs);
     moveBody(bodyBlock.get(), after);
   }

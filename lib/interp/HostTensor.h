@@ -25,6 +25,11 @@ namespace kiln::interp {
 struct InterpError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/// A Loop past kiln_max_loop_iterations(): the run stops with
+/// KILN_LIMIT_EXCEEDED, as compiled code's does.
+struct LoopLimitError : InterpError {
+  using InterpError::InterpError;
+};
 
 using Shape = std::vector<int64_t>;
 

@@ -5,6 +5,7 @@
 #include "Interpreter.h"
 #include "HostTensor.h"
 #include "kiln/IR/Dtypes.h"
+#include "kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -153,6 +154,19 @@ private:
       in.push_back(&get(v));
     std::vector<HostTensor> out;
     StringRef dialect = op->getName().getDialectNamespace();
+    if (auto guard = dyn_cast<LoopGuardOp>(op)) {
+      // The compiled code's limit, from the same runtime setting.
+      int64_t limit = kiln_max_loop_iterations();
+      if (in[0]->integer(0) >= limit)
+        throw LoopLimitError("the Loop node '" + guard.getNode().str() +
+                             "' reached the limit of " + std::to_string(limit) +
+                             " iterations and its run was stopped; raise the limit with "
+                             "kiln_set_max_loop_iterations() (kiln-run --max-loop-iterations N) "
+                             "if the model needs more");
+      out.emplace_back(guard.getType(), Shape{});
+      out.back().i[0] = 1;
+      return out;
+    }
     if (dialect == "kiln") {
       if (evalElementwise(op, in, out) || evalNeuralNet(op, in, out) ||
           evalDataMovement(op, in, out))
@@ -496,6 +510,11 @@ Status Program::run(const std::vector<const kiln_tensor *> &inputs,
     std::vector<HostTensor> results = ev.runBlock(entry.getBody().front(), std::move(args));
     for (size_t k = 0; k < results.size(); ++k)
       outputs.push_back(toRuntime(results[k], runtimeType(results[k].type)));
+  } catch (const LoopLimitError &e) {
+    for (kiln_tensor *t : outputs)
+      kiln_tensor_free(t);
+    outputs.clear();
+    return Status::error(KILN_LIMIT_EXCEEDED, e.what());
   } catch (const InterpError &e) {
     for (kiln_tensor *t : outputs)
       kiln_tensor_free(t);

@@ -4,6 +4,7 @@
 
 #include "buffer_cache.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -32,7 +33,7 @@ kiln_status *kiln_status_create(kiln_status_code code, const char *message) {
   int32_t raw;
   std::memcpy(&raw, &code, sizeof raw);
   kiln_status_code known =
-      raw >= KILN_OK && raw <= KILN_DEVICE_ERROR ? (kiln_status_code)raw : KILN_INTERNAL;
+      raw >= KILN_OK && raw <= KILN_LIMIT_EXCEEDED ? (kiln_status_code)raw : KILN_INTERNAL;
   return new (std::nothrow) kiln_status{known, message ? message : ""};
 }
 kiln_status_code kiln_status_get_code(const kiln_status *s) { return s ? s->code : KILN_OK; }
@@ -306,6 +307,76 @@ static kiln_status *selectVariant(const kiln_model_desc *&m, const kiln_tensor *
                                 .c_str());
 }
 
+static std::atomic<int64_t> maxLoopIterations{KILN_DEFAULT_MAX_LOOP_ITERATIONS};
+
+/// Why the run on this thread stopped early (a Loop past its limit), set by
+/// kiln_loop_guard, which compiled code calls on the thread that runs the
+/// entry point: a Loop's condition is evaluated outside the kernels'
+/// parallel tasks. Null while the run goes on.
+static thread_local kiln_status *runError = nullptr;
+
+int64_t kiln_set_max_loop_iterations(int64_t limit) {
+  return maxLoopIterations.exchange(limit > 0 ? limit : KILN_DEFAULT_MAX_LOOP_ITERATIONS);
+}
+
+int64_t kiln_max_loop_iterations(void) { return maxLoopIterations.load(); }
+
+/// The node name as it may be printed: bytes outside printable ASCII as
+/// \xNN, at most 200 of them (names come from the model file).
+static std::string printableName(const char *name) {
+  std::string out;
+  size_t n = 0;
+  for (const char *p = name ? name : ""; *p; ++p, ++n) {
+    if (n == 200) {
+      out += "...";
+      break;
+    }
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+int32_t kiln_loop_guard(int64_t iteration, const char *node) {
+  if (runError)
+    return 0;
+  int64_t limit = maxLoopIterations.load(std::memory_order_relaxed);
+  if (iteration < limit)
+    return 1;
+  runError = kiln_status_create(
+      KILN_LIMIT_EXCEEDED,
+      ("the Loop node '" + printableName(node) + "' reached the limit of " +
+       std::to_string(limit) +
+       " iterations and its run was stopped; raise the limit with "
+       "kiln_set_max_loop_iterations() (kiln-run --max-loop-iterations N) if the model "
+       "needs more")
+          .c_str());
+  if (!runError) // out of memory: still stop, with a status made later
+    runError = reinterpret_cast<kiln_status *>(&runError);
+  return 0;
+}
+
+/// The recorded stop as a status of its own (the out-of-memory marker
+/// becomes one made now).
+static kiln_status *ownedRunError(kiln_status *recorded) {
+  if (recorded == reinterpret_cast<kiln_status *>(&runError))
+    return kiln_status_create(KILN_LIMIT_EXCEEDED, "a Loop reached its iteration limit");
+  return recorded;
+}
+
+kiln_status *kiln_take_run_error(void) {
+  kiln_status *recorded = runError;
+  runError = nullptr;
+  return recorded ? ownedRunError(recorded) : nullptr;
+}
+
 kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                           const kiln_tensor *const *inputs, size_t numInputs,
                                           kiln_tensor **outputs, size_t numOutputs,
@@ -356,9 +427,20 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
   }
   buffers[numInputs + numOutputs] = workspace;
   kiln_thread_pool *previous = kiln_thread_pool_attach(pool);
+  kiln_status *outer = runError; // a run inside another run's callback, if ever
+  runError = nullptr;
   m->entry(buffers);
+  kiln_status *stopped = runError;
+  runError = outer;
   kiln_thread_pool_attach(previous);
   std::free(buffers);
+  if (stopped) {
+    for (size_t k = 0; k < numOutputs; ++k) {
+      kiln_tensor_free(outputs[k]);
+      outputs[k] = nullptr;
+    }
+    return ownedRunError(stopped);
+  }
   return nullptr;
 }
 

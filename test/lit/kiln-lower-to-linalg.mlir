@@ -231,3 +231,24 @@ func.func @int_div(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
   %0 = kiln.div %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// A Loop's iteration guard becomes a call of the runtime's kiln_loop_guard
+// with the node name as a NUL-terminated constant ("w", "h", "i", "l", "e",
+// NUL); the answer is compared with 0.
+// CHECK-DAG: memref.global "private" constant @kiln_loop_node_0 : memref<6xi8> = dense<[119, 104, 105, 108, 101, 0]>
+// CHECK-DAG: func.func private @kiln_loop_guard(i64, i64) -> i32
+// CHECK-LABEL: func.func @loop_guard
+// CHECK: %[[I:.*]] = tensor.extract
+// CHECK: %[[NAME:.*]] = memref.get_global @kiln_loop_node_0
+// CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[NAME]]
+// CHECK: %[[ADDR:.*]] = arith.index_cast %[[PTR]] : index to i64
+// CHECK: %[[ANSWER:.*]] = call @kiln_loop_guard(%[[I]], %[[ADDR]]) : (i64, i64) -> i32
+// CHECK: %[[GO:.*]] = arith.cmpi ne, %[[ANSWER]], %{{.*}} : i32
+// CHECK: return %[[GO]]
+func.func @loop_guard(%t: tensor<i64>) -> i1 {
+  %i = tensor.extract %t[] : tensor<i64>
+  %go = kiln.loop_guard %i {node = "while"} : i1
+  return %go : i1
+}

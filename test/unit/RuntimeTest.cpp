@@ -113,6 +113,67 @@ TEST(Runtime, ExecuteRunsTheEntryPoint) {
   EXPECT_EQ(p[2], 33);
 }
 
+namespace {
+// The loop of a compiled ONNX Loop: counts its iterations into y[0] while
+// kiln_loop_guard lets it go on, like the scf.while the importer writes,
+// for a[0] iterations (then a second, nested-like Loop that must not start
+// once the run has stopped).
+void loopEntry(void **buffers) {
+  auto *a = static_cast<float *>(buffers[0]);
+  auto *y = static_cast<float *>(buffers[2]);
+  y[0] = y[1] = y[2] = 0;
+  for (int64_t i = 0; i < (int64_t)a[0] && kiln_loop_guard(i, "count\x1b[31m"); ++i)
+    y[0] += 1;
+  for (int64_t i = 0; i < 5 && kiln_loop_guard(i, "later"); ++i)
+    y[1] += 1;
+}
+const kiln_model_desc kLoopModel = {KILN_ABI_VERSION, "loop", 2, 1, kIn, kOut, 0, loopEntry};
+} // namespace
+
+TEST(Runtime, LoopsStopAtTheIterationLimit) {
+  EXPECT_EQ(kiln_max_loop_iterations(), KILN_DEFAULT_MAX_LOOP_ITERATIONS);
+  int64_t before = kiln_set_max_loop_iterations(10);
+  EXPECT_EQ(before, KILN_DEFAULT_MAX_LOOP_ITERATIONS);
+  TensorPtr b = floats({0, 0, 0});
+  for (float count : {10.0f, 11.0f, 10.0f}) {
+    TensorPtr a = floats({count, 0, 0});
+    const kiln_tensor *ins[] = {a.get(), b.get()};
+    kiln_tensor *out = nullptr;
+    kiln_status *s = kiln_model_execute(&kLoopModel, ins, 2, &out, 1);
+    if (count == 10) { // exactly the limit: runs, and the next run starts afresh
+      ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+      TensorPtr y(out);
+      EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y.get()))[0], 10);
+      EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y.get()))[1], 5);
+      continue;
+    }
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(kiln_status_get_code(s), KILN_LIMIT_EXCEEDED);
+    // The name comes from the model: its escape sequence is not printed raw.
+    EXPECT_EQ(std::string(kiln_status_message(s)),
+              "the Loop node 'count\\x1b[31m' reached the limit of 10 iterations and its run "
+              "was stopped; raise the limit with kiln_set_max_loop_iterations() (kiln-run "
+              "--max-loop-iterations N) if the model needs more");
+    EXPECT_EQ(out, nullptr);
+    kiln_status_free(s);
+  }
+  // Called directly, as a program linking the object may: the stop is
+  // taken afterwards, once.
+  float in[3] = {11, 0, 0}, zeros[3] = {}, y[3] = {};
+  void *buffers[] = {in, zeros, y, nullptr};
+  loopEntry(buffers);
+  EXPECT_EQ(y[0], 10);
+  EXPECT_EQ(y[1], 0); // the second Loop did not start
+  kiln_status *taken = kiln_take_run_error();
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(kiln_status_get_code(taken), KILN_LIMIT_EXCEEDED);
+  kiln_status_free(taken);
+  EXPECT_EQ(kiln_take_run_error(), nullptr);
+  EXPECT_EQ(kiln_set_max_loop_iterations(0), 10); // <= 0: back to the default
+  EXPECT_EQ(kiln_max_loop_iterations(), KILN_DEFAULT_MAX_LOOP_ITERATIONS);
+  EXPECT_EQ(kiln_loop_guard(KILN_DEFAULT_MAX_LOOP_ITERATIONS - 1, "x"), 1);
+}
+
 TEST(Runtime, RejectsWrongInputs) {
   TensorPtr a = floats({1, 2, 3}), shortB = floats({1, 2});
   int64_t n = 3;

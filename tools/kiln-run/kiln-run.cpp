@@ -9,6 +9,7 @@
 #include "ProfileReport.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +30,7 @@ static const char *kUsage =
     "                [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "                [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
     "                [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache]\n"
-    "                [--verify] [--interpret] [--device cpu|cuda]\n"
+    "                [--verify] [--interpret] [--max-loop-iterations N] [--device cpu|cuda]\n"
     "\n"
     "Compiles MODEL.onnx for the shapes of its inputs, runs it and prints a summary.\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
@@ -74,6 +75,9 @@ static const char *kUsage =
     "                 (chrome://tracing, ui.perfetto.dev) with one event per kernel,\n"
     "                 named by its ONNX node(s), and one per thread's slice of it;\n"
     "                 print the top kernels: time, share, GFLOP/s, threads\n"
+    "  --max-loop-iterations N  the most iterations any one ONNX Loop may run before\n"
+    "                 the run stops with an error naming it (default 2147483648 = 2^31;\n"
+    "                 the runtime's kiln_set_max_loop_iterations)\n"
     "  --no-cache     compile afresh: neither read nor write the compile cache\n"
     "                 (KILN_CACHE_DIR, default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;\n"
     "                 size bound KILN_CACHE_MAX_MB, default 2048)\n"
@@ -222,6 +226,14 @@ static int kilnRunMain(int argc, char **argv) {
         bench = (long)num;
       else
         copts.numThreads = (int)num;
+    } else if (a == "--max-loop-iterations") {
+      const char *text = value("--max-loop-iterations");
+      char *end = nullptr;
+      errno = 0;
+      long long limit = std::strtoll(text, &end, 10);
+      if (!*text || *end || errno || limit < 1)
+        return usageError("--max-loop-iterations needs a positive integer");
+      kiln_set_max_loop_iterations(limit);
     } else if (a == "--debug-memory") {
       copts.debugMemory = true;
     } else if (a == "--check-finite") {

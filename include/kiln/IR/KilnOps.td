@@ -134,6 +134,29 @@ def Kiln_CallKernelOp : Op<Kiln_Dialect, "call_kernel"> {
   }];
 }
 
+// Not a Kiln_Op either: it has an effect (it may stop the run) and no tensors.
+def Kiln_LoopGuardOp : Op<Kiln_Dialect, "loop_guard",
+                          [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "whether an ONNX Loop may start another iteration";
+  let description = [{
+    Written by the Loop importer into the condition of the `scf.while` it
+    makes, so that a Loop whose trip count or condition is only known at run
+    time cannot run forever: false once `iteration` reaches the runtime's
+    limit (`kiln_max_loop_iterations()`, which the user can raise), which
+    also records an error naming `node` that ends the run, and false for
+    every Loop of a run that has already stopped that way. Lowered to a call
+    of the runtime's `kiln_loop_guard`; the interpreter applies the same
+    limit.
+
+    ```mlir
+    %go = kiln.loop_guard %i {node = "loop_1"} : i1
+    ```
+  }];
+  let arguments = (ins I64:$iteration, StrAttr:$node);
+  let results = (outs I1:$go);
+  let assemblyFormat = "$iteration attr-dict `:` type($go)";
+}
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//

@@ -19,8 +19,9 @@ extern "C" {
 
 /* Bumped whenever kiln_model_desc or the entry-point ABI changes
  * (3: compiled code calls kiln_parallel_for; 4: workspace alignment, model
- * hash and external weights in kiln_model_desc). */
-#define KILN_ABI_VERSION 5
+ * hash and external weights in kiln_model_desc; 6: compiled code calls
+ * kiln_loop_guard). */
+#define KILN_ABI_VERSION 6
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -49,7 +50,8 @@ typedef enum kiln_status_code {
   KILN_COMPILE_ERROR = 5,    /* the model could not be loaded or compiled */
   KILN_IO_ERROR = 6,
   KILN_INTERNAL = 7,
-  KILN_DEVICE_ERROR = 8      /* a GPU driver or device is missing or failed (kiln/cuda.h) */
+  KILN_DEVICE_ERROR = 8,     /* a GPU driver or device is missing or failed (kiln/cuda.h) */
+  KILN_LIMIT_EXCEEDED = 9    /* a run went past a limit, such as kiln_max_loop_iterations() */
 } kiln_status_code;
 
 /* A status with a message. NULL means success everywhere a kiln_status* is
@@ -211,6 +213,29 @@ kiln_thread_pool *kiln_thread_pool_attach(kiln_thread_pool *pool);
  * another thread is using the pool. */
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
 void kiln_parallel_for(int64_t n, int64_t grain, kiln_task_fn fn, void *ctx);
+
+/* The most iterations that any one ONNX Loop of a compiled model runs. A Loop
+ * that would start iteration number `limit` (counting from 0) stops its run
+ * instead: kiln_model_execute* returns KILN_LIMIT_EXCEEDED naming the Loop
+ * node, with no outputs. This is what keeps a Loop whose trip count or
+ * condition comes from the inputs from running forever. Process-wide;
+ * default 2^31 (the largest constant trip count Kiln compiles); a limit <= 0
+ * restores the default. Returns the previous limit. */
+#define KILN_DEFAULT_MAX_LOOP_ITERATIONS ((int64_t)1 << 31)
+int64_t kiln_set_max_loop_iterations(int64_t limit);
+int64_t kiln_max_loop_iterations(void);
+
+/* Called by compiled code before each iteration of a Loop: 1 to run it, 0 to
+ * stop, either because `iteration` reached the limit (the run's error is
+ * then recorded, naming `node`, the Loop's NUL-terminated ONNX node name) or
+ * because an earlier Loop of the same run stopped so. */
+int32_t kiln_loop_guard(int64_t iteration, const char *node);
+
+/* For a program that calls an object's kiln_entry itself rather than through
+ * kiln_model_execute*: after the call, the status that stopped the run on
+ * this thread (a Loop past its limit, whose outputs are then not valid), or
+ * NULL when it ran to the end. Clears it; free it with kiln_status_free. */
+kiln_status *kiln_take_run_error(void);
 
 /* kiln_model_execute with an explicit workspace (NULL: the calling thread's
  * own, as kiln_model_execute) and thread pool (NULL: one thread). Safe to
