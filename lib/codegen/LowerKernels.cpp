@@ -125,7 +125,7 @@ void packDepthwise(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
 Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t> strides,
                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, ArrayRef<float> weight,
                ArrayRef<float> bias, Value input, Value residual, float lo, float hi,
-               RankedTensorType resultType) {
+               RankedTensorType resultType, bool gelu = false) {
   bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
   std::vector<float> packedW, packedB;
   if (depthwise)
@@ -135,7 +135,7 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
   SmallVector<int64_t> params{s.n,        s.h,        s.w,        s.c,          s.oh,
                               s.ow,       s.oc,       s.kh,       s.kw,         strides[0],
                               strides[1], pads[0],    pads[1],    dilations[0], dilations[1],
-                              s.groups,   residual ? 1 : 0};
+                              s.groups,   (residual ? 1 : 0) | (gelu ? 2 : 0)};
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   SmallVector<Value> args{i64Block(b, loc, params),  input,
                           f32Block(b, loc, packedW),  f32Block(b, loc, packedB),
@@ -157,6 +157,12 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
     return op.emitOpError("needs a constant bias");
   if (!weight)
     return op.emitOpError("needs constant weights");
+  // kiln-fuse-epilogues fuses GELU only where the conv kernel applies it.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (op.getGelu() && (op.getGroup() != 1 || op.getClampMin().convertToFloat() != -inf ||
+                       op.getClampMax().convertToFloat() != inf))
+    return op.emitOpError("has GELU, which the kernel applies only to an ungrouped "
+                          "convolution without a clamp");
   ConvShape s{inT.getDimSize(0),  inT.getDimSize(1), inT.getDimSize(2), inT.getDimSize(3),
               outT.getDimSize(1), outT.getDimSize(2), outT.getDimSize(3), wT.getDimSize(2),
               wT.getDimSize(3),  op.getGroup()};
@@ -164,7 +170,7 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
                             op.getDilations(), *weight, bias ? ArrayRef<float>(*bias)
                                                              : ArrayRef<float>(),
                             op.getInput(), op.getResidual(), op.getClampMin().convertToFloat(),
-                            op.getClampMax().convertToFloat(), outT));
+                            op.getClampMax().convertToFloat(), outT, op.getGelu()));
   return success();
 }
 

@@ -104,7 +104,58 @@ INLINE void storeTile(vf (&acc)[R][W], float *const (&out)[R], const float *cons
 struct ConvParams {
   kiln_i64 n, h, w, c, oh, ow, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, flags;
 };
-enum : kiln_i64 { kHasResidual = 1 };
+// Part of the compiler/kernel contract (emitConv in lib/codegen/LowerKernels.cpp).
+enum : kiln_i64 { kHasResidual = 1, kGelu = 2 };
+
+/// GELU, x/2 * (1 + erf(x/sqrt(2))), with erf(z) = z P(z^2) / Q(z^2) on z
+/// clamped to [-4, 4] (beyond, erf is +-1 in f32): the rational
+/// approximation of Eigen and XLA, no exp and no table. Below z = -4,
+/// 1 + erf is exactly 0, so that a large negative x gives 0 rather than x
+/// times the approximation's residue. Maximum error against the C
+/// library's erf in double: see KernelsTest (GeluAccuracy). NaN stays NaN
+/// (it is multiplied back in).
+INLINE vf geluv(vf x) {
+  vf zr = x * splat(0.70710678118654752f);
+  vf z = __builtin_elementwise_min(__builtin_elementwise_max(zr, splat(-4.0f)), splat(4.0f));
+  vf z2 = z * z;
+  vf p = splat(-2.72614225801306e-10f);
+  p = p * z2 + splat(2.77068142495902e-08f);
+  p = p * z2 + splat(-2.10102402082508e-06f);
+  p = p * z2 + splat(-5.69250639462346e-05f);
+  p = p * z2 + splat(-7.34990630326855e-04f);
+  p = p * z2 + splat(-2.95459980854025e-03f);
+  p = p * z2 + splat(-1.60960333262415e-02f);
+  vf q = splat(-1.45660718464996e-05f);
+  q = q * z2 + splat(-2.13374055278905e-04f);
+  q = q * z2 + splat(-1.68282697438203e-03f);
+  q = q * z2 + splat(-7.37332916720468e-03f);
+  q = q * z2 + splat(-1.42647390514189e-02f);
+  vf erf = __builtin_elementwise_min(__builtin_elementwise_max(z * p / q, splat(-1.0f)),
+                                     splat(1.0f));
+  vf onePlusErf = zr < splat(-4.0f) ? splat(0.0f) : splat(1.0f) + erf;
+  return splat(0.5f) * x * onePlusErf;
+}
+
+/// GELU over a stored tile, in place: `rows` rows of `cols` floats. Out of
+/// line and after the store on purpose: its dozen constants, inlined into
+/// the tile, would compete with the accumulators for registers (see
+/// clampv), and the tile it reads is still in L1.
+__attribute__((noinline)) void geluTile(float *const *out, int rows, kiln_i64 cols) {
+  for (int i = 0; i < rows; ++i) {
+    float *o = out[i];
+    kiln_i64 c = 0;
+    for (; c + KILN_VEC <= cols; c += KILN_VEC)
+      storev(o + c, geluv(loadv(o + c)));
+    if (c < cols) {
+      float lanes[KILN_VEC] = {};
+      for (kiln_i64 k = c; k < cols; ++k)
+        lanes[k - c] = o[k];
+      storev(lanes, geluv(loadv(lanes)));
+      for (kiln_i64 k = c; k < cols; ++k)
+        o[k] = lanes[k - c];
+    }
+  }
+}
 
 struct PoolParams {
   kiln_i64 n, h, w, c, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, padEndH, padEndW, flags;
@@ -182,6 +233,10 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
     r[i] = res ? res + pixel * q.oc + col0 : nullptr;
   }
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
+  // The compiler fuses GELU only into convolutions without a clamp, so
+  // applying it after storeTile's clamp is the same order as the op's.
+  if (q.flags & kGelu)
+    geluTile(o, rows, cols);
 }
 
 /// The work items of a convolution: (image, block of kPixelBlock output

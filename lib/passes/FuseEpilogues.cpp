@@ -4,9 +4,10 @@
 //   mul/add by a per-channel constant (BatchNormalization)  -> weights, bias
 //   add of a same-shaped tensor (residual connection)       -> residual
 //   relu, max/min with a scalar constant (Relu, Clip, ReLU6) -> clamp
-// The kernel computes clamp(conv + bias + residual), so each rewrite checks
-// that it keeps that order (no residual after a clamp, no scale after a
-// residual).
+//   x/2 * (1 + erf(x/sqrt(2))) (GELU as exporters write it)  -> gelu
+// The kernel computes clamp(gelu(conv + bias + residual)), so each rewrite
+// checks that it keeps that order (no residual after a clamp, no scale
+// after a residual, nothing after a GELU, a GELU only before any clamp).
 //
 // A matrix product with constant weights [K, N] is a 1x1 convolution over
 // the rows of its left operand, so it becomes one here (viewed through
@@ -43,7 +44,7 @@ bool hasClamp(Conv2DNhwcOp c) {
 /// open for `stage` (0: scale/shift, 1: residual, 2: clamp).
 Conv2DNhwcOp fusableConv(Value v, int stage) {
   auto c = v.getDefiningOp<Conv2DNhwcOp>();
-  if (!c || !c->hasOneUse())
+  if (!c || !c->hasOneUse() || c.getGelu())
     return {};
   if (stage < 2 && hasClamp(c))
     return {};
@@ -212,6 +213,95 @@ struct FoldClamp : OpRewritePattern<OpTy> {
   }
 };
 
+/// Whether `v` is a splat f32 constant within a relative 1e-6 of `want`
+/// (exporters write 1/sqrt(2) and sqrt(2) to float precision).
+bool isConstantNear(Value v, double want) {
+  std::optional<float> k = scalarConstant(v);
+  return k && std::fabs(*k - want) <= 1e-6 * std::fabs(want);
+}
+
+/// x, when `v` is 1 + erf(x / sqrt(2)) (or erf(x * (1/sqrt(2))), either
+/// operand order of the add and the multiply).
+Value onePlusErfOf(Value v) {
+  auto add = v.getDefiningOp<AddOp>();
+  if (!add || !add->hasOneUse())
+    return {};
+  for (int i = 0; i < 2; ++i) {
+    auto erf = add->getOperand(i).getDefiningOp<ErfOp>();
+    if (!erf || !erf->hasOneUse() || !isConstantNear(add->getOperand(1 - i), 1.0))
+      continue;
+    Operation *scale = erf.getInput().getDefiningOp();
+    if (!scale || !scale->hasOneUse())
+      continue;
+    if (auto div = dyn_cast<DivOp>(scale); div && isConstantNear(div.getRhs(), M_SQRT2))
+      return div.getLhs();
+    if (isa<MulOp>(scale))
+      for (int j = 0; j < 2; ++j)
+        if (isConstantNear(scale->getOperand(1 - j), M_SQRT1_2))
+          return scale->getOperand(j);
+  }
+  return {};
+}
+
+/// x * (1 + erf(x / sqrt(2))) * 0.5, the product in any association ->
+/// the convolution that computes x, with `gelu` set. x is the convolution's
+/// result or a reshape of it (a matrix product seen as a 1x1 convolution)
+/// that keeps the channel axis, read only by the GELU's two uses; the
+/// convolution must have no clamp and one group (what the kernel does).
+struct FoldGelu : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rw) const override {
+    // The three factors: one operand of the root, and the two of the
+    // single-use product that is its other operand.
+    for (int outer = 0; outer < 2; ++outer) {
+      auto inner = op->getOperand(1 - outer).getDefiningOp<MulOp>();
+      if (!inner || !inner->hasOneUse())
+        continue;
+      Value factors[3] = {op->getOperand(outer), inner.getLhs(), inner.getRhs()};
+      for (int half = 0; half < 3; ++half) {
+        if (!isConstantNear(factors[half], 0.5))
+          continue;
+        for (int erf = 0; erf < 3; ++erf) {
+          int x = 3 - half - erf;
+          if (erf == half || onePlusErfOf(factors[erf]) != factors[x])
+            continue;
+          if (succeeded(fuse(op, factors[x], rw)))
+            return success();
+        }
+      }
+    }
+    return failure();
+  }
+
+  static LogicalResult fuse(MulOp root, Value x, PatternRewriter &rw) {
+    // x's two uses: the scale inside erf and one factor of the product.
+    if (!x.hasNUses(2))
+      return failure();
+    auto reshape = x.getDefiningOp<ReshapeOp>();
+    Value convResult = reshape ? reshape.getInput() : x;
+    auto c = convResult.getDefiningOp<Conv2DNhwcOp>();
+    if (!c || c.getGelu() || c.getGroup() != 1 || hasClamp(c) ||
+        (reshape && !c->hasOneUse()))
+      return failure();
+    auto convT = cast<RankedTensorType>(c.getType());
+    auto rootT = dyn_cast<RankedTensorType>(root.getType());
+    if (!rootT || rootT != x.getType())
+      return failure();
+    if (reshape && (!rootT.hasStaticShape() || rootT.getRank() == 0 ||
+                    rootT.getDimSize(rootT.getRank() - 1) != convT.getDimSize(3)))
+      return failure();
+    rw.setInsertionPoint(root);
+    Location loc = rw.getFusedLoc({c.getLoc(), root.getLoc()});
+    Value conv = Conv2DNhwcOp::create(rw, loc, c.getInput(), c.getWeight(), c.getBias(),
+                                      c.getResidual(), c.getStridesAttr(), c.getPadsAttr(),
+                                      c.getDilationsAttr(), c.getGroupAttr(),
+                                      c.getClampMinAttr(), c.getClampMaxAttr(),
+                                      rw.getUnitAttr());
+    rw.replaceOp(root, reshape ? reshapeTo(rw, loc, conv, rootT.getShape()) : conv);
+    return success();
+  }
+};
+
 /// matmul(x, W) with a constant 2-D W -> reshape(conv2d_nhwc(x as
 /// [1, 1, rows, K], W^T as [N, K, 1, 1])).
 struct MatMulToConv : OpRewritePattern<MatMulOp> {
@@ -318,7 +408,8 @@ struct FuseEpiloguesPass : impl::KilnFuseEpiloguesBase<FuseEpiloguesPass> {
 
 void populateFuseEpiloguePatterns(RewritePatternSet &patterns) {
   patterns.add<MatMulToConv, HoistEpilogueAboveReshape, FoldScale, FoldAdd, FoldRelu,
-               FoldClamp<MaxOp, true>, FoldClamp<MinOp, false>>(patterns.getContext());
+               FoldClamp<MaxOp, true>, FoldClamp<MinOp, false>, FoldGelu>(
+      patterns.getContext());
 }
 
 } // namespace kiln

@@ -105,3 +105,84 @@ func.func @linear_row_bias_stays(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
   %1 = kiln.add %0, %b : (tensor<4x3xf32>, tensor<4x1xf32>) -> tensor<4x3xf32>
   return %1 : tensor<4x3xf32>
 }
+
+// -----
+
+// GELU as PyTorch exports it, x/sqrt(2) -> Erf -> +1 -> *x -> *0.5, after a
+// Linear layer: the bias folds, then the whole GELU becomes the kernel's
+// `gelu` epilogue; nothing of the chain is left.
+// CHECK-LABEL: func.func @linear_gelu
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %{{.*}}, %{{.*}} bias %{{.*}} {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, {{.*}}gelu
+// CHECK: %[[Y:.*]] = kiln.reshape %[[C]]
+// CHECK-NOT: kiln.erf
+// CHECK-NOT: kiln.mul
+// CHECK: return %[[Y]]
+func.func @linear_gelu(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %w = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %b = kiln.constant {value = dense<[0.1, 0.2, 0.3]> : tensor<3xf32>} : () -> tensor<3xf32>
+  %sqrt2 = kiln.constant {value = dense<1.41421354> : tensor<f32>} : () -> tensor<f32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %half = kiln.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %0 = kiln.matmul %x, %w : (tensor<4x2xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  %1 = kiln.add %0, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %2 = kiln.div %1, %sqrt2 : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+  %3 = kiln.erf %2 : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %4 = kiln.add %3, %one : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+  %5 = kiln.mul %1, %4 : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %6 = kiln.mul %5, %half : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+  return %6 : tensor<4x3xf32>
+}
+
+// -----
+
+// The other association (0.5 * x first) and x * (1/sqrt(2)) also match, on
+// a convolution's own result.
+// CHECK-LABEL: func.func @conv_gelu_other_form
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc {{.*}}gelu
+// CHECK-NOT: kiln.erf
+// CHECK: return %[[C]]
+func.func @conv_gelu_other_form(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x3xf32> {
+  %w = kiln.constant {value = dense<1.0> : tensor<3x2x1x1xf32>} : () -> tensor<3x2x1x1xf32>
+  %rsqrt2 = kiln.constant {value = dense<0.707106769> : tensor<f32>} : () -> tensor<f32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %half = kiln.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %c = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<3x2x1x1xf32>) -> tensor<1x4x4x3xf32>
+  %h = kiln.mul %half, %c : (tensor<f32>, tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %s = kiln.mul %c, %rsqrt2 : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %e = kiln.erf %s : (tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %a = kiln.add %one, %e : (tensor<f32>, tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %y = kiln.mul %h, %a : (tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  return %y : tensor<1x4x4x3xf32>
+}
+
+// -----
+
+// Not a GELU to fuse: the convolution already clamps (Relu before the GELU:
+// the kernel would apply them in the other order), and a chain whose x is
+// also read elsewhere must keep x.
+// CHECK-LABEL: func.func @gelu_not_fused
+// CHECK-NOT: gelu
+// CHECK: kiln.erf
+// CHECK-NOT: gelu
+// CHECK: kiln.erf
+// CHECK-NOT: gelu
+// CHECK: return
+func.func @gelu_not_fused(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>) {
+  %w = kiln.constant {value = dense<1.0> : tensor<3x2x1x1xf32>} : () -> tensor<3x2x1x1xf32>
+  %sqrt2 = kiln.constant {value = dense<1.41421354> : tensor<f32>} : () -> tensor<f32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %half = kiln.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %c = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<3x2x1x1xf32>) -> tensor<1x4x4x3xf32>
+  %s = kiln.div %c, %sqrt2 : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %e = kiln.erf %s : (tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %a = kiln.add %e, %one : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %m = kiln.mul %c, %a : (tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %y = kiln.mul %m, %half : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %c2 = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<3x2x1x1xf32>) -> tensor<1x4x4x3xf32>
+  %s2 = kiln.div %c2, %sqrt2 : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %e2 = kiln.erf %s2 : (tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %a2 = kiln.add %e2, %one : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  %m2 = kiln.mul %c2, %a2 : (tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>) -> tensor<1x4x4x3xf32>
+  %y2 = kiln.mul %m2, %half : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
+  return %y, %y2, %c2 : tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>
+}

@@ -290,12 +290,13 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
 def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
   let summary = "2-D grouped convolution in NHWC layout with a fused epilogue";
   let description = [{
-    Computes `clamp(conv(input, weight) + bias + residual, clamp_min,
-    clamp_max)` on NHWC tensors. `weight` keeps ONNX's [O, I/group, KH, KW]
+    Computes `clamp(act(conv(input, weight) + bias + residual), clamp_min,
+    clamp_max)` on NHWC tensors, where `act` is GELU (erf form, `x/2 * (1 +
+    erf(x/sqrt(2)))`) when `gelu` is set and the identity otherwise. `weight` keeps ONNX's [O, I/group, KH, KW]
     layout (the code generator packs it); `residual`, when present, has the
     result's shape. `kiln-convert-layout` creates it from `kiln.conv`, and
-    `kiln-fuse-epilogues` folds bias, BatchNorm scales, residual adds and
-    Relu/Clip into it.
+    `kiln-fuse-epilogues` folds bias, BatchNorm scales, residual adds,
+    GELU and Relu/Clip into it.
 
     ```mlir
     %y = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 6.0 : f32, clamp_min = 0.0 : f32,
@@ -308,7 +309,7 @@ def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
                        Optional<AnyTensor>:$bias, Optional<AnyTensor>:$residual,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group,
-                       F32Attr:$clamp_min, F32Attr:$clamp_max);
+                       F32Attr:$clamp_min, F32Attr:$clamp_max, UnitAttr:$gelu);
   let results = (outs AnyTensor:$output);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict `:`
