@@ -1,13 +1,17 @@
 // Fuzz target: the whole JIT path for small models. Model bytes -> load,
 // import, lowering, LLVM code generation, then a run on zero-filled inputs
 // (unknown dims taken as 1). Tensors are bounded to 1 MiB each so that a
-// mutated dim cannot make a run allocate gigabytes. Every failure must come
-// back as a Status with a message.
+// mutated dim cannot make a run allocate gigabytes, and Loops to 65,536
+// iterations so that a mutated trip count cannot make one run take minutes
+// (a Loop past that stops its run with KILN_LIMIT_EXCEEDED). Every failure
+// must come back as a Status with a message.
 #include "FuzzSupport.h"
 
 #include "kiln/Kiln.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static const int64_t loopLimit = (kiln_set_max_loop_iterations(1 << 16), 1 << 16);
+  (void)loopLimit;
   kiln::CompileOptions options;
   options.cache = false;
   options.numThreads = 1;
