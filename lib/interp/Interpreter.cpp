@@ -155,14 +155,15 @@ private:
     std::vector<HostTensor> out;
     StringRef dialect = op->getName().getDialectNamespace();
     if (auto guard = dyn_cast<LoopGuardOp>(op)) {
-      // The compiled code's limit, from the same runtime setting.
-      int64_t limit = kiln_max_loop_iterations();
-      if (in[0]->integer(0) >= limit)
-        throw LoopLimitError("the Loop node '" + guard.getNode().str() +
-                             "' reached the limit of " + std::to_string(limit) +
-                             " iterations and its run was stopped; raise the limit with "
-                             "kiln_set_max_loop_iterations() (kiln-run --max-loop-iterations N) "
-                             "if the model needs more");
+      // The runtime's own guard, as compiled code calls it: the same limit
+      // and the same message. Its stop is taken at once, so that nothing of
+      // it stays on this thread.
+      if (!kiln_loop_guard(in[0]->integer(0), guard.getNode().str().c_str())) {
+        kiln_status *stop = kiln_take_run_error();
+        std::string message = stop ? kiln_status_message(stop) : "a Loop reached its iteration limit";
+        kiln_status_free(stop);
+        throw LoopLimitError(message);
+      }
       out.emplace_back(guard.getType(), Shape{});
       out.back().i[0] = 1;
       return out;
