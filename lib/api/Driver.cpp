@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -90,6 +91,12 @@ static Status compileError(DiagnosticCollector &diags, const std::string &fallba
 static void configure(PassManager &pm) {
   // Honours --mlir-print-ir-* and friends when the tool registered them.
   (void)applyPassManagerCLOptions(pm);
+  // --mlir-timing (when the tool registered it): a per-pass time report for
+  // each pipeline, printed when the pipeline's pass manager goes away.
+  auto timing = std::make_unique<DefaultTimingManager>();
+  applyDefaultTimingManagerCLOptions(*timing);
+  if (timing->isEnabled())
+    pm.enableTiming(std::move(timing));
   // A pass that fails leaves its reproducer (the IR before the pipeline and
   // the pipeline) with the invocation's log, for kiln-rage to archive.
   if (InvocationLog *log = InvocationLog::current())

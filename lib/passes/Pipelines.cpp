@@ -43,7 +43,7 @@ void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) 
 /// by the CPU and GPU pipelines.
 static void addBufferizationToOutParams(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnDistinctResults());
-  pm.addNestedPass<func::FuncOp>(createKilnUntieEmptyTensors());
+  pm.addNestedPass<func::FuncOp>(createKilnUntieSharedTensors());
   bufferization::OneShotBufferizePassOptions bufOpts;
   bufOpts.bufferizeFunctionBoundaries = true;
   // Loop-carried values of ONNX Loop/Scan bodies are new tensors each

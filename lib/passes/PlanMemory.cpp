@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <limits>
+#include <map>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORY
@@ -95,19 +96,27 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
     }
 
     // Largest first; each at the lowest offset that overlaps no buffer
-    // already placed whose live range meets its own.
+    // already placed whose live range meets its own. The placed buffers are
+    // looked up by the start of their live range: those that can meet
+    // [begin, end] start in [begin - longest placed range, end], so a graph
+    // of short-lived intermediates is placed in about n log n, not n^2 (a
+    // chain of 50,000 MatMuls spent a second here).
     std::vector<Buffer *> order;
     for (Buffer &b : buffers)
       order.push_back(&b);
     std::stable_sort(order.begin(), order.end(),
                      [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
-    std::vector<Buffer *> placed;
-    int64_t total = 0;
+    std::multimap<int64_t, Buffer *> placedByBegin;
+    int64_t longest = 0, total = 0;
     for (Buffer *b : order) {
       std::vector<std::pair<int64_t, int64_t>> taken;
-      for (Buffer *p : placed)
-        if (p->begin <= b->end && b->begin <= p->end)
+      for (auto it = placedByBegin.lower_bound(b->begin - longest),
+                end = placedByBegin.upper_bound(b->end);
+           it != end; ++it) {
+        Buffer *p = it->second;
+        if (p->end >= b->begin)
           taken.push_back({p->offset, p->offset + p->bytes});
+      }
       llvm::sort(taken);
       int64_t offset = 0;
       for (auto [lo, hi] : taken) {
@@ -117,7 +126,8 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       }
       b->offset = offset;
       total = std::max(total, offset + b->bytes);
-      placed.push_back(b);
+      placedByBegin.insert({b->begin, b});
+      longest = std::max(longest, b->end - b->begin);
     }
 
     // No intermediates, no workspace argument (and workspace_size 0).

@@ -7,6 +7,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -190,6 +191,7 @@ static int kilncMain(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::SetVersionPrinter(printVersion);
   // LLVM's own options (every backend's) sit in the general category: they
   // stay usable but out of --help, which would otherwise list hundreds.
@@ -216,8 +218,8 @@ static int kilncMain(int argc, char **argv) {
       "--emit=ptx writes one PTX module with every kernel of the model (kernels\n"
       "kiln_kernels::main_kernel*), for ptxas or cuModuleLoadDataEx; the host side\n"
       "that launches them (kiln-run --device cuda, CUDA bundles) is not built yet.\n"
-      "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...) and LLVM's\n"
-      "options apply; --help-hidden lists them.\n");
+      "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...), the pass\n"
+      "timing report (--mlir-timing) and LLVM's options apply; --help-hidden lists them.\n");
 
   if (optLevel > 3) {
     llvm::errs() << "kilnc: error: -O" << optLevel << " is not a level; use -O0..-O3\n";
