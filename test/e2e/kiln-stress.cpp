@@ -10,6 +10,8 @@
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
 
+#include "llvm/Support/InitLLVM.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -85,6 +87,11 @@ bool load(const fs::path &dir, int poolThreads, Loaded &out) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // A crash prints its stack (LLVM's signal handler), and each phase's line
+  // is out before the next phase starts: a rare failure in CI is then
+  // diagnosable from the log alone.
+  llvm::InitLLVM init(argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int threads = 8, runs = 1000, pool = 2;
   std::vector<fs::path> dirs;
   for (int i = 1; i < argc; ++i) {
