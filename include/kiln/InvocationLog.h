@@ -21,11 +21,18 @@ namespace kiln {
 
 class InvocationLog {
 public:
-  /// Starts the log of this process's invocation of `tool` (null when
-  /// logging is off or impossible). It becomes the process's current log:
-  /// JIT compiles in this process record into it.
+  /// Whom a log is current for. A tool's log (kilnc, kiln-run) lives as
+  /// long as the process, and JIT compiles on any of its threads record into
+  /// it. A JIT compile's own log ("jit") is current only on the thread that
+  /// compiles, until it is destroyed: were it the process's, a compile on
+  /// another thread would take it and write into it after it was gone.
+  enum class Scope { Process, Thread };
+
+  /// Starts the log of an invocation of `tool` (null when logging is off or
+  /// impossible) and makes it current for `scope` unless one already is.
   static std::unique_ptr<InvocationLog> begin(const std::string &tool,
-                                              const std::vector<std::string> &args);
+                                              const std::vector<std::string> &args,
+                                              Scope scope = Scope::Process);
   ~InvocationLog(); // writes log.txt (with the status given to finish, else "unknown")
 
   void model(const std::string &path);
@@ -37,7 +44,7 @@ public:
   /// The invocation's folder (for extra files such as IR reproducers).
   const std::string &folder() const { return dir; }
 
-  /// The process's current log, or null.
+  /// This thread's current log, else the process's, else null.
   static InvocationLog *current();
 
   struct Impl;

@@ -36,6 +36,7 @@ struct InvocationLog::Impl {
 
 namespace {
 std::atomic<InvocationLog *> currentLog{nullptr};
+thread_local InvocationLog *threadLog = nullptr;
 
 /// One line, printable: model-supplied names and messages may hold
 /// newlines or control bytes, which would forge log lines.
@@ -98,7 +99,8 @@ std::string invocationLogDir() {
 }
 
 std::unique_ptr<InvocationLog> InvocationLog::begin(const std::string &tool,
-                                                    const std::vector<std::string> &args) {
+                                                    const std::vector<std::string> &args,
+                                                    Scope scope) {
   if (loggingOff())
     return nullptr;
   std::string root = invocationLogDir();
@@ -141,8 +143,13 @@ std::unique_ptr<InvocationLog> InvocationLog::begin(const std::string &tool,
     b << "llvm: " << LLVM_VERSION_STRING << "\n";
     b << "host: " << llvm::sys::getProcessTriple() << "\n";
     b << "cpu: " << cpuDescription() << "\n";
-    InvocationLog *expected = nullptr;
-    currentLog.compare_exchange_strong(expected, log.get());
+    if (scope == Scope::Thread) {
+      if (!threadLog)
+        threadLog = log.get();
+    } else {
+      InvocationLog *expected = nullptr;
+      currentLog.compare_exchange_strong(expected, log.get());
+    }
     return log;
   } catch (...) {
     return nullptr;
@@ -152,6 +159,8 @@ std::unique_ptr<InvocationLog> InvocationLog::begin(const std::string &tool,
 InvocationLog::~InvocationLog() {
   InvocationLog *self = this;
   currentLog.compare_exchange_strong(self, nullptr);
+  if (threadLog == this)
+    threadLog = nullptr;
   if (!impl)
     return;
   try {
@@ -213,6 +222,6 @@ void InvocationLog::finish(int exitStatus) {
   impl->status = std::to_string(exitStatus) + (exitStatus == 0 ? " (ok)" : " (failed)");
 }
 
-InvocationLog *InvocationLog::current() { return currentLog.load(); }
+InvocationLog *InvocationLog::current() { return threadLog ? threadLog : currentLog.load(); }
 
 } // namespace kiln

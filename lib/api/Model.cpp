@@ -286,7 +286,8 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                                        "cache=" + std::string(options.cache ? "on" : "off"),
                                        "debug_memory=" + std::to_string(options.debugMemory),
                                        "profile=" + std::to_string(options.profile),
-                                       "interpret=" + std::to_string(options.interpret)});
+                                       "interpret=" + std::to_string(options.interpret)},
+                               InvocationLog::Scope::Thread);
     log = own.get();
   }
   if (log) {

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -92,6 +93,24 @@ int main(int argc, char **argv) {
   // diagnosable from the log alone.
   llvm::InitLLVM init(argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // A compile cache of its own, empty: a model whose shapes are only known
+  // at its first run (encoder4's sequence axis) then compiles during phase
+  // 2, on the workers, concurrently with the fresh compiles, every time
+  // (with a warm cache those were cache hits, which hid a use-after-free of
+  // a JIT compile's invocation log taken by another thread's compile).
+  char cacheDir[] = "/tmp/kiln-stress-cache-XXXXXX";
+  if (!mkdtemp(cacheDir)) {
+    std::perror("kiln-stress: mkdtemp");
+    return 1;
+  }
+  setenv("KILN_CACHE_DIR", cacheDir, 1);
+  struct RemoveCache {
+    const char *dir;
+    ~RemoveCache() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } removeCache{cacheDir};
   int threads = 8, runs = 1000, pool = 2;
   std::vector<fs::path> dirs;
   for (int i = 1; i < argc; ++i) {
