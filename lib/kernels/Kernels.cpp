@@ -52,10 +52,14 @@ INLINE bool hasBounds(float lo, float hi) {
 /// W vectors of the panel are used: NV, or NV / 2 for a panel whose valid
 /// columns fit in its first half (a 16- or 48-channel layer would otherwise
 /// spend half the FMAs of its last panel on zero padding).
-template <int R, int W>
+template <int R, int W, bool Prefetch = false>
 INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
-                       kiln_i64 k) {
+                       kiln_i64 k, const float *next = nullptr) {
   for (kiln_i64 c = 0; c < k; ++c) {
+    if constexpr (Prefetch) {
+      __builtin_prefetch(next + c * KILN_PANEL);
+      __builtin_prefetch(next + c * KILN_PANEL + 16);
+    }
     vf bv[W];
     for (int v = 0; v < W; ++v)
       bv[v] = loadv(b + c * KILN_PANEL + v * KILN_VEC);
@@ -168,7 +172,7 @@ enum : kiln_i64 { kAverage = 1, kCountPad = 2 };
 /// position falls in the padding.
 /// R rows per tile: MR, or fewer for the last pixels of a block (a matrix
 /// product of one row, as in an LSTM step, would otherwise compute MR).
-template <int R, int W, bool WindowRows = false>
+template <int R, int W, bool WindowRows = false, bool Prefetch = false>
 INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
                      const float *res, float *out, float lo, float hi, kiln_i64 ldi, kiln_i64 ldo,
                      kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0, int rows) {
@@ -218,7 +222,11 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
           bool inside = y >= 0 && y < q.h && x >= 0 && x < q.w;
           a[i] = inside ? image + (y * q.w + x) * ldi + c0 : kZeros;
         }
-        accumulate(acc, a, kpanel + c0 * KILN_PANEL, k);
+        if constexpr (Prefetch)
+          accumulate<R, W, true>(acc, a, kpanel + c0 * KILN_PANEL, k,
+                                 kpanel + (q.kh * q.kw * cg + c0) * KILN_PANEL);
+        else
+          accumulate(acc, a, kpanel + c0 * KILN_PANEL, k);
       }
     }
   }
@@ -353,6 +361,14 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       auto tile = [&](auto rowsTag) {
         constexpr int R = decltype(rowsTag)::value;
         if constexpr (R == MR) {
+          // The first tile of a panel's first block fetches the next panel
+          // into the cache while it works: panel-major items of a large
+          // matrix product stream each panel from memory once.
+          if (!pixelMajor && !half && b == 0 && m0 == 0 && p + 1 < panels && q.kh * q.kw == 1) {
+            convTile<R, NV, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                         j.ldo, n, g, p, m0, rows);
+            return;
+          }
           if (!half && convWindowRows(q, j.ldi, m0, rows)) {
             convTile<R, NV, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
                                   n, g, p, m0, rows);
