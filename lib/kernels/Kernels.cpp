@@ -51,7 +51,8 @@ INLINE bool hasBounds(float lo, float hi) {
 /// One call covers one window position of a convolution (k input channels).
 /// W vectors of the panel are used: NV, or NV / 2 for a panel whose valid
 /// columns fit in its first half (a 16- or 48-channel layer would otherwise
-/// spend half the FMAs of its last panel on zero padding).
+/// spend half the FMAs of its last panel on zero padding). With Prefetch,
+/// each step also prefetches the step's panel row at `next`.
 template <int R, int W, bool Prefetch = false>
 INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
                        kiln_i64 k, const float *next = nullptr) {
@@ -222,11 +223,9 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
           bool inside = y >= 0 && y < q.h && x >= 0 && x < q.w;
           a[i] = inside ? image + (y * q.w + x) * ldi + c0 : kZeros;
         }
-        if constexpr (Prefetch)
-          accumulate<R, W, true>(acc, a, kpanel + c0 * KILN_PANEL, k,
-                                 kpanel + (q.kh * q.kw * cg + c0) * KILN_PANEL);
-        else
-          accumulate(acc, a, kpanel + c0 * KILN_PANEL, k);
+        // With Prefetch: the same rows of the next panel.
+        accumulate<R, W, Prefetch>(acc, a, kpanel + c0 * KILN_PANEL, k,
+                                   kpanel + (q.kh * q.kw * cg + c0) * KILN_PANEL);
       }
     }
   }
