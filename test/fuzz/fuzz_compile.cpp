@@ -9,9 +9,12 @@
 
 #include "kiln/Kiln.h"
 
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  kiln_set_max_loop_iterations(1 << 16);
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const int64_t loopLimit = (kiln_set_max_loop_iterations(1 << 16), 1 << 16);
-  (void)loopLimit;
   kiln::CompileOptions options;
   options.cache = false;
   options.numThreads = 1;
