@@ -209,6 +209,17 @@ TEST(Kernels, ConvDepthwiseMultiplier) {
 TEST(Kernels, ConvLargeK1x1WithClamp) {
   checkConv({1, 5, 7, 4099, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
 }
+// Tiles whose rows lie a multiple of 4 KB apart copy some rows to a stack
+// buffer (tileRowsAlias): a 1024-channel 1x1 conv over 3 pixel blocks and
+// 3 panels (the last one half), a 1000-channel slice of a 1024-wide tensor
+// (chunk tails that are not whole vectors), a stride-2 1x1 conv over 512
+// channels, and a padded 3x3 conv whose edge rows read the zero rows.
+TEST(Kernels, ConvRowsFourKilobytesApart) {
+  checkConv({1, 9, 11, 1024, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
+  checkConv({1, 5, 7, 1000, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false}, 24, 0);
+  checkConv({1, 8, 26, 512, 33, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, false, true, 0.0f, kInf});
+  checkConv({1, 6, 7, 1024, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false});
+}
 TEST(Kernels, Depthwise3x3Relu6) {
   checkConv({1, 10, 9, 53, 53, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 53, true, true, 0.0f, 6.0f});
 }
