@@ -218,6 +218,16 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
   const float *bp = bias + (g * panels + p) * KILN_PANEL;
 
+  // The output lines are read for ownership while the tile computes: a
+  // store into lines not in the cache stalls when the tile ends.
+  {
+    kiln_i64 col0 = g * fg + p * KILN_PANEL;
+    for (int i = 0; i < R; ++i) {
+      kiln_i64 pixel = n * q.oh * q.ow + m0 + (i < rows ? i : 0);
+      for (int v = 0; v < W; ++v)
+        __builtin_prefetch(out + pixel * ldo + col0 + v * KILN_VEC, 1, 3);
+    }
+  }
   vf acc[R][W];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < W; ++v)
