@@ -180,14 +180,15 @@ enum : kiln_i64 { kAverage = 1, kCountPad = 2 };
 /// copy reads its rows from L2 again for every weight panel.
 constexpr kiln_i64 kL1Sets = 64, kL1LineFloats = 16;
 constexpr kiln_i64 kCopyChunk = 256, kCopyStride = kCopyChunk + kL1LineFloats;
-INLINE bool tileRowsAlias(const ConvParams &q, kiln_i64 ldi) {
-  kiln_i64 floats = ldi * q.sw;
+/// Whether MR rows `floats` apart crowd one L1 set (see above).
+INLINE bool rowsAlias(kiln_i64 floats) {
   if (floats % kL1LineFloats)
     return false;
   kiln_i64 step = (floats / kL1LineFloats) % kL1Sets;
   kiln_i64 sets = step == 0 ? 1 : kL1Sets / (step & -step);
   return (MR + sets - 1) / sets > 6;
 }
+INLINE bool tileRowsAlias(const ConvParams &q, kiln_i64 ldi) { return rowsAlias(ldi * q.sw); }
 
 /// Output pixels [m0, m0 + rows) of image `n`, group `g`, output-channel
 /// panel `p`. The K loop walks window positions; for each, every row of the
@@ -474,6 +475,7 @@ constexpr kiln_i64 KC = 256; // K block of the matrix products
 
 /// C[m0, mStop) x [n0, n0 + cols) = A x B over K for one column panel
 /// (cols <= KILN_PANEL), B packed KC rows at a time into `packed`.
+template <bool CopyRows = false>
 INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 ldb, bool transB,
                         float *C, kiln_i64 ldc, kiln_i64 m0Begin, kiln_i64 mStop, kiln_i64 n0,
                         kiln_i64 cols, kiln_i64 K, float *packed) {
@@ -513,6 +515,19 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
         for (int i = 0; i < R; ++i)
           for (int v = 0; v < NV; ++v)
             acc[i][v] = splat(0);
+        if constexpr (CopyRows) {
+          // See tileRowsAlias.
+          alignas(64) float copy[(R / 3 + 1) * kCopyStride];
+          for (int i = 2; i < R; i += 3) {
+            float *to = copy + i / 3 * kCopyStride;
+            kiln_i64 c = 0;
+            for (; c + KILN_VEC <= kc; c += KILN_VEC)
+              storev(to + c, loadv(a[i] + c));
+            for (; c < kc; ++c)
+              to[c] = a[i][c];
+            a[i] = to;
+          }
+        }
         accumulate(acc, a, packed, kc);
         // Later K blocks add to what the earlier ones stored.
         storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
@@ -534,8 +549,12 @@ void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     kiln_i64 n0 = (rest % panels) * KILN_PANEL, bi = rest / panels;
     kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
     kiln_i64 mStop = (mb + 1) * kMatMulRows < M ? (mb + 1) * kMatMulRows : M;
-    matmulPanel(j.a + offA + bi * sa, lda, j.b + offB + bi * sb, ldb, transB != 0,
-                j.c + bi * sc, ldc, mb * kMatMulRows, mStop, n0, cols, K, packed);
+    if (rowsAlias(lda))
+      matmulPanel<true>(j.a + offA + bi * sa, lda, j.b + offB + bi * sb, ldb, transB != 0,
+                        j.c + bi * sc, ldc, mb * kMatMulRows, mStop, n0, cols, K, packed);
+    else
+      matmulPanel(j.a + offA + bi * sa, lda, j.b + offB + bi * sb, ldb, transB != 0,
+                  j.c + bi * sc, ldc, mb * kMatMulRows, mStop, n0, cols, K, packed);
   }
 }
 
