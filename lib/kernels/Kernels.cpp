@@ -515,9 +515,9 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
         for (int i = 0; i < R; ++i)
           for (int v = 0; v < NV; ++v)
             acc[i][v] = splat(0);
+        // See tileRowsAlias. In the tile's scope: a[] points into it.
+        alignas(64) float copy[CopyRows ? (R / 3 + 1) * kCopyStride : 1];
         if constexpr (CopyRows) {
-          // See tileRowsAlias.
-          alignas(64) float copy[(R / 3 + 1) * kCopyStride];
           for (int i = 2; i < R; i += 3) {
             float *to = copy + i / 3 * kCopyStride;
             kiln_i64 c = 0;
