@@ -189,6 +189,14 @@ INLINE bool rowsAlias(kiln_i64 floats) {
   return (MR + sets - 1) / sets > 6;
 }
 INLINE bool tileRowsAlias(const ConvParams &q, kiln_i64 ldi) { return rowsAlias(ldi * q.sw); }
+/// to[0, n) = from[0, n): whole vectors, then the tail.
+INLINE void copyFloats(float *to, const float *from, kiln_i64 n) {
+  kiln_i64 c = 0;
+  for (; c + KILN_VEC <= n; c += KILN_VEC)
+    storev(to + c, loadv(from + c));
+  for (; c < n; ++c)
+    to[c] = from[c];
+}
 
 /// Output pixels [m0, m0 + rows) of image `n`, group `g`, output-channel
 /// panel `p`. The K loop walks window positions; for each, every row of the
@@ -268,13 +276,8 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
                 rowsAt[i] = a[i] + c1;
                 continue;
               }
-              float *to = copy + i / 3 * kCopyStride;
-              kiln_i64 c = 0;
-              for (; c + KILN_VEC <= kc; c += KILN_VEC)
-                storev(to + c, loadv(a[i] + c1 + c));
-              for (; c < kc; ++c)
-                to[c] = a[i][c1 + c];
-              rowsAt[i] = to;
+              rowsAt[i] = copy + i / 3 * kCopyStride;
+              copyFloats(copy + i / 3 * kCopyStride, a[i] + c1, kc);
             }
             accumulate<R, W, Prefetch>(acc, rowsAt, kpanel + (c0 + c1) * KILN_PANEL, kc,
                                        next + c1 * KILN_PANEL);
@@ -519,13 +522,8 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
         alignas(64) float copy[CopyRows ? (R / 3 + 1) * kCopyStride : 1];
         if constexpr (CopyRows) {
           for (int i = 2; i < R; i += 3) {
-            float *to = copy + i / 3 * kCopyStride;
-            kiln_i64 c = 0;
-            for (; c + KILN_VEC <= kc; c += KILN_VEC)
-              storev(to + c, loadv(a[i] + c));
-            for (; c < kc; ++c)
-              to[c] = a[i][c];
-            a[i] = to;
+            copyFloats(copy + i / 3 * kCopyStride, a[i], kc);
+            a[i] = copy + i / 3 * kCopyStride;
           }
         }
         accumulate(acc, a, packed, kc);
