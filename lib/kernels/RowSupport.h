@@ -100,12 +100,8 @@ INLINE float maxLanes(vf v) {
 /// c * x - max - log(sum). Three sweeps: the maximum, exp(c x - max) stored
 /// and summed, then the scaling. The maximum ignores NaN (maxnum) but a NaN
 /// input still makes its exp, the sum and so the whole row NaN, as the ONNX
-/// definition gives. x and y may be the same row. With `invSum` (softmax
-/// only), y is left unnormalised, exp(c x - max), and *invSum is the factor
-/// that normalises it: fused attention applies it to its output row instead,
-/// which is DV floats instead of n.
-INLINE void softmaxRow(const float *x, float *y, kiln_i64 n, bool log, float c,
-                       float *invSum = nullptr) {
+/// definition gives. x and y may be the same row.
+INLINE void softmaxRow(const float *x, float *y, kiln_i64 n, bool log, float c) {
   kiln_i64 full = n - n % KILN_VEC, tail = n - full;
   vf vc = splat(c);
   vf m0 = splat(-kInf), m1 = splat(-kInf);
@@ -150,8 +146,6 @@ INLINE void softmaxRow(const float *x, float *y, kiln_i64 n, bool log, float c,
       storev(y + i, loadv(x + i) * vc - shift);
     for (; i < n; ++i)
       y[i] = x[i] * c - shift[0];
-  } else if (invSum) {
-    *invSum = 1.0f / sum;
   } else {
     vf inv = splat(1.0f / sum);
     for (i = 0; i < full; i += KILN_VEC)

@@ -437,7 +437,7 @@ TEST(Kernels, MatMulBatchedTails) { checkMatMul(3, 29, 65, 31, false, false); }
 TEST(Kernels, MatMulBroadcastRhs) { checkMatMul(4, 5, 33, 3, true, false); }
 TEST(Kernels, MatMulLargeKCrossesBlocks) { checkMatMul(1, 14, 40, 600, false, false); }
 // Rows of A 4 KB apart (K = 1024, 2048): some rows of each tile are copied
-// (rowsAlias), in whole vectors and with a tail of a K block.
+// (rowsAlias), one whole K block of 256 at a time.
 TEST(Kernels, MatMulRowsFourKilobytesApart) {
   checkMatMul(1, 29, 40, 1024, false, false);
   checkMatMul(2, 13, 33, 2048, false, true);
