@@ -34,9 +34,11 @@ void registerKernelCallBufferization(mlir::DialectRegistry &registry);
 } // namespace kiln::codegen
 
 namespace kiln {
-/// Links the kernel bitcode variant that suits `tm` into `module` when the
-/// module calls a kernel, internalised so that LLVM optimises it for the
-/// module's CPU. Fails (with `error`) for a target without kernels.
+/// Renames `module`'s kernel calls to the runtime's variant for `tm`
+/// (kiln_matmul_f32 -> kiln_matmul_f32__avx512), or, for an x86-64 older
+/// than x86-64-v3, links the AVX2 kernel bitcode in, internalised so that
+/// LLVM compiles it for the module's CPU. Fails (with `error`) for a target
+/// without kernels.
 bool linkKernelLibrary(llvm::Module &module, const llvm::TargetMachine &tm, std::string &error);
 } // namespace kiln
 

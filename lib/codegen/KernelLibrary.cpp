@@ -1,7 +1,9 @@
-// Links the embedded microkernel bitcode (lib/kernels) into a generated
-// LLVM module. See lib/kernels/CMakeLists.txt for the variants.
+// Points a generated LLVM module's kernel calls at the runtime's compiled
+// variant for its target, or, for x86-64 targets older than x86-64-v3, links
+// the embedded AVX2 kernel bitcode into it. See lib/kernels/CMakeLists.txt.
 #include "KernelCalls.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
@@ -10,42 +12,44 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/Internalize.h"
 
-#define KILN_DECLARE_BITCODE(name)                                                         \
-  extern "C" const char kiln_kernels_##name##_begin[];                                     \
-  extern "C" const char kiln_kernels_##name##_end[];
-KILN_DECLARE_BITCODE(x86_64_avx512)
-KILN_DECLARE_BITCODE(x86_64_avx2)
-KILN_DECLARE_BITCODE(aarch64_neon)
+extern "C" const char kiln_kernels_x86_64_avx2_begin[];
+extern "C" const char kiln_kernels_x86_64_avx2_end[];
 
 namespace kiln {
 
-static bool callsKernels(const llvm::Module &module) {
-  for (const llvm::Function &f : module)
-    if (f.isDeclaration() && f.getName().starts_with("kiln_") &&
-        (f.getName().ends_with("_f32") || f.getName().ends_with("_u8")))
+static const char *const kKernelEntries[] = {
+#define KILN_KERNEL(name) #name,
+#include "../kernels/KernelEntries.def"
+#undef KILN_KERNEL
+};
+
+static bool isKernelEntry(llvm::StringRef name) {
+  for (const char *entry : kKernelEntries)
+    if (name == entry)
       return true;
   return false;
 }
 
-bool linkKernelLibrary(llvm::Module &module, const llvm::TargetMachine &tm, std::string &error) {
-  if (!callsKernels(module))
-    return true;
+/// The runtime variant whose instructions `tm`'s CPU has, or "" when none:
+/// each object was compiled for the whole of an x86-64 level (or AArch64
+/// v8-a), so every feature of that level must be there.
+static llvm::StringRef runtimeVariant(const llvm::TargetMachine &tm) {
   const llvm::Triple &triple = tm.getTargetTriple();
-  llvm::StringRef bitcode;
-  if (triple.isX86() && triple.isArch64Bit()) {
-    if (tm.getMCSubtargetInfo()->checkFeatures("+avx512f"))
-      bitcode = llvm::StringRef(kiln_kernels_x86_64_avx512_begin,
-                                kiln_kernels_x86_64_avx512_end - kiln_kernels_x86_64_avx512_begin);
-    else
-      bitcode = llvm::StringRef(kiln_kernels_x86_64_avx2_begin,
-                                kiln_kernels_x86_64_avx2_end - kiln_kernels_x86_64_avx2_begin);
-  } else if (triple.isAArch64()) {
-    bitcode = llvm::StringRef(kiln_kernels_aarch64_neon_begin,
-                              kiln_kernels_aarch64_neon_end - kiln_kernels_aarch64_neon_begin);
-  } else {
-    error = "no convolution/matrix kernels for target '" + triple.str() + "'";
-    return false;
-  }
+  const llvm::MCSubtargetInfo &sti = *tm.getMCSubtargetInfo();
+  if (triple.isAArch64())
+    return sti.checkFeatures("+neon") ? "neon" : "";
+  if (!triple.isX86() || !triple.isArch64Bit())
+    return "";
+  if (!sti.checkFeatures("+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"))
+    return "";
+  if (sti.checkFeatures("+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl"))
+    return "avx512";
+  return "avx2";
+}
+
+static bool linkAvx2Bitcode(llvm::Module &module, std::string &error) {
+  llvm::StringRef bitcode(kiln_kernels_x86_64_avx2_begin,
+                          kiln_kernels_x86_64_avx2_end - kiln_kernels_x86_64_avx2_begin);
   auto buffer = llvm::MemoryBuffer::getMemBuffer(bitcode, "kiln-kernels", false);
   auto library = llvm::parseBitcodeFile(buffer->getMemBufferRef(), module.getContext());
   if (!library) {
@@ -54,9 +58,8 @@ bool linkKernelLibrary(llvm::Module &module, const llvm::TargetMachine &tm, std:
   }
   (*library)->setDataLayout(module.getDataLayout());
   (*library)->setTargetTriple(module.getTargetTriple());
-  // The bitcode was compiled for a generic CPU of the architecture; without
-  // these attributes the functions take the module's CPU and features, and
-  // the inliner treats them like the generated code.
+  // Compiled for x86-64-v3; without these attributes the functions take the
+  // module's CPU and features, which this target needs.
   for (llvm::Function &f : **library) {
     f.removeFnAttr("target-cpu");
     f.removeFnAttr("target-features");
@@ -74,6 +77,26 @@ bool linkKernelLibrary(llvm::Module &module, const llvm::TargetMachine &tm, std:
     return false;
   }
   return true;
+}
+
+bool linkKernelLibrary(llvm::Module &module, const llvm::TargetMachine &tm, std::string &error) {
+  llvm::SmallVector<llvm::Function *> calls;
+  for (llvm::Function &f : module)
+    if (f.isDeclaration() && isKernelEntry(f.getName()))
+      calls.push_back(&f);
+  if (calls.empty())
+    return true;
+  llvm::StringRef variant = runtimeVariant(tm);
+  if (!variant.empty()) {
+    for (llvm::Function *f : calls)
+      f->setName(f->getName() + "__" + variant);
+    return true;
+  }
+  const llvm::Triple &triple = tm.getTargetTriple();
+  if (triple.isX86() && triple.isArch64Bit())
+    return linkAvx2Bitcode(module, error);
+  error = "no convolution/matrix kernels for target '" + triple.str() + "'";
+  return false;
 }
 
 } // namespace kiln

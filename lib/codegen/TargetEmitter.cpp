@@ -189,6 +189,34 @@ bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembl
   return true;
 }
 
+// The runtime's compiled kernels for the host (lib/kernels/CMakeLists.txt).
+// Only their addresses are taken here, so one prototype serves them all.
+#if defined(__x86_64__)
+#define KILN_KERNEL(name)                                                                  \
+  extern "C" void name##__avx512();                                                        \
+  extern "C" void name##__avx2();
+#include "../kernels/KernelEntries.def"
+#undef KILN_KERNEL
+#define KILN_KERNEL(name) {#name "__avx512", (void *)&name##__avx512}, {#name "__avx2", (void *)&name##__avx2},
+#elif defined(__aarch64__)
+#define KILN_KERNEL(name) extern "C" void name##__neon();
+#include "../kernels/KernelEntries.def"
+#undef KILN_KERNEL
+#define KILN_KERNEL(name) {#name "__neon", (void *)&name##__neon},
+#else
+#error "no microkernels for this host"
+#endif
+namespace {
+struct RuntimeKernel {
+  const char *name;
+  void *address;
+};
+const RuntimeKernel kRuntimeKernels[] = {
+#include "../kernels/KernelEntries.def"
+};
+#undef KILN_KERNEL
+} // namespace
+
 /// An LLJIT for the host with libm/libc, kiln_parallel_for and `pool`'s
 /// constants defined.
 static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
@@ -227,6 +255,9 @@ static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
       llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_end), llvm::JITSymbolFlags::Exported};
   symbols[(*jit)->mangleAndIntern("kiln_loop_guard")] = {
       llvm::orc::ExecutorAddr::fromPtr(&kiln_loop_guard), llvm::JITSymbolFlags::Exported};
+  for (const RuntimeKernel &kernel : kRuntimeKernels)
+    symbols[(*jit)->mangleAndIntern(kernel.name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(kernel.address), llvm::JITSymbolFlags::Exported};
   if (pool)
     for (const auto &[name, offset] : pool->symbols)
       symbols[(*jit)->mangleAndIntern(name)] = {
