@@ -104,3 +104,67 @@ func.func @no_split(%x: memref<65536x2xf32>, %s: memref<2xf32>, %a: memref<64x64
   linalg.copy ins(%a : memref<64x64xf32>) outs(%b : memref<64x64xf32>)
   return
 }
+
+// -----
+
+// Inside a thread's chunk, the loops of an elementwise op that every operand
+// keeps contiguous fold into one (LLVM unrolled a loop of 16 and vectorised
+// the one around it with gathers); the split loop stays on its own and a
+// rank-0 operand needs no reshape.
+// CHECK-LABEL: func.func private @hardswish_op0(
+// CHECK: %[[IN:.*]] = memref.subview %arg0[0, %{{.*}}, 0, 0] [1, %{{.*}}, 112, 16]
+// CHECK: %[[OUT:.*]] = memref.subview %arg2[0, %{{.*}}, 0, 0] [1, %{{.*}}, 112, 16]
+// CHECK: %[[CIN:.*]] = memref.collapse_shape %[[IN]] {{\[\[}}0], [1], [2, 3]] : {{.*}} into memref<1x?x1792xf32, strided<[200704, 1792, 1], offset: ?>>
+// CHECK: %[[COUT:.*]] = memref.collapse_shape %[[OUT]] {{\[\[}}0], [1], [2, 3]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[CIN]], %arg1 : {{.*}}, memref<f32>) outs(%[[COUT]] :
+// CHECK-LABEL: func.func @hardswish
+// CHECK: call @hardswish_op0({{.*}}) {kiln.parallel = array<i64: 112, 9>}
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#scalar4 = affine_map<(d0, d1, d2, d3) -> ()>
+func.func @hardswish(%a: memref<1x112x112x16xf32>, %k: memref<f32>, %b: memref<1x112x112x16xf32>) {
+  linalg.generic {indexing_maps = [#id4, #scalar4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %k : memref<1x112x112x16xf32>, memref<f32>) outs(%b : memref<1x112x112x16xf32>) {
+  ^bb0(%x: f32, %s: f32, %y: f32):
+    %m = arith.mulf %x, %s : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// A per-channel operand indexes only the innermost loop, so no loops fold;
+// neither do loops that a strided slice (a part of a concatenation) does
+// not keep contiguous. A small op that is not split folds all its loops.
+// CHECK-LABEL: func.func private @nofold_op0(
+// CHECK-NOT: memref.collapse_shape
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func private @nofold_op1(
+// CHECK-NOT: memref.collapse_shape
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func private @nofold_op2(
+// CHECK: memref.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : memref<2x4x8xf32> into memref<64xf32>
+// CHECK: memref.collapse_shape %arg1 {{\[\[}}0, 1, 2]] : memref<2x4x8xf32> into memref<64xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]}
+// CHECK-LABEL: func.func @nofold
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#bias4 = affine_map<(d0, d1, d2, d3) -> (d3)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @nofold(%a: memref<1x112x112x16xf32>, %c: memref<16xf32>, %b: memref<1x112x112x16xf32>,
+                  %cat: memref<2x4x16xf32>, %x: memref<2x4x8xf32>, %y: memref<2x4x8xf32>) {
+  linalg.generic {indexing_maps = [#id4, #bias4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a, %c : memref<1x112x112x16xf32>, memref<16xf32>) outs(%b : memref<1x112x112x16xf32>) {
+  ^bb0(%v: f32, %s: f32, %w: f32):
+    %m = arith.mulf %v, %s : f32
+    linalg.yield %m : f32
+  }
+  %part = memref.subview %cat[0, 0, 8] [2, 4, 8] [1, 1, 1] : memref<2x4x16xf32> to memref<2x4x8xf32, strided<[64, 16, 1], offset: 8>>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : memref<2x4x8xf32>) outs(%part : memref<2x4x8xf32, strided<[64, 16, 1], offset: 8>>) {
+  ^bb0(%v: f32, %w: f32):
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : memref<2x4x8xf32>) outs(%y : memref<2x4x8xf32>) {
+  ^bb0(%v: f32, %w: f32):
+    %n = arith.negf %v : f32
+    linalg.yield %n : f32
+  }
+  return
+}
