@@ -134,13 +134,30 @@ func.func @hardswish(%a: memref<1x112x112x16xf32>, %k: memref<f32>, %b: memref<1
 
 // A per-channel operand indexes only the innermost loop, so no loops fold;
 // neither do loops that a strided slice (a part of a concatenation) does
-// not keep contiguous. A small op that is not split folds all its loops.
+// not keep contiguous. Both keep a narrow innermost loop (8 to 256) and
+// become loops here, that one marked not to unroll: unrolled, it made LLVM
+// vectorise the loop around it with gathers. A small op that is not split
+// folds all its loops and stays a linalg op.
+// CHECK: #[[UNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[NOUNROLL:.*]] = #llvm.loop_annotation<unroll = #[[UNROLL]]>
 // CHECK-LABEL: func.func private @nofold_op0(
 // CHECK-NOT: memref.collapse_shape
-// CHECK: linalg.generic
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c112
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c16
+// CHECK: memref.load %arg1[
+// CHECK: arith.mulf
+// CHECK: } {loop_annotation = #[[NOUNROLL]]}
+// CHECK-NEXT: }
+// CHECK-NOT: linalg.generic
 // CHECK-LABEL: func.func private @nofold_op1(
 // CHECK-NOT: memref.collapse_shape
-// CHECK: linalg.generic
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c4
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK: } {loop_annotation = #[[NOUNROLL]]}
+// CHECK-NEXT: }
 // CHECK-LABEL: func.func private @nofold_op2(
 // CHECK: memref.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : memref<2x4x8xf32> into memref<64xf32>
 // CHECK: memref.collapse_shape %arg1 {{\[\[}}0, 1, 2]] : memref<2x4x8xf32> into memref<64xf32>
