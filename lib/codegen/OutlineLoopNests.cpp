@@ -17,6 +17,10 @@
 // two more i64 arguments and slices its operands to it, and the call is
 // marked `kiln.parallel = [trip count, grain]`; kiln-parallelize-calls turns
 // it into a kiln_parallel_for over that range.
+//
+// Inside the function, short innermost loops are folded or kept as loops
+// (collapseInnerLoops, lowerNarrowInnerLoop) so that LLVM vectorises along
+// contiguous memory.
 #include "kiln/Passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -200,13 +204,6 @@ operandReassociation(AffineMap map, const ReassociationIndices &group) {
   return reassociation;
 }
 
-/// Folds the loops of an all-parallel generic from `first` on into one
-/// loop, starting as far out as every operand allows (its memref keeps
-/// those dimensions adjacent and contiguous). Why: a 1x112x112x16
-/// elementwise nest kept its innermost loop of 16, which LLVM unrolled
-/// completely and then vectorised the loop around it with gathers and
-/// scatters of stride 16 (MobileNet-V3's hardswish after the stem ran at
-/// 1 ns per element); one loop of 1792 contiguous floats vectorises plainly.
 /// An all-parallel generic on buffers whose body does not read its loop
 /// indices, or null.
 linalg::GenericOp plainParallelGeneric(Operation *op) {
@@ -219,7 +216,14 @@ linalg::GenericOp plainParallelGeneric(Operation *op) {
   return indexed ? nullptr : generic;
 }
 
-/// The op that replaces `op` (or `op`).
+/// Folds the loops of an all-parallel generic from `first` on into one
+/// loop, starting as far out as every operand allows (its memref keeps
+/// those dimensions adjacent and contiguous). Why: a 1x112x112x16
+/// elementwise nest kept its innermost loop of 16, which LLVM unrolled
+/// completely and then vectorised the loop around it with gathers and
+/// scatters of stride 16 (MobileNet-V3's hardswish after the stem ran at
+/// 1 ns per element); one loop of 1792 contiguous floats vectorises plainly.
+/// Returns the op that replaces `op`, or `op`.
 Operation *collapseInnerLoops(Operation *op, unsigned first) {
   linalg::GenericOp generic = plainParallelGeneric(op);
   if (!generic)

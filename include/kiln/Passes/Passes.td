@@ -288,6 +288,15 @@ def KilnOutlineLoopNests : Pass<"kiln-outline-loop-nests", "mlir::ModuleOp"> {
     this is how LLVM learns that a loop's operands are distinct; inlining
     turns it into alias scopes limited to that op.
 
+    Inside the new function an all-parallel `linalg.generic` has the loops
+    after its thread-split loop folded into one where every operand keeps
+    them contiguous (`memref.collapse_shape`); one whose innermost loop
+    stays narrow (8-256 iterations: NHWC channels times a per-channel
+    operand) becomes loops here, the innermost marked
+    `llvm.loop.unroll.disable`. Either way LLVM vectorises along contiguous
+    memory instead of unrolling a short inner loop and vectorising the
+    one around it with gathers.
+
     ```mlir
     linalg.generic {...} ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) {...}
     // becomes
