@@ -220,6 +220,16 @@ TEST(Kernels, ConvRowsFourKilobytesApart) {
   checkConv({1, 8, 26, 512, 33, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, false, true, 0.0f, kInf});
   checkConv({1, 6, 7, 1024, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false});
 }
+// Pointwise convolutions at unit stride without padding take pointwiseTile:
+// two images of 7x9 pixels (tiles that cross an image's end), two groups of
+// 40 output channels each (a full panel, then a half one), a residual and a
+// clamp; input and output as channel slices of wider tensors; and one with a
+// GELU epilogue over full panels.
+TEST(Kernels, PointwiseTiles) {
+  checkConv({2, 7, 9, 96, 80, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, true, -1.0f, 1.5f}, 5, 3);
+  checkConv({1, 5, 11, 256, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false, -kInf, kInf,
+             true});
+}
 TEST(Kernels, Depthwise3x3Relu6) {
   checkConv({1, 10, 9, 53, 53, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 53, true, true, 0.0f, 6.0f});
 }
