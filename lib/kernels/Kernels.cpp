@@ -7,11 +7,11 @@
 // with the A operand broadcast from memory straight into the FMA. Written
 // here with clang's generic vector types, LLVM produces exactly that loop
 // (24 zmm accumulators on AVX-512, 12 ymm on AVX2), and the same source
-// serves x86-64 and AArch64. This file is compiled at build time to LLVM
-// bitcode once per target variant (see CMakeLists.txt), embedded in
-// libkiln, and linked into every generated module, where LLVM optimises it
-// for the module's CPU (target attributes are stripped at link time) and can
-// specialise it on the constant parameter blocks. It is freestanding: no
+// serves x86-64 and AArch64. This file is compiled at build time once per
+// target variant into an object of the runtime, its entry points suffixed
+// with the variant's name, and generated code calls the variant its target
+// can run (see CMakeLists.txt); only x86-64 targets older than x86-64-v3
+// link the AVX2 variant's bitcode into the module. It is freestanding: no
 // headers, no libc, no allocation: scratch lives on the stack.
 //
 // The unit tests compile this same file natively and compare every entry
