@@ -135,6 +135,14 @@ struct CompileOptions {
   /// the ONNX node with this name, a deliberate miscompile that verify()
   /// must find. Ignored by the interpreter.
   std::string testPerturbNode;
+  /// Where the model runs: "cpu", or "cuda" (the first NVIDIA GPU, through
+  /// the driver loaded at run time, kiln/cuda.h): kernels compiled to PTX
+  /// for the GPU's architecture, weights uploaded once per executable,
+  /// inputs and outputs copied at each run. Loading fails with the driver's
+  /// reason where there is no GPU. CUDA executables are not kept in the
+  /// on-disk cache, and the CPU-only debugging options (interpret,
+  /// debugMemory, profile, testPerturbNode) are refused with it.
+  std::string device = "cpu";
   /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
   std::string cacheDir;
@@ -187,6 +195,9 @@ public:
     int compilations = 0;      ///< executables made, compiled or read from the cache
     int cacheHits = 0;         ///< of those, read from the on-disk cache
     double compileSeconds = 0; ///< total over all compilations
+    /// device "cuda": the device time of the last run's kernels, from CUDA
+    /// events (copies to and from the host excluded).
+    double deviceMilliseconds = 0;
   };
   Stats stats() const;
 

@@ -328,12 +328,14 @@ Status checkFixedOutputs(ModuleOp module) {
 Status resolveGpuTarget(EmitOptions &options) {
   bool nvptx = llvm::StringRef(options.triple).starts_with("nvptx");
   if (options.kind != EmitKind::PTX) {
-    if (nvptx && options.kind != EmitKind::Kiln && options.kind != EmitKind::Linalg)
+    if (!nvptx || options.kind == EmitKind::Kiln || options.kind == EmitKind::Linalg)
+      return {};
+    if (options.kind == EmitKind::Bundle)
       return Status::error(KILN_INVALID_ARGUMENT,
                            "target '" + options.triple +
-                               "' is an NVIDIA GPU: it takes --emit=ptx (host objects and "
-                               "bundles for CUDA targets are not built yet)");
-    return {};
+                               "' is an NVIDIA GPU: it takes --emit=ptx, or --emit=obj for the "
+                               "host object that launches the kernels (bundles for CUDA "
+                               "targets are not built yet)");
   }
   if (options.triple.empty())
     options.triple = "nvptx64-nvidia-cuda";
@@ -350,23 +352,98 @@ Status resolveGpuTarget(EmitOptions &options) {
   return {};
 }
 
-/// The PTX of every kernel of the model, for the GPU chip in options.cpu.
-static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &clock,
-                      std::string &out) {
+/// The model's kernels as PTX for `chip`; the host function is left with
+/// gpu.launch_func ops (buildLowerToGpuPipeline).
+static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &ptx) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
   configure(pm);
   GpuLoweringOptions gpu;
-  gpu.chip = options.cpu;
+  gpu.chip = chip;
   gpu.libdevice = findLibdevice();
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
-  clock.done("lower to GPU kernels and generate PTX (" + gpu.chip + ")");
   std::string error;
-  if (!extractPtx(module, out, error))
+  if (!extractPtx(module, ptx, error))
     return compileError(diags, error);
+  return {};
+}
+
+/// The PTX of every kernel of the model, for the GPU chip in options.cpu.
+static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &clock,
+                      std::string &out) {
+  Status s = lowerToPtx(module, options.cpu, out);
+  if (s.ok())
+    clock.done("lower to GPU kernels and generate PTX (" + options.cpu + ")");
+  return s;
+}
+
+Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,
+                    CudaHostCode &out) {
+  if (Status s = lowerToPtx(module, chip, out.ptx); !s.ok())
+    return s;
+  MLIRContext &ctx = *module.getContext();
+  DiagnosticCollector diags(ctx);
+  PassManager pm(&ctx);
+  configure(pm);
+  buildGpuHostPipeline(pm, entryName);
+  if (failed(pm.run(module)))
+    return compileError(diags, "lowering the GPU host code failed");
+  std::string error;
+  if (!packGpuConstants(module, out.constants, error))
+    return Status::error(KILN_INTERNAL, error);
+  out.kernels.clear();
+  if (auto names = module->getAttrOfType<ArrayAttr>("kiln.gpu_kernels"))
+    for (Attribute name : names)
+      out.kernels.push_back(cast<StringAttr>(name).str());
+  // The host passes each kernel exactly the parameters its PTX declares:
+  // a mismatch would read garbage on the GPU, so it is caught here, where
+  // no GPU is needed.
+  auto arities = module->getAttrOfType<DenseI64ArrayAttr>("kiln.gpu_kernel_arities");
+  for (size_t k = 0; k < out.kernels.size(); ++k) {
+    int64_t declared = ptxParameterCount(out.ptx, out.kernels[k]);
+    int64_t passed = arities && k < arities.size() ? arities[k] : -1;
+    if (declared != passed)
+      return Status::error(KILN_INTERNAL, "internal error: the host code passes kernel '" +
+                                              out.kernels[k] + "' " + std::to_string(passed) +
+                                              " parameters; its PTX declares " +
+                                              std::to_string(declared));
+  }
+  out.workspaceBytes = 0;
+  if (auto ws = module->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
+    out.workspaceBytes = ws.getInt();
+  return {};
+}
+
+/// For a CUDA target, --emit=obj|asm|llvm: the host code for this machine,
+/// launching the kernels through kiln/cuda.h, with the PTX, the kernels'
+/// names and the weights as data beside the entry point.
+static Status emitCudaHostObject(ModuleOp module, const EmitOptions &options,
+                                 StageClock &clock, std::string &out) {
+  std::string error;
+  TargetOptions host{"", "", options.optLevel};
+  auto tm = createTargetMachine(host, error);
+  if (!tm)
+    return Status::error(KILN_INVALID_ARGUMENT, error);
+  CudaHostCode code;
+  if (Status s = lowerForCuda(module, options.cpu, options.entryName, code); !s.ok())
+    return s;
+  defineCudaObjectData(module, options.entryName, code.ptx, code.kernels, code.constants);
+  clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = translateAndOptimize(module, llvmCtx, *tm, options.optLevel, error);
+  if (!llvmModule)
+    return Status::error(KILN_COMPILE_ERROR, error);
+  if (options.kind == EmitKind::LLVMIR) {
+    llvm::raw_string_ostream os(out);
+    llvmModule->print(os, nullptr);
+    return {};
+  }
+  if (!emitMachineCode(*llvmModule, *tm, options.kind == EmitKind::Assembly, out, error))
+    return Status::error(KILN_COMPILE_ERROR, error);
+  clock.done("generate the host machine code");
   return {};
 }
 
@@ -395,6 +472,8 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     return s;
   if (options.kind == EmitKind::PTX)
     return emitPtx(*module, options, clock, out);
+  if (llvm::StringRef(options.triple).starts_with("nvptx"))
+    return emitCudaHostObject(*module, options, clock, out);
   // Validate the target before the (long) lowering, so a typo fails fast.
   std::string error;
   TargetOptions to{options.triple, options.cpu, options.optLevel};

@@ -93,6 +93,20 @@ Status importForEmit(const LoadedModel &model, const EmitOptions &options, Stage
                      std::unique_ptr<mlir::MLIRContext> &ctx,
                      mlir::OwningOpRef<mlir::ModuleOp> &module);
 
+/// A model lowered for CUDA: the kernels' PTX, their names in the order the
+/// host code indexes them, the weights' bytes for the device, and the
+/// workspace size; the module is left as the host code in the LLVM
+/// dialect, with `void entryName(void **buffers)` over device addresses
+/// (kiln/cuda.h, kiln_cuda_program_run).
+struct CudaHostCode {
+  std::string ptx;
+  std::vector<std::string> kernels;
+  std::string constants;
+  int64_t workspaceBytes = 0;
+};
+Status lowerForCuda(mlir::ModuleOp module, const std::string &chip, const std::string &entryName,
+                    CudaHostCode &out);
+
 /// Refuses modules whose outputs an ahead-of-time entry point cannot return
 /// (run-time row counts, sequences, optionals).
 Status checkFixedOutputs(mlir::ModuleOp module);

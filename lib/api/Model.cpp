@@ -1,5 +1,6 @@
 // kiln::Model: the in-process JIT with a per-shape executable cache.
 #include "CompileCache.h"
+#include "CudaExecution.h"
 #include "Driver.h"
 #include "ModelSource.h"
 #include "TensorDescs.h"
@@ -69,6 +70,9 @@ struct Executable {
   kiln_model_desc desc{};
   /// Set when the model runs through the reference interpreter instead.
   std::shared_ptr<interp::Program> interpreted;
+  /// Set when the model runs on a GPU: `code`'s entry point is host code
+  /// that launches its kernels.
+  std::unique_ptr<CudaExecutable> cuda;
 
   void finalize(kiln_entry_fn entry) {
     inputDescs = describeTensors(inputs);
@@ -155,6 +159,8 @@ struct Model::Impl {
     return pool.get();
   }
   std::vector<TensorInfo> inputs, outputs;
+  /// Open when options.device is "cuda".
+  CudaDevice cuda;
 
   mutable std::mutex mutex;
   mutable std::map<std::tuple<Layout, Shapes, InputValues>, std::shared_ptr<Executable>> cache;
@@ -327,7 +333,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
   std::string key;
-  if (diskCache && !options.interpret) {
+  if (diskCache && !options.interpret && !cuda) {
     key = diskKey(layout, shapes, values, *tm);
     std::shared_ptr<llvm::MemoryBuffer> entry;
     std::string_view payload, object;
@@ -386,13 +392,30 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     stats.compilations++;
     return {};
   }
-  if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
-                       options.profile);
-      !s.ok())
-    return s;
-  done("lower to linalg, bufferize, lower to the LLVM dialect");
+  CudaHostCode gpu;
+  if (cuda) {
+    if (!exe->rowCounts.empty() || llvm::any_of(exe->outputLayout, [](int64_t l) {
+          return l != kLayoutTensor;
+        }))
+      return Status::error(KILN_COMPILE_ERROR,
+                           "device cuda: the model returns sequences, optionals or outputs "
+                           "whose number of rows is known only at run time, which the GPU "
+                           "path does not support yet");
+    if (Status s = lowerForCuda(*module, cudaChipOf(cuda.get()), "kiln_entry", gpu); !s.ok())
+      return s;
+    done(("lower to GPU kernels, generate PTX (" + cudaChipOf(cuda.get()) +
+          ") and the host code")
+             .c_str());
+  } else {
+    if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
+                         options.profile);
+        !s.ok())
+      return s;
+    done("lower to linalg, bufferize, lower to the LLVM dialect");
+  }
   releaseFreedMemory();
-  if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
+  // A CUDA program's workspace is on the device (CudaExecutable).
+  if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"); ws && !cuda)
     exe->desc.workspace_size = ws.getInt();
   extractConstants(*module, kMinPooledConstantBytes, exe->constants);
   auto llvmCtx = std::make_unique<llvm::LLVMContext>();
@@ -417,6 +440,17 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   if (!linkExecutable(*exe, object, to, error))
     return Status::error(KILN_COMPILE_ERROR, "JIT: " + error);
   done("generate machine code");
+  if (cuda) {
+    if (Status s = CudaExecutable::create(cuda, gpu, exe->inputs, exe->outputs, exe->cuda);
+        !s.ok())
+      return s;
+    done("load the kernels and upload the weights to the GPU");
+    out = exe;
+    stats.compilations++;
+    stats.compileSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return {};
+  }
   if (diskCache)
     diskCache->store(key, serializeExecutable(*exe, object));
   out = exe;
@@ -447,6 +481,25 @@ static std::unique_ptr<Model::Impl> makeImpl(const CompileOptions &options,
     impl->pool.reset(kiln_thread_pool_create(options.numThreads));
   if (options.cache)
     impl->diskCache = std::make_unique<CompileCache>(options.cacheDir);
+  if (options.device != "cpu" && options.device != "cuda") {
+    if (error)
+      *error = "unknown device '" + options.device + "': give cpu or cuda";
+    return nullptr;
+  }
+  if (options.device == "cuda") {
+    if (options.interpret || options.debugMemory || options.profile ||
+        !options.testPerturbNode.empty()) {
+      if (error)
+        *error = "device cuda: interpret, debug memory, profiling and test perturbation "
+                 "are CPU-only";
+      return nullptr;
+    }
+    if (Status s = openCudaDevice(0, impl->cuda); !s.ok()) {
+      if (error)
+        *error = "device cuda: " + s.message;
+      return nullptr;
+    }
+  }
   return impl;
 }
 
@@ -622,6 +675,17 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
                                                 " has a shape other than shape inference's");
       }
     }
+  } else if (exe.cuda) {
+    if (kiln_status *st = kiln_model_check_inputs(&exe.desc, inputs.data(), inputs.size())) {
+      Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
+      kiln_status_free(st);
+      return s;
+    }
+    double ms = 0;
+    if (Status s = exe.cuda->run(exe.desc.entry, inputs, raw, ms); !s.ok())
+      return s;
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    impl.stats.deviceMilliseconds = ms;
   } else if (kiln_status *st = kiln_model_execute_with_pool(&exe.desc, inputs.data(), inputs.size(),
                                                  raw.data(), raw.size(), nullptr,
                                                  impl.runPool())) {

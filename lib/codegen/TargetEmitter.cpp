@@ -2,6 +2,7 @@
 #include "kiln/Codegen/ConstantPool.h"
 #include "kiln/runtime.h"
 #include "kiln/profile.h"
+#include "kiln/cuda.h"
 #include "KernelCalls.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -253,6 +254,8 @@ static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
       llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_begin), llvm::JITSymbolFlags::Exported};
   symbols[(*jit)->mangleAndIntern("kiln_profile_end")] = {
       llvm::orc::ExecutorAddr::fromPtr(&kiln_profile_end), llvm::JITSymbolFlags::Exported};
+  symbols[(*jit)->mangleAndIntern("kiln_cuda_launch_kernel")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&kiln_cuda_launch_kernel), llvm::JITSymbolFlags::Exported};
   symbols[(*jit)->mangleAndIntern("kiln_loop_guard")] = {
       llvm::orc::ExecutorAddr::fromPtr(&kiln_loop_guard), llvm::JITSymbolFlags::Exported};
   for (const RuntimeKernel &kernel : kRuntimeKernels)

@@ -105,6 +105,9 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   pm.addNestedPass<func::FuncOp>(createKilnGpuFuseElementwise());
   pm.addPass(createCSEPass());
   addBufferizationToOutParams(pm);
+  // The CPU path's static plan: on the device, launches on one stream run in
+  // order, so buffers with disjoint live ranges may share bytes there too.
+  pm.addPass(createKilnPlanMemory());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
 
   std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
@@ -118,10 +121,22 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
       "gpu-kernel-outlining,kiln-merge-gpu-modules,"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,canonicalize,"
       "nvvm-attach-target{module=kiln_kernels chip=" + gpu.chip + " O=3" + libdevice + "},"
-      "gpu.module(convert-gpu-to-nvvm),reconcile-unrealized-casts,"
+      "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true}),"
+      "reconcile-unrealized-casts,"
       "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(tail, pm)))
     llvm::report_fatal_error("kiln: internal GPU pipeline does not parse");
+}
+
+void buildGpuHostPipeline(OpPassManager &pm, const std::string &entryName) {
+  // Bare pointers on both sides: kernel parameters are the buffers'
+  // addresses (static shapes, identity layouts), as the CPU entry point's.
+  std::string tail = "gpu-to-llvm{use-bare-pointers-for-host=true "
+                     "use-bare-pointers-for-kernels=true},"
+                     "reconcile-unrealized-casts,kiln-gpu-host-calls,"
+                     "kiln-emit-entry-point{entry-name=" + entryName + "}";
+  if (failed(parsePassPipeline(tail, pm)))
+    llvm::report_fatal_error("kiln: internal GPU host pipeline does not parse");
 }
 
 void registerKilnDialects(DialectRegistry &registry) {

@@ -7,7 +7,9 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -18,6 +20,7 @@ using CUcontext = struct CUctx_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
 
 constexpr int kAttrComputeMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeMinor = 76;
@@ -51,6 +54,11 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
 };
 
 kiln_status *deviceError(const std::string &message) {
@@ -102,6 +110,16 @@ const Driver *openDriver(std::string &error) {
     bind(d->cuStreamCreate, "cuStreamCreate");
     bind(d->cuStreamSynchronize, "cuStreamSynchronize");
     bind(d->cuStreamDestroy, "cuStreamDestroy_v2");
+    bind(d->cuEventCreate, "cuEventCreate");
+    bind(d->cuEventRecord, "cuEventRecord");
+    bind(d->cuEventSynchronize, "cuEventSynchronize");
+    bind(d->cuEventDestroy, "cuEventDestroy_v2");
+    // CUDA 12.8 renamed it (cuda.h maps the plain name to _v2); older
+    // drivers have only the first version, with the same signature.
+    d->cuEventElapsedTime = reinterpret_cast<decltype(d->cuEventElapsedTime)>(
+        dlsym(lib, "cuEventElapsedTime_v2"));
+    if (!d->cuEventElapsedTime)
+      bind(d->cuEventElapsedTime, "cuEventElapsedTime");
     if (!missing.empty()) {
       failure = std::string("the CUDA driver ") + path + " lacks " + missing +
                 " (a driver older than CUDA 11?)";
@@ -340,6 +358,227 @@ kiln_status *kiln_cuda_synchronize(kiln_cuda_device *dev) {
     return scope.status;
   return check(*dev->driver, dev->driver->cuStreamSynchronize(dev->stream),
                "cuStreamSynchronize");
+}
+
+} // extern "C"
+
+// --- Compiled models on the device --------------------------------------
+
+struct kiln_cuda_program {
+  kiln_cuda_device *device = nullptr;
+  kiln_cuda_module *module = nullptr;
+  std::vector<CUfunction> kernels;
+  std::vector<std::string> kernelNames;
+  CUdeviceptr constants = 0, workspace = 0;
+  size_t constantsBytes = 0, workspaceBytes = 0;
+  /// One run at a time: runs share the workspace.
+  std::mutex running;
+};
+
+struct kiln_cuda_timer {
+  kiln_cuda_device *device;
+  CUevent start = nullptr, stop = nullptr;
+};
+
+namespace {
+
+/// The run in progress on this thread: kiln_cuda_launch_kernel, called by
+/// the compiled host code, launches into it and keeps its first error.
+struct ActiveRun {
+  kiln_cuda_program *program = nullptr;
+  kiln_status *error = nullptr;
+};
+thread_local ActiveRun activeRun;
+
+} // namespace
+
+extern "C" {
+
+void kiln_cuda_program_free(kiln_cuda_program *p) {
+  if (!p)
+    return;
+  const Driver &d = *p->device->driver;
+  {
+    ContextScope scope(p->device);
+    if (!scope.status) {
+      if (p->constants)
+        d.cuMemFree(p->constants);
+      if (p->workspace)
+        d.cuMemFree(p->workspace);
+    } else {
+      kiln_status_free(scope.status);
+    }
+  }
+  kiln_cuda_module_unload(p->module);
+  delete p;
+}
+
+kiln_status *kiln_cuda_program_create(kiln_cuda_device *dev, const char *ptx,
+                                      const char *const *kernels, size_t num_kernels,
+                                      const void *constants, size_t constants_bytes,
+                                      size_t workspace_bytes, kiln_cuda_program **out) {
+  if (!dev || !out || (num_kernels && (!ptx || !kernels)) || (constants_bytes && !constants))
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "kiln_cuda_program_create: NULL argument");
+  *out = nullptr;
+  auto *p = new kiln_cuda_program;
+  p->device = dev;
+  const Driver &d = *dev->driver;
+  kiln_status *s = nullptr;
+  if (num_kernels)
+    s = kiln_cuda_module_load(dev, ptx, &p->module);
+  ContextScope scope(dev);
+  if (!s)
+    s = scope.status;
+  for (size_t k = 0; !s && k < num_kernels; ++k) {
+    CUfunction fn = nullptr;
+    s = check(d, d.cuModuleGetFunction(&fn, p->module->module, kernels[k]), "cuModuleGetFunction",
+              std::string(" for kernel '") + kernels[k] + "'");
+    p->kernels.push_back(fn);
+    p->kernelNames.push_back(kernels[k]);
+  }
+  // Weights go to the device once, here; every run reads them in place.
+  if (!s && constants_bytes) {
+    s = check(d, d.cuMemAlloc(&p->constants, constants_bytes), "cuMemAlloc_v2",
+              " allocating " + std::to_string(constants_bytes) + " bytes of weights");
+    if (!s)
+      s = check(d, d.cuMemcpyHtoD(p->constants, constants, constants_bytes), "cuMemcpyHtoD_v2");
+  }
+  p->constantsBytes = constants_bytes;
+  if (!s && workspace_bytes)
+    s = check(d, d.cuMemAlloc(&p->workspace, workspace_bytes), "cuMemAlloc_v2",
+              " allocating the " + std::to_string(workspace_bytes) + "-byte workspace");
+  p->workspaceBytes = workspace_bytes;
+  if (s) {
+    kiln_cuda_program_free(p);
+    return s;
+  }
+  *out = p;
+  return nullptr;
+}
+
+kiln_status *kiln_cuda_program_run(kiln_cuda_program *p, kiln_entry_fn entry,
+                                   const kiln_cuda_ptr *buffers, size_t num_buffers) {
+  if (!p || !entry || (num_buffers && !buffers))
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "kiln_cuda_program_run: NULL argument");
+  if (activeRun.program)
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              "kiln_cuda_program_run: called from inside a run");
+  std::lock_guard<std::mutex> lock(p->running);
+  // The compiled code takes device addresses where the CPU's takes host
+  // ones: inputs, outputs, then the workspace and the weights.
+  std::vector<void *> args;
+  for (size_t i = 0; i < num_buffers; ++i)
+    args.push_back(reinterpret_cast<void *>((uintptr_t)buffers[i]));
+  if (p->workspaceBytes)
+    args.push_back(reinterpret_cast<void *>((uintptr_t)p->workspace));
+  if (p->constantsBytes)
+    args.push_back(reinterpret_cast<void *>((uintptr_t)p->constants));
+  ContextScope scope(p->device);
+  if (scope.status)
+    return scope.status;
+  activeRun.program = p;
+  activeRun.error = nullptr;
+  entry(args.data());
+  kiln_status *error = activeRun.error;
+  activeRun = ActiveRun();
+  return error;
+}
+
+void kiln_cuda_launch_kernel(int64_t kernel, int64_t gx, int64_t gy, int64_t gz, int64_t bx,
+                             int64_t by, int64_t bz, int64_t shared_bytes, void **args) {
+  ActiveRun &run = activeRun;
+  if (!run.program || run.error)
+    return; // after a failed launch, the rest of the run is skipped
+  kiln_cuda_program &p = *run.program;
+  if (kernel < 0 || (size_t)kernel >= p.kernels.size()) {
+    run.error = kiln_status_create(KILN_INTERNAL, ("compiled code launched kernel " +
+                                                   std::to_string(kernel) + " of " +
+                                                   std::to_string(p.kernels.size()))
+                                                      .c_str());
+    return;
+  }
+  int64_t dims[6] = {gx, gy, gz, bx, by, bz};
+  for (int64_t v : dims) {
+    if (v == 0)
+      return; // an empty tensor: nothing to compute
+    if (v < 0 || v > 0x7fffffff) {
+      run.error = kiln_status_create(
+          KILN_DEVICE_ERROR, ("kernel '" + p.kernelNames[kernel] + "': launch dimension " +
+                              std::to_string(v) + " out of range")
+                                 .c_str());
+      return;
+    }
+  }
+  const Driver &d = *p.device->driver;
+  run.error = check(d,
+                    d.cuLaunchKernel(p.kernels[kernel], (unsigned)gx, (unsigned)gy,
+                                     (unsigned)gz, (unsigned)bx, (unsigned)by, (unsigned)bz,
+                                     (unsigned)shared_bytes, p.device->stream, args, nullptr),
+                    "cuLaunchKernel", " for kernel '" + p.kernelNames[kernel] + "'");
+}
+
+kiln_status *kiln_cuda_timer_create(kiln_cuda_device *dev, kiln_cuda_timer **out) {
+  if (!dev || !out)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "kiln_cuda_timer_create: NULL argument");
+  *out = nullptr;
+  ContextScope scope(dev);
+  if (scope.status)
+    return scope.status;
+  auto *t = new kiln_cuda_timer{dev};
+  const Driver &d = *dev->driver;
+  kiln_status *s = check(d, d.cuEventCreate(&t->start, 0), "cuEventCreate");
+  if (!s)
+    s = check(d, d.cuEventCreate(&t->stop, 0), "cuEventCreate");
+  if (s) {
+    if (t->start)
+      d.cuEventDestroy(t->start);
+    delete t;
+    return s;
+  }
+  *out = t;
+  return nullptr;
+}
+
+kiln_status *kiln_cuda_timer_start(kiln_cuda_timer *t) {
+  if (!t)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "kiln_cuda_timer_start: NULL timer");
+  ContextScope scope(t->device);
+  if (scope.status)
+    return scope.status;
+  const Driver &d = *t->device->driver;
+  return check(d, d.cuEventRecord(t->start, t->device->stream), "cuEventRecord");
+}
+
+kiln_status *kiln_cuda_timer_stop(kiln_cuda_timer *t, double *milliseconds) {
+  if (!t || !milliseconds)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "kiln_cuda_timer_stop: NULL argument");
+  ContextScope scope(t->device);
+  if (scope.status)
+    return scope.status;
+  const Driver &d = *t->device->driver;
+  float ms = 0;
+  kiln_status *s = check(d, d.cuEventRecord(t->stop, t->device->stream), "cuEventRecord");
+  if (!s)
+    s = check(d, d.cuEventSynchronize(t->stop), "cuEventSynchronize");
+  if (!s)
+    s = check(d, d.cuEventElapsedTime(&ms, t->start, t->stop), "cuEventElapsedTime");
+  *milliseconds = ms;
+  return s;
+}
+
+void kiln_cuda_timer_free(kiln_cuda_timer *t) {
+  if (!t)
+    return;
+  {
+    ContextScope scope(t->device);
+    if (!scope.status) {
+      t->device->driver->cuEventDestroy(t->start);
+      t->device->driver->cuEventDestroy(t->stop);
+    } else {
+      kiln_status_free(scope.status);
+    }
+  }
+  delete t;
 }
 
 } // extern "C"

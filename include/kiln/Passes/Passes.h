@@ -55,9 +55,15 @@ struct GpuLoweringOptions {
 
 /// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->
 /// loops -> gpu.launch_func + one gpu.module `kiln_kernels` -> NVVM ->
-/// gpu.binary holding the PTX. The host function is left with memref.alloc
-/// and gpu.launch_func ops.
+/// gpu.binary holding the PTX. The host function is left with views of the
+/// workspace argument (kiln-plan-memory), memref.get_global and
+/// gpu.launch_func ops.
 void buildLowerToGpuPipeline(mlir::OpPassManager &pm, const GpuLoweringOptions &opts);
+
+/// After buildLowerToGpuPipeline and extractPtx: the host function to the
+/// LLVM dialect, launching through kiln_cuda_launch_kernel, with the
+/// runtime's `void entryName(void **buffers)` around it (kiln-gpu-host-calls).
+void buildGpuHostPipeline(mlir::OpPassManager &pm, const std::string &entryName);
 
 /// kiln (static shapes) -> linalg on tensors, kernel calls included.
 void buildLowerToLinalgPipeline(mlir::OpPassManager &pm, const LoweringOptions &opts);

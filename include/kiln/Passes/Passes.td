@@ -447,4 +447,26 @@ def KilnMergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def KilnGpuHostCalls : Pass<"kiln-gpu-host-calls", "mlir::ModuleOp"> {
+  let summary = "Host code of a CUDA model: kernel launches and weights through Kiln's runtime";
+  let description = [{
+    Runs on the host side after `gpu-to-llvm` (bare pointers for host and
+    kernels). Each `gpu.launch_func` becomes a call to the runtime's
+    `kiln_cuda_launch_kernel(kernel index, grid x/y/z, block x/y/z, dynamic
+    shared memory, void **args)`, where args[i] points at the i-th kernel
+    parameter, as `cuLaunchKernel` takes them; the kernels' names, in index
+    order, are the module's `kiln.gpu_kernels`, their parameter counts
+    `kiln.gpu_kernel_arities`. Kiln's runtime, not MLIR's
+    `mgpu*` wrappers (unversioned, not shipped by Debian), owns loading and
+    launching.
+
+    Every constant global the host code addresses becomes an offset into one
+    weights buffer on the device, a new last argument of the model function:
+    each such global gets `kiln.gpu_constant_offset` and the module
+    `kiln.gpu_constants_size`, for the driver to pack the bytes and drop the
+    globals from the host code.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif

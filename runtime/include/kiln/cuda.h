@@ -57,6 +57,48 @@ kiln_status *kiln_cuda_launch(kiln_cuda_module *module, const char *kernel,
                               uint32_t shared_bytes, void **args);
 kiln_status *kiln_cuda_synchronize(kiln_cuda_device *device);
 
+/* --- Compiled models ------------------------------------------------------
+ * A model compiled for CUDA (kiln::Model with device "cuda") is PTX plus a
+ * host function with the CPU entry point's signature (kiln_entry_fn) that
+ * takes device addresses and launches the kernels through
+ * kiln_cuda_launch_kernel. A program holds what stays on the device between
+ * runs: the loaded kernels, the weights (uploaded once, when it is
+ * created) and the workspace for intermediates (the compiler's static
+ * memory plan). */
+typedef struct kiln_cuda_program kiln_cuda_program;
+
+/* Loads `ptx`, resolves kernels[0..num_kernels) (the compiled code names
+ * them by index), uploads the constants and allocates the workspace. */
+kiln_status *kiln_cuda_program_create(kiln_cuda_device *device, const char *ptx,
+                                      const char *const *kernels, size_t num_kernels,
+                                      const void *constants, size_t constants_bytes,
+                                      size_t workspace_bytes, kiln_cuda_program **out);
+void kiln_cuda_program_free(kiln_cuda_program *program);
+
+/* Runs the compiled host function `entry` on device buffers (inputs, then
+ * outputs; the program appends its workspace and weights). The kernels are
+ * queued on the device's stream: kiln_cuda_synchronize, or a copy to the
+ * host, waits for them. The first failed launch is the result, and the
+ * rest of the run is skipped. Runs of one program are serialised. */
+kiln_status *kiln_cuda_program_run(kiln_cuda_program *program, kiln_entry_fn entry,
+                                   const kiln_cuda_ptr *buffers, size_t num_buffers);
+
+/* Called by compiled host code during kiln_cuda_program_run: kernel index,
+ * grid and block (x, y, z), dynamic shared memory bytes, and pointers to
+ * the kernel's parameters. Not for direct use. */
+void kiln_cuda_launch_kernel(int64_t kernel, int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                             int64_t block_x, int64_t block_y, int64_t block_z,
+                             int64_t shared_bytes, void **args);
+
+/* Device time between start and stop, measured with CUDA events on the
+ * device's stream. */
+typedef struct kiln_cuda_timer kiln_cuda_timer;
+kiln_status *kiln_cuda_timer_create(kiln_cuda_device *device, kiln_cuda_timer **out);
+kiln_status *kiln_cuda_timer_start(kiln_cuda_timer *timer);
+/* Waits for the work queued before it and gives the elapsed milliseconds. */
+kiln_status *kiln_cuda_timer_stop(kiln_cuda_timer *timer, double *milliseconds);
+void kiln_cuda_timer_free(kiln_cuda_timer *timer);
+
 #ifdef __cplusplus
 }
 #endif
