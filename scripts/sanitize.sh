@@ -53,7 +53,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/test/fuzz/lsan.supp:print
 
 runtime_targets=(kiln-runtime-tests kiln-kernel-tests-avx512 kiln-kernel-tests-avx2
                  kiln-kernel-tests-neon kiln-cuda-tests kiln-fake-cuda-driver)
-runtime_tests='^(runtime\.|kernels\.|cuda\.)'
+runtime_tests='^(runtime\.|kernels\.|cuda\.(no-driver|driver-error|device)$)'
 
 case $mode in
   runtime)
