@@ -1,19 +1,11 @@
 #include "CudaExecution.h"
+#include "TensorDescs.h"
 
 namespace kiln {
 
-/// A runtime status as a Status (freeing it); ok for nullptr.
-static Status take(kiln_status *s, const std::string &context = "") {
-  if (!s)
-    return {};
-  Status out = Status::error(kiln_status_get_code(s), context + kiln_status_message(s));
-  kiln_status_free(s);
-  return out;
-}
-
 Status openCudaDevice(int ordinal, CudaDevice &out) {
   kiln_cuda_device *device = nullptr;
-  if (Status s = take(kiln_cuda_device_open(ordinal, &device)); !s.ok())
+  if (Status s = takeStatus(kiln_cuda_device_open(ordinal, &device)); !s.ok())
     return s;
   out = CudaDevice(device, kiln_cuda_device_close);
   return {};
@@ -41,19 +33,19 @@ Status CudaExecutable::create(const CudaDevice &device, const CudaHostCode &code
   std::vector<const char *> names;
   for (const std::string &k : code.kernels)
     names.push_back(k.c_str());
-  if (Status s = take(kiln_cuda_program_create(device.get(), code.ptx.c_str(), names.data(),
+  if (Status s = takeStatus(kiln_cuda_program_create(device.get(), code.ptx.c_str(), names.data(),
                                                names.size(), code.constants.data(),
                                                code.constants.size(),
                                                (size_t)code.workspaceBytes, &exe->program));
       !s.ok())
     return s;
-  if (Status s = take(kiln_cuda_timer_create(device.get(), &exe->timer)); !s.ok())
+  if (Status s = takeStatus(kiln_cuda_timer_create(device.get(), &exe->timer)); !s.ok())
     return s;
   for (const auto *list : {&inputs, &outputs})
     for (const TensorInfo &t : *list) {
       kiln_cuda_ptr p = 0;
       size_t n = byteSize(t);
-      if (Status s = take(kiln_cuda_malloc(device.get(), n, &p),
+      if (Status s = takeStatus(kiln_cuda_malloc(device.get(), n, &p),
                           "the device buffer of '" + t.name + "': ");
           !s.ok())
         return s;
@@ -76,26 +68,21 @@ Status CudaExecutable::run(kiln_entry_fn entry, const std::vector<const kiln_ten
   std::lock_guard<std::mutex> lock(mutex);
   kiln_cuda_device *dev = device.get();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (kiln_tensor_num_bytes(in[i]) != bytes[i])
-      return Status::error(KILN_INVALID_ARGUMENT,
-                           "input " + std::to_string(i) + " '" + inputs[i].name +
-                               "' has " + std::to_string(kiln_tensor_num_bytes(in[i])) +
-                               " bytes; the compiled model takes " + std::to_string(bytes[i]));
     const void *data = kiln_tensor_data(const_cast<kiln_tensor *>(in[i]));
-    if (Status s = take(kiln_cuda_copy_to_device(dev, buffers[i], data, bytes[i]),
+    if (Status s = takeStatus(kiln_cuda_copy_to_device(dev, buffers[i], data, bytes[i]),
                         "copying input '" + inputs[i].name + "' to the device: ");
         !s.ok())
       return s;
   }
-  if (Status s = take(kiln_cuda_timer_start(timer)); !s.ok())
+  if (Status s = takeStatus(kiln_cuda_timer_start(timer)); !s.ok())
     return s;
-  if (Status s = take(kiln_cuda_program_run(program, entry, buffers.data(), buffers.size()));
+  if (Status s = takeStatus(kiln_cuda_program_run(program, entry, buffers.data(), buffers.size()));
       !s.ok())
     return s;
   // Waits for the kernels; an error of one that ran comes back here.
-  if (Status s = take(kiln_cuda_timer_stop(timer, &deviceMilliseconds)); !s.ok())
+  if (Status s = takeStatus(kiln_cuda_timer_stop(timer, &deviceMilliseconds)); !s.ok())
     return s;
-  if (Status s = take(kiln_cuda_synchronize(dev)); !s.ok())
+  if (Status s = takeStatus(kiln_cuda_synchronize(dev)); !s.ok())
     return s;
   out.assign(outputs.size(), nullptr);
   auto fail = [&](Status s) {
@@ -110,7 +97,7 @@ Status CudaExecutable::run(kiln_entry_fn entry, const std::vector<const kiln_ten
     if (!out[k])
       return fail(Status::error(KILN_OUT_OF_MEMORY, "cannot allocate output '" + t.name + "'"));
     size_t b = bytes[inputs.size() + k];
-    if (Status s = take(kiln_cuda_copy_to_host(dev, kiln_tensor_data(out[k]),
+    if (Status s = takeStatus(kiln_cuda_copy_to_host(dev, kiln_tensor_data(out[k]),
                                                buffers[inputs.size() + k], b),
                         "copying output '" + t.name + "' from the device: ");
         !s.ok())

@@ -30,8 +30,9 @@ public:
                        std::unique_ptr<CudaExecutable> &out);
   ~CudaExecutable();
 
-  /// Copies `inputs` to the device, runs `entry`, waits, and copies the
-  /// outputs into fresh tensors (`outputs`, sized as the signature).
+  /// Copies `inputs` (checked against the signature by the caller,
+  /// kiln_model_check_inputs) to the device, runs `entry`, waits, and copies
+  /// the outputs into fresh tensors (`outputs`, sized as the signature).
   /// `deviceMilliseconds`: the kernels' device time (CUDA events).
   Status run(kiln_entry_fn entry, const std::vector<const kiln_tensor *> &inputs,
              std::vector<kiln_tensor *> &outputs, double &deviceMilliseconds);

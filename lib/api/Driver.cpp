@@ -417,36 +417,6 @@ Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string 
   return {};
 }
 
-/// For a CUDA target, --emit=obj|asm|llvm: the host code for this machine,
-/// launching the kernels through kiln/cuda.h, with the PTX, the kernels'
-/// names and the weights as data beside the entry point.
-static Status emitCudaHostObject(ModuleOp module, const EmitOptions &options,
-                                 StageClock &clock, std::string &out) {
-  std::string error;
-  TargetOptions host{"", "", options.optLevel};
-  auto tm = createTargetMachine(host, error);
-  if (!tm)
-    return Status::error(KILN_INVALID_ARGUMENT, error);
-  CudaHostCode code;
-  if (Status s = lowerForCuda(module, options.cpu, options.entryName, code); !s.ok())
-    return s;
-  defineCudaObjectData(module, options.entryName, code.ptx, code.kernels, code.constants);
-  clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");
-  llvm::LLVMContext llvmCtx;
-  auto llvmModule = translateAndOptimize(module, llvmCtx, *tm, options.optLevel, error);
-  if (!llvmModule)
-    return Status::error(KILN_COMPILE_ERROR, error);
-  if (options.kind == EmitKind::LLVMIR) {
-    llvm::raw_string_ostream os(out);
-    llvmModule->print(os, nullptr);
-    return {};
-  }
-  if (!emitMachineCode(*llvmModule, *tm, options.kind == EmitKind::Assembly, out, error))
-    return Status::error(KILN_COMPILE_ERROR, error);
-  clock.done("generate the host machine code");
-  return {};
-}
-
 static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
                            StageClock &clock, std::string &out) {
   std::unique_ptr<MLIRContext> ctx;
@@ -472,18 +442,30 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     return s;
   if (options.kind == EmitKind::PTX)
     return emitPtx(*module, options, clock, out);
-  if (llvm::StringRef(options.triple).starts_with("nvptx"))
-    return emitCudaHostObject(*module, options, clock, out);
+  // A CUDA target's obj/asm/llvm is the host code for this machine, which
+  // launches the kernels through kiln/cuda.h, with the PTX, the kernels'
+  // names and the weights as data beside the entry point.
+  bool cuda = llvm::StringRef(options.triple).starts_with("nvptx");
   // Validate the target before the (long) lowering, so a typo fails fast.
   std::string error;
-  TargetOptions to{options.triple, options.cpu, options.optLevel};
+  TargetOptions to = cuda ? TargetOptions{"", "", options.optLevel}
+                          : TargetOptions{options.triple, options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
-  if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName, false, options.profile);
-      !s.ok())
-    return s;
-  clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
+  if (cuda) {
+    CudaHostCode code;
+    if (Status s = lowerForCuda(*module, options.cpu, options.entryName, code); !s.ok())
+      return s;
+    defineCudaObjectData(*module, options.entryName, code.ptx, code.kernels, code.constants);
+    clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");
+  } else {
+    if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName, false,
+                         options.profile);
+        !s.ok())
+      return s;
+    clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
+  }
   llvm::LLVMContext llvmCtx;
   auto llvmModule = translateAndOptimize(*module, llvmCtx, *tm, options.optLevel, error);
   if (!llvmModule)

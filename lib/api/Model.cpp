@@ -445,14 +445,9 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
         !s.ok())
       return s;
     done("load the kernels and upload the weights to the GPU");
-    out = exe;
-    stats.compilations++;
-    stats.compileSeconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return {};
-  }
-  if (diskCache)
+  } else if (diskCache) {
     diskCache->store(key, serializeExecutable(*exe, object));
+  }
   out = exe;
   stats.compilations++;
   stats.compileSeconds +=
@@ -676,21 +671,18 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
       }
     }
   } else if (exe.cuda) {
-    if (kiln_status *st = kiln_model_check_inputs(&exe.desc, inputs.data(), inputs.size())) {
-      Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
-      kiln_status_free(st);
+    if (Status s = takeStatus(kiln_model_check_inputs(&exe.desc, inputs.data(), inputs.size()));
+        !s.ok())
       return s;
-    }
     double ms = 0;
     if (Status s = exe.cuda->run(exe.desc.entry, inputs, raw, ms); !s.ok())
       return s;
     std::lock_guard<std::mutex> lock(impl.mutex);
     impl.stats.deviceMilliseconds = ms;
-  } else if (kiln_status *st = kiln_model_execute_with_pool(&exe.desc, inputs.data(), inputs.size(),
-                                                 raw.data(), raw.size(), nullptr,
-                                                 impl.runPool())) {
-    Status s = Status::error(kiln_status_get_code(st), kiln_status_message(st));
-    kiln_status_free(st);
+  } else if (Status s = takeStatus(kiln_model_execute_with_pool(
+                 &exe.desc, inputs.data(), inputs.size(), raw.data(), raw.size(), nullptr,
+                 impl.runPool()));
+             !s.ok()) {
     return s;
   }
   for (size_t k = 0; k < exe.rowCounts.size(); ++k) {

@@ -7,6 +7,16 @@
 
 namespace kiln {
 
+/// A runtime status as a Status, `context` before its message, freeing it;
+/// ok for nullptr.
+inline Status takeStatus(kiln_status *s, const std::string &context = "") {
+  if (!s)
+    return {};
+  Status out = Status::error(kiln_status_get_code(s), context + kiln_status_message(s));
+  kiln_status_free(s);
+  return out;
+}
+
 /// Descriptors that point into `infos`, which must outlive them.
 inline std::vector<kiln_tensor_desc> describeTensors(const std::vector<TensorInfo> &infos) {
   std::vector<kiln_tensor_desc> descs;

@@ -429,6 +429,8 @@ kiln_status *kiln_cuda_program_create(kiln_cuda_device *dev, const char *ptx,
   ContextScope scope(dev);
   if (!s)
     s = scope.status;
+  else if (scope.status)
+    kiln_status_free(scope.status);
   for (size_t k = 0; !s && k < num_kernels; ++k) {
     CUfunction fn = nullptr;
     s = check(d, d.cuModuleGetFunction(&fn, p->module->module, kernels[k]), "cuModuleGetFunction",
