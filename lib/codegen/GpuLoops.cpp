@@ -9,11 +9,31 @@
 // parallel over m alone. And a loop nest with no parallel loop stays a host
 // loop, which would read device memory. Both are fixed here rather than in
 // the lowering to linalg, which the CPU path shares.
+//
+// Each loop nest is then shaped for one thread per output element:
+// - its parallel loops are collapsed into one, so that the tiling by 256 that
+//   follows puts consecutive elements of the row-major output in consecutive
+//   threads (coalesced accesses; mapping the outermost of several loops to
+//   threadIdx.x made neighbouring threads 4 KB apart, and a 1024^3 matrix
+//   product ran at 86 GFLOP/s on an H100);
+// - an output element that a reduction loop reads and writes in every
+//   iteration is loaded once, carried in a register and stored once, when
+//   no other buffer of the loop may be the same memory;
+// - float arithmetic may contract into FMA (fastmath<contract>), as the CPU
+//   path's microkernels do.
 #include "kiln/Passes/Passes.h"
 
+#include "BufferRoots.h"
+
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+#include <numeric>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNGPULOOPS
@@ -39,6 +59,73 @@ SmallVector<unsigned> parallelFirst(linalg::GenericOp op) {
     if (order[i] != i)
       return order;
   return {};
+}
+
+/// Whether every memref that `loop` uses other than `mem` is known to be
+/// other memory than `mem`.
+bool onlyAccessTo(scf::ForOp loop, Value mem) {
+  Value root = codegen::rootBuffer(mem);
+  if (!codegen::isKnownRoot(root))
+    return false;
+  WalkResult r = loop.walk([&](Operation *op) {
+    for (Value v : op->getOperands()) {
+      if (v == mem || !isa<MemRefType>(v.getType()))
+        continue;
+      Value other = codegen::rootBuffer(v);
+      if (other == root || !codegen::isKnownRoot(other))
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return !r.wasInterrupted();
+}
+
+/// In `loop`'s body: `x = load mem[idx] ... store y, mem[idx]` with idx
+/// defined outside the loop and no other use of `mem` in it becomes
+/// `x0 = load mem[idx]` before the loop, x carried as an iter_arg, and one
+/// store after it. Returns whether it changed something.
+bool accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+  Block *body = loop.getBody();
+  for (auto store : body->getOps<memref::StoreOp>()) {
+    Value mem = store.getMemRef();
+    SmallVector<Value> idx(store.getIndices());
+    if (!llvm::all_of(idx, [&](Value v) { return loop.isDefinedOutsideOfLoop(v); }))
+      continue;
+    memref::LoadOp load;
+    bool otherUse = false;
+    loop.walk([&](Operation *op) {
+      if (op == store.getOperation() || !llvm::is_contained(op->getOperands(), mem))
+        return;
+      auto l = dyn_cast<memref::LoadOp>(op);
+      if (l && !load && l->getBlock() == body && l.getMemRef() == mem &&
+          llvm::equal(l.getIndices(), idx) && l->isBeforeInBlock(store))
+        load = l;
+      else
+        otherUse = true;
+    });
+    if (otherUse || !load || !onlyAccessTo(loop, mem))
+      continue;
+    Value stored = store.getValueToStore();
+    rw.setInsertionPoint(loop);
+    Value init = memref::LoadOp::create(rw, load.getLoc(), mem, idx);
+    auto replaced = loop.replaceWithAdditionalYields(
+        rw, init, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+          return SmallVector<Value>{stored};
+        });
+    if (failed(replaced))
+      return false;
+    auto newLoop = cast<scf::ForOp>(replaced->getOperation());
+    rw.replaceAllUsesWith(load.getResult(), newLoop.getRegionIterArgs().back());
+    rw.eraseOp(load);
+    Location loc = store.getLoc();
+    rw.eraseOp(store);
+    rw.setInsertionPointAfter(newLoop);
+    memref::StoreOp::create(rw, loc, newLoop.getResults().back(), mem, idx);
+    return true;
+  }
+  return false;
 }
 
 struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
@@ -84,6 +171,31 @@ struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
                                                ValueRange{one});
         rw.moveOpBefore(loop, wrapper.getBody()->getTerminator());
       }
+
+    // The lowering computes a load's and a store's indices separately.
+    DominanceInfo dominance;
+    eliminateCommonSubExpressions(rw, dominance, func);
+    // Innermost loops first: each promotion leaves a load and a store around
+    // the loop, in its parent's body, for the parent to promote in turn.
+    SmallVector<scf::ForOp> fors;
+    func.walk([&](scf::ForOp loop) { fors.push_back(loop); });
+    for (scf::ForOp loop : fors)
+      accumulateInRegister(rw, loop);
+
+    for (Block &block : func.getBody())
+      for (auto par : llvm::to_vector(block.getOps<scf::ParallelOp>()))
+        if (par.getNumLoops() > 1) {
+          std::vector<unsigned> all(par.getNumLoops());
+          std::iota(all.begin(), all.end(), 0u);
+          collapseParallelLoops(rw, par, {all});
+        }
+
+    func.walk([&](arith::ArithFastMathInterface op) {
+      auto flags = op.getFastMathFlagsAttr();
+      auto value = (flags ? flags.getValue() : arith::FastMathFlags::none) |
+                   arith::FastMathFlags::contract;
+      op->setAttr(op.getFastMathAttrName(), arith::FastMathFlagsAttr::get(&getContext(), value));
+    });
   }
 };
 

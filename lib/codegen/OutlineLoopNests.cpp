@@ -23,6 +23,8 @@
 // contiguous memory.
 #include "kiln/Passes/Passes.h"
 
+#include "BufferRoots.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -40,28 +42,8 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The buffer `v` is a view of: through view-like ops back to an argument,
-/// an allocation, a global or the workspace view (a view of the workspace
-/// is a planned buffer itself, not a view of another one).
-Value rootBuffer(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto viewLike = dyn_cast<ViewLikeOpInterface>(def);
-    if (!viewLike || isa<memref::ViewOp>(def))
-      break;
-    v = viewLike.getViewSource();
-  }
-  return v;
-}
-
-/// Whether distinct roots are known to be distinct memory: a function
-/// argument (the ABI makes them disjoint), an allocation, a planned buffer
-/// (a workspace view) or a global. Anything else (a select between
-/// buffers, a loop result) could be either of several buffers.
-bool isKnownRoot(Value root) {
-  if (isa<BlockArgument>(root))
-    return isa<func::FuncOp>(root.getParentRegion()->getParentOp());
-  return isa<memref::AllocOp, memref::ViewOp, memref::GetGlobalOp>(root.getDefiningOp());
-}
+using codegen::isKnownRoot;
+using codegen::rootBuffer;
 
 bool passable(MemRefType type) {
   // What the bare-pointer calling convention can pass.

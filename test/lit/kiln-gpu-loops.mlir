@@ -1,14 +1,26 @@
 // RUN: kiln-opt %s --kiln-gpu-loops --cse --split-input-file | FileCheck %s
 
 // A matrix product written (m, k, n), the order Kiln's lowering uses: the
-// loops are reordered so that both parallel loops are in the scf.parallel
-// and the reduction runs inside each (m, n) iteration.
+// loops are reordered so that both parallel loops are in the scf.parallel,
+// which is collapsed into one loop over the 32 elements of the output (n
+// fastest: neighbouring threads write neighbouring elements), and the
+// reduction runs inside each, its sum carried in a register: one load of
+// the output before the loop, one store after it, multiply-adds that may
+// contract into FMA.
 // CHECK-LABEL: func.func @matmul
-// CHECK: scf.parallel (%[[M:.*]], %[[N:.*]]) = (%c0, %c0) to (%c4, %c8)
-// CHECK-NEXT: scf.for %[[K:.*]] = %c0 to %c16
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%{{.*}}) step (%c1)
+// CHECK-DAG: %[[N:.*]] = arith.remsi %[[I]], %c8
+// CHECK-DAG: %[[M:.*]] = arith.divsi %[[I]], %c8
 // CHECK-DAG: %[[AM:.*]] = affine.apply #{{.*}}(%[[M]])
-// CHECK-DAG: %[[AK:.*]] = affine.apply #{{.*}}(%[[K]])
+// CHECK-DAG: %[[AN:.*]] = affine.apply #{{.*}}(%[[N]])
+// CHECK: %[[C0:.*]] = memref.load %arg2[%[[AM]], %[[AN]]]
+// CHECK-NEXT: %[[SUM:.*]] = scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(%[[ACC:.*]] = %[[C0]])
+// CHECK: %[[AK:.*]] = affine.apply #{{.*}}(%[[K]])
 // CHECK: memref.load %arg0[%[[AM]], %[[AK]]]
+// CHECK: %[[P:.*]] = arith.mulf {{.*}} fastmath<contract>
+// CHECK: %[[S:.*]] = arith.addf %[[ACC]], %[[P]] fastmath<contract>
+// CHECK-NEXT: scf.yield %[[S]]
+// CHECK: memref.store %[[SUM]], %arg2[%[[AM]], %[[AN]]]
 // CHECK-NOT: linalg.
 #mk = affine_map<(m, k, n) -> (m, k)>
 #kn = affine_map<(m, k, n) -> (k, n)>
@@ -26,12 +38,13 @@ func.func @matmul(%a: memref<4x16xf32>, %b: memref<16x8xf32>, %c: memref<4x8xf32
 // -----
 
 // A full reduction has no parallel loop: it is wrapped in a one-iteration
-// scf.parallel (one GPU thread) instead of staying a host loop. A copy
-// becomes a parallel loop too.
+// scf.parallel (one GPU thread) instead of staying a host loop, its sum in
+// a register. A copy becomes a parallel loop too.
 // CHECK-LABEL: func.func @full_reduction
 // CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c1) step (%c1)
-// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c16
-// CHECK: memref.store {{.*}}, %arg1[]
+// CHECK-NEXT: %[[INIT:.*]] = memref.load %arg1[]
+// CHECK-NEXT: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(%{{.*}} = %[[INIT]])
+// CHECK: memref.store %[[SUM]], %arg1[]
 // CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c16) step (%c1)
 // CHECK: %[[V:.*]] = memref.load %arg0
 // CHECK: memref.store %[[V]], %arg2
@@ -45,5 +58,29 @@ func.func @full_reduction(%x: memref<16xf32>, %sum: memref<f32>, %y: memref<16xf
     linalg.yield %s : f32
   }
   memref.copy %x, %y : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// The output and an input are views of one buffer that is not a planned
+// one (a subview of the same argument): they may overlap, so the output
+// element is loaded and stored in every iteration, as written.
+// CHECK-LABEL: func.func @may_alias
+// CHECK: scf.for
+// CHECK-NOT: iter_args
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<4xf32, strided<[1], offset: 4>>
+// CHECK: memref.store
+#row = affine_map<(i, k) -> (i, k)>
+#col = affine_map<(i, k) -> (i)>
+func.func @may_alias(%buf: memref<20xf32>, %x: memref<4x4xf32>) {
+  %out = memref.subview %buf[4] [4] [1] : memref<20xf32> to memref<4xf32, strided<[1], offset: 4>>
+  %in = memref.subview %buf[0] [16] [1] : memref<20xf32> to memref<16xf32>
+  %in2 = memref.expand_shape %in [[0, 1]] output_shape [4, 4] : memref<16xf32> into memref<4x4xf32>
+  linalg.generic {indexing_maps = [#row, #col], iterator_types = ["parallel", "reduction"]} ins(%in2 : memref<4x4xf32>) outs(%out : memref<4xf32, strided<[1], offset: 4>>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  }
   return
 }

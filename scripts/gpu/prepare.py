@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Builds the kit that measures Kiln's CUDA path on a machine with a GPU but
+without LLVM/MLIR (the `device` machines lent to some sessions).
+
+    scripts/gpu/prepare.py --out build/gpu-kit-a --models resnet18,resnet18_b32,gemm
+    (then, on the GPU machine) python3 scripts/gpu/device.py build/gpu-kit-a OUTDIR
+
+For each model: kilnc compiles the CUDA host object (sm_90), the object is
+linked with scripts/gpu/object-run.c against libkiln_runtime alone, and the
+runner's weights are taken out into weights/HASH.bin (each distinct blob
+once: ResNet-18 at batch 1 and 32 share one) and zeroed inside the runner,
+which is then gzipped; so a kit of several large models fits the 64 MiB that
+travels to the GPU machine. The ONNX test data and a manifest go with it.
+Models made here (batch-32 ResNet-18, square MatMuls) are written under
+build/gpu-models, out of git.
+"""
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "models")
+BUILD = os.path.join(ROOT, "build")
+MADE = os.path.join(BUILD, "gpu-models")
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def resnet18_b32():
+    import onnx
+    path = os.path.join(MADE, "resnet18_b32.onnx")
+    if not os.path.exists(path):
+        m = onnx.load(os.path.join(SHARED, "resnet18", "model.onnx"))
+        for v in list(m.graph.input) + list(m.graph.output):
+            v.type.tensor_type.shape.dim[0].dim_value = 32
+        onnx.save(m, path)
+    return path
+
+
+def matmul(n):
+    import onnx
+    from onnx import TensorProto, helper
+    path = os.path.join(MADE, f"matmul{n}.onnx")
+    if not os.path.exists(path):
+        g = helper.make_graph(
+            [helper.make_node("MatMul", ["a", "b"], ["c"], name="matmul")], f"matmul{n}",
+            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
+             helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
+            [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def shared(name):
+    return os.path.join(SHARED, name, "model.onnx")
+
+
+# name -> (model path, kilnc extra args, test data: ("sets", model dir, [K]) |
+#          ("replicate", model dir, K, batch) | ("random", shapes), torch baseline)
+def specs():
+    d = {}
+    for name in ["resnet18", "mobilenet_v2", "squeezenet1_1", "mlp_gelu"]:
+        d[name] = (shared(name), [], ("sets", name, [0]), {"model": name, "batch": 1})
+    d["resnet18_b32"] = (resnet18_b32, [], ("replicate", "resnet18", 0, 32),
+                         {"model": "resnet18", "batch": 32})
+    for k, seq in [(0, 128), (1, 37)]:
+        d[f"encoder4_s{seq}"] = (
+            shared("encoder4"),
+            ["--shapes-from", os.path.join(SHARED, "encoder4", f"test_data_set_{k}")],
+            ("sets", "encoder4", [k]), {"model": "encoder4", "seq": seq})
+    for n in [1024, 2048, 4096]:
+        d[f"matmul{n}"] = (lambda n=n: matmul(n), [], ("random", [[n, n], [n, n]]),
+                           {"model": "matmul", "n": n})
+    return d
+
+
+def store_weights(out, blob, blobs):
+    """Each distinct blob once; a blob that differs from one already stored
+    in a few bytes (ResNet-18 at batch 32 differs from batch 1 in one: a
+    shape constant) is stored as that one plus the changed bytes."""
+    for path, other in blobs.items():
+        if len(other) == len(blob):
+            diff = [i for i in range(0, len(blob), 4096) if other[i:i + 4096] != blob[i:i + 4096]]
+            if len(diff) <= 4:
+                return {"base": path, "patch": [[i, blob[i:i + 4096].hex()] for i in diff]}
+    path = f"weights/{hashlib.sha256(blob).hexdigest()[:16]}.bin.gz"
+    if path not in blobs:
+        with gzip.open(os.path.join(out, path), "wb", compresslevel=6) as f:
+            f.write(blob)
+        blobs[path] = blob
+    return {"base": path, "patch": []}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--models", required=True, help="comma-separated; 'matmul' = all sizes")
+    ap.add_argument("--mcpu", default="sm_90")
+    args = ap.parse_args()
+    os.makedirs(MADE, exist_ok=True)
+    out = os.path.abspath(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "weights"))
+    os.makedirs(os.path.join(out, "data"))
+    all_specs = specs()
+    wanted = []
+    for w in args.models.split(","):
+        wanted += [k for k in all_specs if k == w or (w == "matmul" and k.startswith("matmul"))]
+    kilnc = os.path.join(BUILD, "bin", "kilnc")
+    runtime = os.path.join(BUILD, "lib", "libkiln_runtime.so")
+    shutil.copy(runtime, out)
+    shutil.copy(os.path.join(BUILD, "bin", "kiln-cuda-tests"), out)
+    tmp = os.path.join(MADE, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    manifest = []
+    blobs = {}
+    for name in wanted:
+        model, extra, data, baseline = all_specs[name]
+        model = model() if callable(model) else model
+        obj = os.path.join(tmp, name + ".o")
+        run([kilnc, model, "--target=nvptx64-nvidia-cuda", f"--mcpu={args.mcpu}", "-o", obj] + extra)
+        exe = os.path.join(tmp, name + ".run")
+        run(["cc", "-O2", "-I", os.path.join(ROOT, "runtime", "include"),
+             os.path.join(ROOT, "scripts", "gpu", "object-run.c"), obj, "-L", os.path.dirname(runtime),
+             "-lkiln_runtime", "-Wl,-rpath,$ORIGIN", "-o", exe])
+        blob_path = os.path.join(tmp, name + ".weights")
+        run([exe, "--dump-weights", blob_path], env=dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(runtime)))
+        blob = open(blob_path, "rb").read()
+        image = bytearray(open(exe, "rb").read())
+        weights = None
+        if blob:
+            weights = store_weights(out, blob, blobs)
+            at = image.find(blob[:4096])
+            if at < 0 or image[at:at + len(blob)] != blob or image.find(blob[:4096], at + 1) >= 0:
+                sys.exit(f"{name}: the weights are not found once in the runner")
+            image[at:at + len(blob)] = bytes(len(blob))
+        with gzip.open(os.path.join(out, name + ".run.gz"), "wb", compresslevel=6) as f:
+            f.write(image)
+        kind = data[0]
+        entry = {"name": name, "runner": name + ".run.gz", "weights": weights, "data": kind,
+                 "baseline": baseline}
+        if kind in ("sets", "replicate"):
+            model_dir = data[1]
+            sets = data[2] if kind == "sets" else [data[2]]
+            entry["sets"] = []
+            for k in sets:
+                src = os.path.join(SHARED, model_dir, f"test_data_set_{k}")
+                dst = os.path.join(out, "data", f"{model_dir}_{k}")
+                if not os.path.exists(dst):
+                    shutil.copytree(src, dst)
+                entry["sets"].append(f"data/{model_dir}_{k}")
+            if kind == "replicate":
+                entry["batch"] = data[3]
+        else:
+            entry["shapes"] = data[1]
+        manifest.append(entry)
+    json.dump(manifest, open(os.path.join(out, "manifest.json"), "w"), indent=1)
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(out) for f in fs)
+    print(f"kit {out}: {len(manifest)} runners, {total / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
