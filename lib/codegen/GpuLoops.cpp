@@ -80,11 +80,30 @@ bool onlyAccessTo(scf::ForOp loop, Value mem) {
   return !r.wasInterrupted();
 }
 
+/// Whether `op` is a load or store of `mem` at an element that differs from
+/// `idx` in a constant index (a register tile's other outputs).
+bool disjointAccess(Operation *op, Value mem, ArrayRef<Value> idx) {
+  ValueRange other;
+  if (auto l = dyn_cast<memref::LoadOp>(op); l && l.getMemRef() == mem)
+    other = l.getIndices();
+  else if (auto st = dyn_cast<memref::StoreOp>(op); st && st.getMemRef() == mem)
+    other = st.getIndices();
+  else
+    return false;
+  for (auto [a, b] : llvm::zip(idx, other)) {
+    APInt x, y;
+    if (matchPattern(a, m_ConstantInt(&x)) && matchPattern(b, m_ConstantInt(&y)) && x != y)
+      return true;
+  }
+  return false;
+}
+
 /// In `loop`'s body: `x = load mem[idx] ... store y, mem[idx]` with idx
-/// defined outside the loop and no other use of `mem` in it becomes
+/// defined outside the loop and no other use of `mem` in it (but accesses
+/// to other constant elements) becomes
 /// `x0 = load mem[idx]` before the loop, x carried as an iter_arg, and one
-/// store after it. Returns whether it changed something.
-bool accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
+/// store after it. Returns the new loop, or null where nothing changed.
+scf::ForOp accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
   Block *body = loop.getBody();
   for (auto store : body->getOps<memref::StoreOp>()) {
@@ -101,7 +120,7 @@ bool accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
       if (l && !load && l->getBlock() == body && l.getMemRef() == mem &&
           llvm::equal(l.getIndices(), idx) && l->isBeforeInBlock(store))
         load = l;
-      else
+      else if (!disjointAccess(op, mem, idx))
         otherUse = true;
     });
     if (otherUse || !load || !onlyAccessTo(loop, mem))
@@ -115,7 +134,7 @@ bool accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
           return SmallVector<Value>{stored};
         });
     if (failed(replaced))
-      return false;
+      return {};
     auto newLoop = cast<scf::ForOp>(replaced->getOperation());
     rw.replaceAllUsesWith(load.getResult(), newLoop.getRegionIterArgs().back());
     rw.eraseOp(load);
@@ -123,9 +142,118 @@ bool accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
     rw.eraseOp(store);
     rw.setInsertionPointAfter(newLoop);
     memref::StoreOp::create(rw, loc, newLoop.getResults().back(), mem, idx);
-    return true;
+    return newLoop;
   }
-  return false;
+  return {};
+}
+
+/// A register tile for a contraction: each thread computes tm x tn outputs,
+/// tm along `m` and tn along `n`, so that per step of the reduction it
+/// loads tn values of the operand that varies with n and tm of one that
+/// varies with m, for tm * tn multiply-adds (one thread per output loads
+/// two values per multiply-add).
+struct RegisterTile {
+  unsigned m, n;
+  int64_t tm, tn;
+};
+
+/// `n` is the output's innermost dim (contiguous in memory: neighbouring
+/// threads stay close), `m` a parallel dim that the operand varying with n
+/// does not use but another input does (a matrix product's rows; a
+/// convolution's output channels, which share each input pixel). No tile
+/// where the op is not such a contraction, where no power of two up to 8
+/// divides both extents (no partial tiles), or where the tiles would leave
+/// fewer than 2^16 threads (a batch-1 network's small layers need every
+/// thread they have; below that the tile shrinks).
+std::optional<RegisterTile> chooseRegisterTile(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() < 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0 ||
+      op.getNumParallelLoops() < 2)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  auto last = out.getNumResults() ? dyn_cast<AffineDimExpr>(out.getResults().back()) : nullptr;
+  if (!last || ranges[last.getPosition()] < 2)
+    return std::nullopt;
+  unsigned n = last.getPosition();
+  auto iterators = op.getIteratorTypesArray();
+  std::optional<unsigned> m;
+  for (OpOperand *x : op.getDpsInputOperands()) {
+    AffineMap xMap = op.getMatchingIndexingMap(x);
+    if (!xMap.isFunctionOfDim(n))
+      continue;
+    for (unsigned d = 0; d < ranges.size(); ++d) {
+      if (d == n || !linalg::isParallelIterator(iterators[d]) || ranges[d] < 2 ||
+          !out.isFunctionOfDim(d) || xMap.isFunctionOfDim(d))
+        continue;
+      bool usedByOther = llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *y) {
+        return y != x && op.getMatchingIndexingMap(y).isFunctionOfDim(d);
+      });
+      if (usedByOther && (!m || ranges[d] > ranges[*m]))
+        m = d;
+    }
+    if (m)
+      break;
+  }
+  if (!m)
+    return std::nullopt;
+  auto largestDivisor = [](int64_t extent) {
+    for (int64_t t : {8, 4, 2})
+      if (extent % t == 0)
+        return t;
+    return int64_t(1);
+  };
+  RegisterTile tile{*m, n, largestDivisor(ranges[*m]), largestDivisor(ranges[n])};
+  int64_t outputs = 1;
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    if (linalg::isParallelIterator(iterators[d]))
+      outputs *= ranges[d];
+  while (outputs / (tile.tm * tile.tn) < (int64_t(1) << 16) && tile.tm * tile.tn > 1)
+    (tile.tm >= tile.tn ? tile.tm : tile.tn) /= 2;
+  if (tile.tm * tile.tn < 4)
+    return std::nullopt;
+  return tile;
+}
+
+/// Tiles `op` by `tile` (1 along the other parallel dims): an scf.parallel
+/// over tiles whose body runs the reduction loops outermost and the tile's
+/// tm x tn outputs fully unrolled inside; accumulateInRegister then keeps
+/// the tm * tn sums in registers.
+LogicalResult registerTile(RewriterBase &rw, linalg::GenericOp op, const RegisterTile &tile) {
+  SmallVector<int64_t> sizes(op.getNumLoops(), 0);
+  for (auto [d, kind] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (linalg::isParallelIterator(kind))
+      sizes[d] = 1;
+  sizes[tile.m] = tile.tm;
+  sizes[tile.n] = tile.tn;
+  linalg::LinalgTilingOptions options;
+  options.setTileSizes(sizes).setLoopType(linalg::LinalgTilingLoopType::ParallelLoops);
+  rw.setInsertionPoint(op);
+  FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rw, op, options);
+  if (failed(tiled))
+    return failure();
+  rw.eraseOp(op);
+  auto inner = cast<linalg::GenericOp>(tiled->op.getOperation());
+  SmallVector<unsigned> reductionsFirst, parallel;
+  for (auto [d, kind] : llvm::enumerate(inner.getIteratorTypesArray()))
+    (linalg::isParallelIterator(kind) ? parallel : reductionsFirst).push_back(d);
+  size_t numParallel = parallel.size();
+  llvm::append_range(reductionsFirst, parallel);
+  rw.setInsertionPoint(inner);
+  FailureOr<linalg::GenericOp> swapped = linalg::interchangeGenericOp(rw, inner, reductionsFirst);
+  if (failed(swapped))
+    return failure();
+  rw.setInsertionPoint(*swapped);
+  FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rw, *swapped);
+  if (failed(loops))
+    return failure();
+  rw.eraseOp(*swapped);
+  // Innermost first: unrolling a loop copies its (unrolled) body.
+  for (Operation *loop : llvm::reverse(llvm::ArrayRef(*loops).take_back(numParallel)))
+    if (failed(loopUnrollFull(cast<scf::ForOp>(loop))))
+      return failure();
+  return success();
 }
 
 struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
@@ -150,6 +278,13 @@ struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
           }
           op = *swapped;
         }
+        if (std::optional<RegisterTile> tile = chooseRegisterTile(cast<linalg::GenericOp>(op))) {
+          if (failed(registerTile(rw, cast<linalg::GenericOp>(op), *tile))) {
+            op.emitOpError("cannot be tiled for the GPU");
+            return signalPassFailure();
+          }
+          continue;
+        }
       }
       rw.setInsertionPoint(op);
       auto loops = linalg::linalgOpToParallelLoops(rw, op);
@@ -172,7 +307,11 @@ struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
         rw.moveOpBefore(loop, wrapper.getBody()->getTerminator());
       }
 
-    // The lowering computes a load's and a store's indices separately.
+    // Unrolled tiles index their outputs with affine.apply of constants:
+    // folded, and equal indices made one value (the lowering computes a
+    // load's and a store's separately), accesses can be told apart.
+    if (failed(applyPatternsGreedily(func, RewritePatternSet(&getContext()))))
+      return signalPassFailure();
     DominanceInfo dominance;
     eliminateCommonSubExpressions(rw, dominance, func);
     // Innermost loops first: each promotion leaves a load and a store around
@@ -180,7 +319,8 @@ struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
     SmallVector<scf::ForOp> fors;
     func.walk([&](scf::ForOp loop) { fors.push_back(loop); });
     for (scf::ForOp loop : fors)
-      accumulateInRegister(rw, loop);
+      while (loop)
+        loop = accumulateInRegister(rw, loop);
 
     for (Block &block : func.getBody())
       for (auto par : llvm::to_vector(block.getOps<scf::ParallelOp>()))

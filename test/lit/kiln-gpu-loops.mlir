@@ -11,16 +11,13 @@
 // CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%{{.*}}) step (%c1)
 // CHECK-DAG: %[[N:.*]] = arith.remsi %[[I]], %c8
 // CHECK-DAG: %[[M:.*]] = arith.divsi %[[I]], %c8
-// CHECK-DAG: %[[AM:.*]] = affine.apply #{{.*}}(%[[M]])
-// CHECK-DAG: %[[AN:.*]] = affine.apply #{{.*}}(%[[N]])
-// CHECK: %[[C0:.*]] = memref.load %arg2[%[[AM]], %[[AN]]]
+// CHECK: %[[C0:.*]] = memref.load %arg2[%[[M]], %[[N]]]
 // CHECK-NEXT: %[[SUM:.*]] = scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(%[[ACC:.*]] = %[[C0]])
-// CHECK: %[[AK:.*]] = affine.apply #{{.*}}(%[[K]])
-// CHECK: memref.load %arg0[%[[AM]], %[[AK]]]
+// CHECK: memref.load %arg0[%[[M]], %[[K]]]
 // CHECK: %[[P:.*]] = arith.mulf {{.*}} fastmath<contract>
 // CHECK: %[[S:.*]] = arith.addf %[[ACC]], %[[P]] fastmath<contract>
 // CHECK-NEXT: scf.yield %[[S]]
-// CHECK: memref.store %[[SUM]], %arg2[%[[AM]], %[[AN]]]
+// CHECK: memref.store %[[SUM]], %arg2[%[[M]], %[[N]]]
 // CHECK-NOT: linalg.
 #mk = affine_map<(m, k, n) -> (m, k)>
 #kn = affine_map<(m, k, n) -> (k, n)>
@@ -80,6 +77,33 @@ func.func @may_alias(%buf: memref<20xf32>, %x: memref<4x4xf32>) {
   linalg.generic {indexing_maps = [#row, #col], iterator_types = ["parallel", "reduction"]} ins(%in2 : memref<4x4xf32>) outs(%out : memref<4xf32, strided<[1], offset: 4>>) {
   ^bb0(%v: f32, %acc: f32):
     %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A matrix product big enough to keep 2^16 threads busy with a register
+// tile: each thread computes a 2x4 tile of C (1024 * 512 / 8 = 65536
+// threads), so each step of the reduction loads 2 values of A and 4 of B
+// for 8 multiply-adds, and the 8 sums stay in registers (iter_args).
+// CHECK-LABEL: func.func @register_tile
+// CHECK: scf.parallel (%{{.*}}) = (%c0{{.*}}) to (%{{.*}}) step
+// CHECK: %[[CT:.*]] = memref.subview %arg2[%{{.*}}, %{{.*}}] [2, 4] [1, 1]
+// CHECK-COUNT-8: memref.load %[[CT]][%c{{[0-3]}}, %c{{[0-3]}}]
+// CHECK: %[[SUMS:.*]]:8 = scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(
+// CHECK-COUNT-8: arith.addf %arg{{.*}} fastmath<contract>
+// CHECK: scf.yield
+// CHECK-COUNT-8: memref.store %[[SUMS]]#{{[0-7]}}, %[[CT]]
+#mk2 = affine_map<(m, k, n) -> (m, k)>
+#kn2 = affine_map<(m, k, n) -> (k, n)>
+#mn2 = affine_map<(m, k, n) -> (m, n)>
+func.func @register_tile(%a: memref<1024x64xf32>, %b: memref<64x512xf32>, %c: memref<1024x512xf32>) {
+  linalg.generic {indexing_maps = [#mk2, #kn2, #mn2], iterator_types = ["parallel", "reduction", "parallel"]} ins(%a, %b : memref<1024x64xf32>, memref<64x512xf32>) outs(%c : memref<1024x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
   }
   return

@@ -418,6 +418,19 @@ def KilnGpuLoops : Pass<"kiln-gpu-loops", "mlir::func::FuncOp"> {
     `scf.parallel`, so that upstream `convert-parallel-loops-to-gpu` makes it
     a one-thread kernel rather than leaving it on the host, where it would
     read device memory.
+
+    Then, for one thread per output element (or per register tile):
+    - a contraction with enough outputs (a matrix product, a convolution)
+      is tiled so that each thread computes up to 8x8 outputs (along the
+      output's innermost dim and a dim that one input does not use: rows,
+      output channels), with the reduction loops outermost and the tile
+      unrolled inside, while at least 2^16 threads remain;
+    - every scf.parallel is collapsed into one loop, so that consecutive
+      threads take consecutive elements of the row-major output (coalesced);
+    - an output element that a reduction loop reads and writes in every
+      iteration is carried in a register (iter_args) when every other buffer
+      of the loop is known to be other memory;
+    - float arithmetic gets `fastmath<contract>` (FMA).
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::linalg::LinalgDialect"];
 }
