@@ -22,7 +22,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 
 import numpy as np
