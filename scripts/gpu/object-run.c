@@ -22,13 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-extern const char kiln_entry_ptx[];
-extern const char *const kiln_entry_kernels[];
-extern const int64_t kiln_entry_num_kernels;
-extern const char kiln_entry_weights[];
-extern const int64_t kiln_entry_weights_size;
-extern const int64_t kiln_entry_workspace_size;
-void kiln_entry(void **buffers);
+KILN_CUDA_DECLARE_OBJECT(kiln_entry);
 
 #define MAX_BUFFERS 64
 

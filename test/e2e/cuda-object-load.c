@@ -8,13 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const char kiln_entry_ptx[];
-extern const char *const kiln_entry_kernels[];
-extern const int64_t kiln_entry_num_kernels;
-extern const char kiln_entry_weights[];
-extern const int64_t kiln_entry_weights_size;
-extern const int64_t kiln_entry_workspace_size;
-void kiln_entry(void **buffers);
+KILN_CUDA_DECLARE_OBJECT(kiln_entry);
 
 int main(void) {
   if (kiln_entry_num_kernels <= 0 || strstr(kiln_entry_ptx, ".visible .entry") == NULL) {

@@ -90,6 +90,25 @@ void kiln_cuda_launch_kernel(int64_t kernel, int64_t grid_x, int64_t grid_y, int
                              int64_t block_x, int64_t block_y, int64_t block_z,
                              int64_t shared_bytes, void **args);
 
+/* Declares, at file scope, what a CUDA host object (kilnc
+ * --target=nvptx64-nvidia-cuda -o model.o) defines for its entry point
+ * NAME (kilnc --entry; kiln_entry by default): the host function NAME and,
+ * for kiln_cuda_program_create, NAME_ptx, NAME_kernels, NAME_num_kernels,
+ * NAME_weights, NAME_weights_size and NAME_workspace_size. */
+#ifdef __cplusplus
+#define KILN_CUDA_OBJECT_LINKAGE extern "C"
+#else
+#define KILN_CUDA_OBJECT_LINKAGE extern
+#endif
+#define KILN_CUDA_DECLARE_OBJECT(NAME)                                                     \
+  KILN_CUDA_OBJECT_LINKAGE const char NAME##_ptx[];                                        \
+  KILN_CUDA_OBJECT_LINKAGE const char *const NAME##_kernels[];                             \
+  KILN_CUDA_OBJECT_LINKAGE const int64_t NAME##_num_kernels;                               \
+  KILN_CUDA_OBJECT_LINKAGE const char NAME##_weights[];                                    \
+  KILN_CUDA_OBJECT_LINKAGE const int64_t NAME##_weights_size;                              \
+  KILN_CUDA_OBJECT_LINKAGE const int64_t NAME##_workspace_size;                            \
+  KILN_CUDA_OBJECT_LINKAGE void NAME(void **buffers)
+
 /* Device time between start and stop, measured with CUDA events on the
  * device's stream. */
 typedef struct kiln_cuda_timer kiln_cuda_timer;
