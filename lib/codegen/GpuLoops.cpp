@@ -63,7 +63,7 @@ SmallVector<unsigned> parallelFirst(linalg::GenericOp op) {
 
 /// Whether every memref that `loop` uses other than `mem` is known to be
 /// other memory than `mem`.
-bool onlyAccessTo(scf::ForOp loop, Value mem) {
+bool aliasesNothingElse(scf::ForOp loop, Value mem) {
   Value root = codegen::rootBuffer(mem);
   if (!codegen::isKnownRoot(root))
     return false;
@@ -82,7 +82,7 @@ bool onlyAccessTo(scf::ForOp loop, Value mem) {
 
 /// Whether `op` is a load or store of `mem` at an element that differs from
 /// `idx` in a constant index (a register tile's other outputs).
-bool disjointAccess(Operation *op, Value mem, ArrayRef<Value> idx) {
+bool disjointAccess(Operation *op, Value mem, ValueRange idx) {
   ValueRange other;
   if (auto l = dyn_cast<memref::LoadOp>(op); l && l.getMemRef() == mem)
     other = l.getIndices();
@@ -98,53 +98,73 @@ bool disjointAccess(Operation *op, Value mem, ArrayRef<Value> idx) {
   return false;
 }
 
-/// In `loop`'s body: `x = load mem[idx] ... store y, mem[idx]` with idx
-/// defined outside the loop and no other use of `mem` in it (but accesses
-/// to other constant elements) becomes
-/// `x0 = load mem[idx]` before the loop, x carried as an iter_arg, and one
-/// store after it. Returns the new loop, or null where nothing changed.
-scf::ForOp accumulateInRegister(RewriterBase &rw, scf::ForOp loop) {
+/// The load that `store` (in `loop`'s body, at indices defined outside the
+/// loop) can be paired with: `x = load mem[idx] ... store y, mem[idx]` in
+/// the body, no other use of `mem` in the loop but accesses to other
+/// constant elements, and no other buffer of the loop that may be `mem`.
+memref::LoadOp registerPair(scf::ForOp loop, memref::StoreOp store,
+                            DenseMap<Value, bool> &aliasFree) {
+  Value mem = store.getMemRef();
+  ValueRange idx = store.getIndices();
+  if (!llvm::all_of(idx, [&](Value v) { return loop.isDefinedOutsideOfLoop(v); }))
+    return {};
+  memref::LoadOp load;
+  bool otherUse = false;
+  loop.walk([&](Operation *op) {
+    if (op == store.getOperation() || !llvm::is_contained(op->getOperands(), mem))
+      return;
+    auto l = dyn_cast<memref::LoadOp>(op);
+    if (l && !load && l->getBlock() == store->getBlock() && l.getMemRef() == mem &&
+        llvm::equal(l.getIndices(), idx) && l->isBeforeInBlock(store))
+      load = l;
+    else if (!disjointAccess(op, mem, idx))
+      otherUse = true;
+  });
+  if (otherUse || !load)
+    return {};
+  auto [it, inserted] = aliasFree.try_emplace(mem, false);
+  if (inserted)
+    it->second = aliasesNothingElse(loop, mem);
+  return it->second ? load : memref::LoadOp();
+}
+
+/// Every output element that `loop` reads and writes in each iteration
+/// (registerPair) is loaded once before the loop, carried as an iter_arg
+/// and stored once after it: all of them in one new loop, which leaves the
+/// loads and stores in the parent's body for the parent to promote in turn.
+void accumulateInRegisters(RewriterBase &rw, scf::ForOp loop) {
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
-  Block *body = loop.getBody();
-  for (auto store : body->getOps<memref::StoreOp>()) {
-    Value mem = store.getMemRef();
-    SmallVector<Value> idx(store.getIndices());
-    if (!llvm::all_of(idx, [&](Value v) { return loop.isDefinedOutsideOfLoop(v); }))
-      continue;
-    memref::LoadOp load;
-    bool otherUse = false;
-    loop.walk([&](Operation *op) {
-      if (op == store.getOperation() || !llvm::is_contained(op->getOperands(), mem))
-        return;
-      auto l = dyn_cast<memref::LoadOp>(op);
-      if (l && !load && l->getBlock() == body && l.getMemRef() == mem &&
-          llvm::equal(l.getIndices(), idx) && l->isBeforeInBlock(store))
-        load = l;
-      else if (!disjointAccess(op, mem, idx))
-        otherUse = true;
-    });
-    if (otherUse || !load || !onlyAccessTo(loop, mem))
-      continue;
-    Value stored = store.getValueToStore();
-    rw.setInsertionPoint(loop);
-    Value init = memref::LoadOp::create(rw, load.getLoc(), mem, idx);
-    auto replaced = loop.replaceWithAdditionalYields(
-        rw, init, /*replaceInitOperandUsesInLoop=*/false,
-        [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
-          return SmallVector<Value>{stored};
-        });
-    if (failed(replaced))
-      return {};
-    auto newLoop = cast<scf::ForOp>(replaced->getOperation());
-    rw.replaceAllUsesWith(load.getResult(), newLoop.getRegionIterArgs().back());
-    rw.eraseOp(load);
-    Location loc = store.getLoc();
-    rw.eraseOp(store);
-    rw.setInsertionPointAfter(newLoop);
-    memref::StoreOp::create(rw, loc, newLoop.getResults().back(), mem, idx);
-    return newLoop;
+  SmallVector<std::pair<memref::LoadOp, memref::StoreOp>> pairs;
+  DenseMap<Value, bool> aliasFree;
+  for (auto store : loop.getBody()->getOps<memref::StoreOp>())
+    if (memref::LoadOp load = registerPair(loop, store, aliasFree))
+      pairs.push_back({load, store});
+  if (pairs.empty())
+    return;
+  rw.setInsertionPoint(loop);
+  SmallVector<Value> inits, stored;
+  for (auto [load, store] : pairs) {
+    inits.push_back(memref::LoadOp::create(rw, load.getLoc(), store.getMemRef(),
+                                           store.getIndices()));
+    stored.push_back(store.getValueToStore());
   }
-  return {};
+  auto replaced = loop.replaceWithAdditionalYields(
+      rw, inits, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument>) { return stored; });
+  if (failed(replaced))
+    return;
+  auto newLoop = cast<scf::ForOp>(replaced->getOperation());
+  auto sums = newLoop.getRegionIterArgs().take_back(pairs.size());
+  auto results = newLoop.getResults().take_back(pairs.size());
+  rw.setInsertionPointAfter(newLoop);
+  for (auto [i, pair] : llvm::enumerate(pairs)) {
+    auto [load, store] = pair;
+    rw.replaceAllUsesWith(load.getResult(), sums[i]);
+    rw.eraseOp(load);
+    memref::StoreOp::create(rw, store.getLoc(), results[i], store.getMemRef(),
+                            store.getIndices());
+    rw.eraseOp(store);
+  }
 }
 
 /// A register tile for a contraction: each thread computes tm x tn outputs,
@@ -218,7 +238,7 @@ std::optional<RegisterTile> chooseRegisterTile(linalg::GenericOp op) {
 
 /// Tiles `op` by `tile` (1 along the other parallel dims): an scf.parallel
 /// over tiles whose body runs the reduction loops outermost and the tile's
-/// tm x tn outputs fully unrolled inside; accumulateInRegister then keeps
+/// tm x tn outputs fully unrolled inside; accumulateInRegisters then keeps
 /// the tm * tn sums in registers.
 LogicalResult registerTile(RewriterBase &rw, linalg::GenericOp op, const RegisterTile &tile) {
   SmallVector<int64_t> sizes(op.getNumLoops(), 0);
@@ -319,8 +339,7 @@ struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
     SmallVector<scf::ForOp> fors;
     func.walk([&](scf::ForOp loop) { fors.push_back(loop); });
     for (scf::ForOp loop : fors)
-      while (loop)
-        loop = accumulateInRegister(rw, loop);
+      accumulateInRegisters(rw, loop);
 
     for (Block &block : func.getBody())
       for (auto par : llvm::to_vector(block.getOps<scf::ParallelOp>()))
