@@ -209,7 +209,12 @@ def Kiln_AddOp : Kiln_BinaryOp<"add", "a + b">;
 def Kiln_SubOp : Kiln_BinaryOp<"sub", "a - b">;
 def Kiln_MulOp : Kiln_BinaryOp<"mul", "a * b">;
 def Kiln_DivOp : Kiln_BinaryOp<"div", "a / b (integer division truncates)">;
-def Kiln_PowOp : Kiln_BinaryOp<"pow", "a raised to b">;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", "a raised to b"> {
+  // pow(x, 2) and pow(x, 3) become products (ONNX Runtime computes them the
+  // same way): powf is a libm call on the CPU and a long libdevice routine
+  // on the GPU, in the middle of every layer and RMS norm.
+  let hasCanonicalizer = 1;
+}
 def Kiln_MaxOp : Kiln_BinaryOp<"max", "max(a, b)">;
 def Kiln_MinOp : Kiln_BinaryOp<"min", "min(a, b)">;
 def Kiln_RemOp : Kiln_BinaryOp<"rem", "the remainder with the sign of the divisor">;

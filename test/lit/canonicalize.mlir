@@ -1,0 +1,55 @@
+// Canonicalization patterns of kiln ops (lib/ir/Canonicalize.cpp).
+// RUN: kiln-opt %s --canonicalize --split-input-file | FileCheck %s
+
+// pow(x, 2) is x * x, pow(x, 3) is (x * x) * x, pow(x, 1) is x.
+// CHECK-LABEL: func.func @pow_whole
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NOT: kiln.pow
+// CHECK: %[[SQ:.*]] = kiln.mul %[[X]], %[[X]]
+// CHECK: %[[SQ2:.*]] = kiln.mul %[[X]], %[[X]]
+// CHECK: %[[CUBE:.*]] = kiln.mul %[[SQ2]], %[[X]]
+// CHECK-NOT: kiln.pow
+// CHECK: return %[[SQ]], %[[CUBE]], %[[X]]
+func.func @pow_whole(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %two = kiln.constant {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
+  %three = kiln.constant {value = dense<3.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %a = kiln.pow %x, %two : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %b = kiln.pow %x, %three : (tensor<4x8xf32>, tensor<1xf32>) -> tensor<4x8xf32>
+  %c = kiln.pow %x, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %a, %b, %c : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// An integer base with an integer exponent: the same product.
+// CHECK-LABEL: func.func @pow_int
+// CHECK: kiln.mul %arg0, %arg0 : (tensor<5xi32>, tensor<5xi32>) -> tensor<5xi32>
+// CHECK-NOT: kiln.pow
+func.func @pow_int(%x: tensor<5xi32>) -> tensor<5xi32> {
+  %two = kiln.constant {value = dense<2> : tensor<i32>} : () -> tensor<i32>
+  %a = kiln.pow %x, %two : (tensor<5xi32>, tensor<i32>) -> tensor<5xi32>
+  return %a : tensor<5xi32>
+}
+
+// -----
+
+// Other exponents keep pow: fractions and larger or negative whole numbers
+// (a product chain would round differently), non-splat exponents, and an
+// exponent that broadcasts the base to a larger shape.
+// CHECK-LABEL: func.func @pow_kept
+// CHECK-COUNT-5: kiln.pow
+// CHECK-NOT: kiln.mul
+func.func @pow_kept(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>) {
+  %half = kiln.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %four = kiln.constant {value = dense<4.0> : tensor<f32>} : () -> tensor<f32>
+  %minus = kiln.constant {value = dense<-2.0> : tensor<f32>} : () -> tensor<f32>
+  %vec = kiln.constant {value = dense<[2.0, 2.0, 3.0]> : tensor<3xf32>} : () -> tensor<3xf32>
+  %wide = kiln.constant {value = dense<2.0> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %a = kiln.pow %x, %half : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %b = kiln.pow %x, %four : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %c = kiln.pow %x, %minus : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %d = kiln.pow %x, %vec : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %e = kiln.pow %x, %wide : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %a, %b, %c, %d, %e : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>
+}
