@@ -327,16 +327,9 @@ Status checkFixedOutputs(ModuleOp module) {
 
 Status resolveGpuTarget(EmitOptions &options) {
   bool nvptx = llvm::StringRef(options.triple).starts_with("nvptx");
-  if (options.kind != EmitKind::PTX) {
-    if (!nvptx || options.kind == EmitKind::Kiln || options.kind == EmitKind::Linalg)
-      return {};
-    if (options.kind == EmitKind::Bundle)
-      return Status::error(KILN_INVALID_ARGUMENT,
-                           "target '" + options.triple +
-                               "' is an NVIDIA GPU: it takes --emit=ptx, or --emit=obj for the "
-                               "host object that launches the kernels (bundles for CUDA "
-                               "targets are not built yet)");
-  }
+  if (options.kind != EmitKind::PTX &&
+      (!nvptx || options.kind == EmitKind::Kiln || options.kind == EmitKind::Linalg))
+    return {};
   if (options.triple.empty())
     options.triple = "nvptx64-nvidia-cuda";
   if (!llvm::StringRef(options.triple).starts_with("nvptx64"))
@@ -410,6 +403,14 @@ Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string 
                                               out.kernels[k] + "' " + std::to_string(passed) +
                                               " parameters; its PTX declares " +
                                               std::to_string(declared));
+  }
+  out.arities.assign(out.kernels.size(), 0);
+  out.launches.assign(out.kernels.size(), {});
+  auto launches = module->getAttrOfType<DenseI64ArrayAttr>("kiln.gpu_kernel_launches");
+  for (size_t k = 0; k < out.kernels.size(); ++k) {
+    out.arities[k] = arities[k];
+    for (size_t i = 0; launches && i < 7 && k * 7 + i < (size_t)launches.size(); ++i)
+      out.launches[k][i] = launches[k * 7 + i];
   }
   out.workspaceBytes = 0;
   if (auto ws = module->getAttrOfType<IntegerAttr>("kiln.workspace_size"))

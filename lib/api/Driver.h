@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include <array>
 #include <chrono>
 #include <functional>
 
@@ -101,6 +102,10 @@ Status importForEmit(const LoadedModel &model, const EmitOptions &options, Stage
 struct CudaHostCode {
   std::string ptx;
   std::vector<std::string> kernels;
+  /// Per kernel: its parameter count, and grid x, y, z, block x, y, z and
+  /// dynamic shared bytes (0 where the host code computes one per run).
+  std::vector<int64_t> arities;
+  std::vector<std::array<int64_t, 7>> launches;
   std::string constants;
   int64_t workspaceBytes = 0;
 };
@@ -111,8 +116,9 @@ Status lowerForCuda(mlir::ModuleOp module, const std::string &chip, const std::s
 /// (run-time row counts, sequences, optionals).
 Status checkFixedOutputs(mlir::ModuleOp module);
 
-/// For --emit=ptx: the default triple (nvptx64-nvidia-cuda) and GPU (sm_80),
-/// and a check of both; for other kinds, an error when the triple is a GPU.
+/// For --emit=ptx, and for the host code (obj, asm, llvm, bundle) of a GPU
+/// triple: the default triple (nvptx64-nvidia-cuda) and GPU (sm_80), and a
+/// check of both.
 Status resolveGpuTarget(EmitOptions &options);
 
 } // namespace kiln

@@ -122,6 +122,14 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
   llvm::Constant *weightsSlot = llvm::ConstantPointerNull::get(b.ptr);
   llvm::GlobalVariable *weights = module.getGlobalVariable(weightsSymbol(layout.name));
   llvm::StringRef bytes(pool.data.get(), pool.size);
+  // A CUDA bundle's host code never addresses its weights (the runtime
+  // uploads them), so the optimiser dropped the declaration.
+  if (!weights && layout.cuda && pool.size) {
+    weights = new llvm::GlobalVariable(
+        module, llvm::ArrayType::get(llvm::Type::getInt8Ty(b.ctx), pool.size), true,
+        llvm::GlobalValue::InternalLinkage, nullptr, weightsSymbol(layout.name));
+    weights->setAlignment(llvm::Align(64));
+  }
   if (weights) {
     weights->setLinkage(llvm::GlobalValue::InternalLinkage);
     if (layout.externalWeights) {
@@ -152,9 +160,44 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                                            layout.name + "_weights_slot");
   }
 
+  llvm::Constant *null = llvm::ConstantPointerNull::get(b.ptr);
+  llvm::Constant *cuda = null;
+  if (layout.cuda) {
+    // kiln_cuda_kernel_desc and kiln_cuda_code (kiln/cuda.h).
+    auto *dim3 = llvm::ArrayType::get(b.i32, 3);
+    auto *kernelTy = llvm::StructType::get(b.ctx, {b.ptr, dim3, dim3, b.i32, b.i32});
+    auto u32s = [&](const uint32_t (&v)[3]) {
+      return llvm::ConstantArray::get(dim3, {llvm::ConstantInt::get(b.i32, v[0]),
+                                             llvm::ConstantInt::get(b.i32, v[1]),
+                                             llvm::ConstantInt::get(b.i32, v[2])});
+    };
+    std::vector<llvm::Constant *> kernels;
+    for (const BundleCudaKernel &k : layout.cuda->kernels)
+      kernels.push_back(llvm::ConstantStruct::get(
+          kernelTy, {b.string(k.name), u32s(k.grid), u32s(k.block),
+                     llvm::ConstantInt::get(b.i32, k.sharedBytes),
+                     llvm::ConstantInt::get(b.i32, k.numParams)}));
+    llvm::Constant *table =
+        kernels.empty()
+            ? null
+            : b.privateConstant(
+                  llvm::ConstantArray::get(llvm::ArrayType::get(kernelTy, kernels.size()), kernels),
+                  "cuda_kernels");
+    llvm::Constant *embedded =
+        weights && !layout.externalWeights ? llvm::cast<llvm::Constant>(weights) : null;
+    auto *codeTy = llvm::StructType::get(b.ctx, {b.i32, b.i32, b.ptr, b.ptr, b.ptr, b.i64});
+    cuda = b.privateConstant(
+        llvm::ConstantStruct::get(
+            codeTy, {llvm::ConstantInt::get(b.i32, layout.cuda->computeCapability),
+                     llvm::ConstantInt::get(b.i32, kernels.size()), table,
+                     b.string(layout.cuda->ptx), embedded,
+                     llvm::ConstantInt::get(b.i64, embedded == null ? 0 : bytes.size())}),
+        "cuda_code");
+  }
+
   // kiln_model_desc, field by field (kiln/runtime.h).
   auto *descTy = llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64,
-                                                b.ptr, b.i64, b.ptr, b.ptr, b.i32, b.ptr});
+                                                b.ptr, b.i64, b.ptr, b.ptr, b.i32, b.ptr, b.ptr});
   auto descriptor = [&](const std::vector<BundleTensor> &inputs,
                         const std::vector<BundleTensor> &outputs, uint64_t workspace,
                         llvm::Constant *entry, int32_t numVariants, llvm::Constant *variants) {
@@ -164,14 +207,13 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                  llvm::ConstantInt::get(b.i32, outputs.size()), b.tensors(inputs, "inputs"),
                  b.tensors(outputs, "outputs"), llvm::ConstantInt::get(b.i64, workspace), entry,
                  llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot,
-                 llvm::ConstantInt::get(b.i32, numVariants), variants});
+                 llvm::ConstantInt::get(b.i32, numVariants), variants, cuda});
   };
   auto entryOf = [&](const BundleVariant &v) -> llvm::Constant * {
     if (llvm::Function *f = module.getFunction(v.entry))
       return f;
     return llvm::ConstantPointerNull::get(b.ptr);
   };
-  llvm::Constant *null = llvm::ConstantPointerNull::get(b.ptr);
   llvm::Constant *desc;
   if (layout.variants.size() == 1) {
     const BundleVariant &v = layout.variants.front();

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 
 namespace kiln {
@@ -127,6 +128,9 @@ struct GpuHostCallsPass : impl::KilnGpuHostCallsBase<GpuHostCallsPass> {
     auto i64 = IntegerType::get(ctx, 64);
     SmallVector<Attribute> kernelNames;
     SmallVector<int64_t> arities;
+    // Per kernel: grid x, y, z, block x, y, z and dynamic shared bytes, for
+    // a bundle's descriptor; 0 where the host code computes one per run.
+    SmallVector<int64_t> launchDims;
     llvm::StringMap<int64_t> kernelIndex;
     SmallVector<gpu::LaunchFuncOp> launches;
     host.walk([&](gpu::LaunchFuncOp launch) { launches.push_back(launch); });
@@ -175,6 +179,16 @@ struct GpuHostCallsPass : impl::KilnGpuHostCallsBase<GpuHostCallsPass> {
       };
       gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
       gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+      Value sharedSize = launch.getDynamicSharedMemorySize();
+      SmallVector<Value> dims = {grid.x, grid.y, grid.z, block.x, block.y, block.z, sharedSize};
+      if (fresh)
+        launchDims.append(dims.size(), -1);
+      for (auto [i, v] : llvm::enumerate(dims)) {
+        APInt value;
+        int64_t known = !v ? 0 : matchPattern(v, m_ConstantInt(&value)) ? value.getSExtValue() : 0;
+        int64_t &slot = launchDims[it->second * dims.size() + i];
+        slot = slot == -1 || slot == known ? known : 0;
+      }
       Value shared = launch.getDynamicSharedMemorySize()
                          ? asI64(launch.getDynamicSharedMemorySize())
                          : (Value)LLVM::ConstantOp::create(rw, loc, i64, rw.getI64IntegerAttr(0));
@@ -188,6 +202,7 @@ struct GpuHostCallsPass : impl::KilnGpuHostCallsBase<GpuHostCallsPass> {
     module->setAttr("kiln.gpu_kernels", ArrayAttr::get(ctx, kernelNames));
     // For the driver to check against the PTX's parameter lists.
     module->setAttr("kiln.gpu_kernel_arities", DenseI64ArrayAttr::get(ctx, arities));
+    module->setAttr("kiln.gpu_kernel_launches", DenseI64ArrayAttr::get(ctx, launchDims));
     return success();
   }
 };

@@ -381,6 +381,12 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                           const kiln_tensor *const *inputs, size_t numInputs,
                                           kiln_tensor **outputs, size_t numOutputs,
                                           void *workspace, kiln_thread_pool *pool) {
+  if (m && m->abi_version == KILN_ABI_VERSION && m->cuda)
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              ("model '" + std::string(m->name ? m->name : "") +
+                               "' is compiled for an NVIDIA GPU: run it with "
+                               "kiln_cuda_model_load and kiln_cuda_model_execute (kiln/cuda.h)")
+                                  .c_str());
   if (kiln_status *s = kiln_model_check_inputs(m, inputs, numInputs))
     return s;
   if (!m->entry)

@@ -204,11 +204,26 @@ def main():
     results["env"]["torch"] = torch.__version__
     results["env"]["gpu"] = torch.cuda.get_device_name(0)
     log("torch", torch.__version__, torch.cuda.get_device_name(0))
-    p = subprocess.run([os.path.join(kit, "kiln-cuda-tests"), "--gtest_filter=Cuda.RunsAKernelWhereThereIsAGpu"],
+    p = subprocess.run([os.path.join(kit, "kiln-cuda-tests"), "--gtest_filter=Cuda.*WhereThereIsAGpu"],
                        capture_output=True, text=True, env=dict(os.environ, LD_LIBRARY_PATH=kit))
     results["cuda_tests"] = {"rc": p.returncode, "tail": (p.stdout + p.stderr)[-3000:]}
     log("kiln-cuda-tests rc", p.returncode)
     log((p.stdout + p.stderr)[-1500:])
+    save()
+    # CUDA bundles (kilnc --emit=bundle) through test/bundle/bundle-run.c.
+    results["bundles"] = {}
+    bundles_path = os.path.join(kit, "bundles.json")
+    bundles = json.load(open(bundles_path)) if os.path.exists(bundles_path) else {}
+    for name, spec in bundles.items():
+        argv = [os.path.join(kit, spec["runner"]), os.path.join(kit, spec["data"]),
+                "--atol", "1e-3", "--rtol", "1e-3", "--bench", "20"]
+        if spec.get("weights"):
+            argv += ["--weights", os.path.join(kit, spec["weights"])]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, LD_LIBRARY_PATH=kit))
+        results["bundles"][name] = {"rc": p.returncode, "out": (p.stdout + p.stderr)[-2000:]}
+        log("bundle", name, "rc", p.returncode)
+        log((p.stdout + p.stderr)[-800:])
     save()
 
     manifest = json.load(open(os.path.join(kit, "manifest.json")))

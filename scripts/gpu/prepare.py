@@ -104,6 +104,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", required=True, help="comma-separated; 'matmul' = all sizes")
     ap.add_argument("--mcpu", default="sm_90")
+    ap.add_argument("--bundles", default="",
+                    help="shared models to carry as CUDA bundles (kilnc --emit=bundle, run by "
+                         "test/bundle/bundle-run.c), the first with external weights too")
     args = ap.parse_args()
     os.makedirs(MADE, exist_ok=True)
     out = os.path.abspath(args.out)
@@ -163,6 +166,28 @@ def main():
             entry["shapes"] = data[1]
         manifest.append(entry)
     json.dump(manifest, open(os.path.join(out, "manifest.json"), "w"), indent=1)
+    bundles = {}
+    os.makedirs(os.path.join(out, "bundle"), exist_ok=True)
+    for i, name in enumerate(n for n in args.bundles.split(",") if n):
+        data = os.path.join(SHARED, name, "test_data_set_0")
+        dst = os.path.join(out, "data", f"{name}_0")
+        if not os.path.exists(dst):
+            shutil.copytree(data, dst)
+        for external in ([False, True] if i == 0 else [False]):
+            tag = name + ("_ext" if external else "")
+            run([kilnc, shared(name), "--target=nvptx64-nvidia-cuda", f"--mcpu={args.mcpu}",
+                 "--emit=bundle", "--shapes-from", data, "-o", os.path.join(tmp, tag)] +
+                (["--weights=external"] if external else []))
+            run(["cc", "-O2", "-I", tmp, "-I", os.path.join(ROOT, "runtime", "include"),
+                 f'-DKILN_BUNDLE_HEADER="{tag}.h"', f"-DKILN_BUNDLE_MODEL={tag}_model",
+                 os.path.join(ROOT, "test", "bundle", "bundle-run.c"), os.path.join(tmp, tag + ".o"),
+                 "-L", os.path.dirname(runtime), "-lkiln_runtime", "-Wl,-rpath,$ORIGIN/..", "-lm",
+                 "-o", os.path.join(out, "bundle", tag)])
+            bundles[tag] = {"runner": f"bundle/{tag}", "data": f"data/{name}_0"}
+            if external:
+                shutil.copy(os.path.join(tmp, tag + ".weights"), os.path.join(out, "bundle"))
+                bundles[tag]["weights"] = f"bundle/{tag}.weights"
+    json.dump(bundles, open(os.path.join(out, "bundles.json"), "w"), indent=1)
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(out) for f in fs)
     print(f"kit {out}: {len(manifest)} runners, {total / 2**20:.1f} MiB")
 

@@ -1,12 +1,19 @@
 /* Runs a Kiln bundle on an ONNX test-data folder and checks its outputs:
- * the program the bundle tests (host and AArch64 under qemu) build against
- * the runtime alone. Compile with
+ * the program the bundle tests (host, AArch64 under qemu, CUDA) build
+ * against the runtime alone. Compile with
  *   -DKILN_BUNDLE_HEADER='"NAME.h"' -DKILN_BUNDLE_MODEL=NAME_model
  * and run as
  *   bundle-run DIR [--weights FILE] [--atol X] [--rtol Y] [--bench N]
+ *              [--device cpu|cuda]
+ *   bundle-run --describe [--dump-ptx FILE]
  * DIR holds input_J.pb (and output_J.pb to compare with), ONNX TensorProtos.
+ * A CUDA bundle runs on GPU 0 (--device cpu asks kiln_model_execute, which
+ * refuses it); without a GPU it prints "SKIP no GPU: why" and exits 0.
+ * --describe prints a CUDA bundle's kernels, one "name grid block shared
+ * params" line each; --dump-ptx writes its PTX.
  * Exit status 0 only when every output matched. */
 #include KILN_BUNDLE_HEADER
+#include "kiln/cuda.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -150,27 +157,85 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Where the bundle runs: kiln_model_execute, or a model loaded on a GPU. */
+static kiln_cuda_model *gpu_model;
+
+static kiln_status *execute(const kiln_model_desc *model, kiln_tensor **inputs, int n_in,
+                            kiln_tensor **outputs, int n_out) {
+  if (gpu_model)
+    return kiln_cuda_model_execute(gpu_model, (const kiln_tensor *const *)inputs, n_in, outputs,
+                                   n_out);
+  return kiln_model_execute(model, (const kiln_tensor *const *)inputs, n_in, outputs, n_out);
+}
+
+static int describe(const kiln_model_desc *model, const char *ptx_path) {
+  const kiln_cuda_code *code = model->cuda;
+  if (!code) {
+    printf("%s: CPU code\n", model->name);
+    return 0;
+  }
+  printf("%s: sm_%d, %d kernels, %llu bytes of PTX, %llu bytes of weights%s\n", model->name,
+         code->compute_capability, code->num_kernels, (unsigned long long)strlen(code->ptx),
+         (unsigned long long)(model->weights ? model->weights->size : code->weights_size),
+         model->weights ? " (external)" : "");
+  for (int k = 0; k < code->num_kernels; ++k) {
+    const kiln_cuda_kernel_desc *d = &code->kernels[k];
+    printf("kernel %s %u,%u,%u %u,%u,%u %u %u\n", d->name, d->grid[0], d->grid[1], d->grid[2],
+           d->block[0], d->block[1], d->block[2], d->shared_bytes, d->num_params);
+  }
+  if (ptx_path) {
+    FILE *f = fopen(ptx_path, "wb");
+    if (!f || fputs(code->ptx, f) < 0 || fclose(f) != 0) {
+      fprintf(stderr, "bundle-run: cannot write %s\n", ptx_path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const kiln_model_desc *model = &KILN_BUNDLE_MODEL;
-  const char *dir = NULL, *weights = NULL;
+  const char *dir = NULL, *weights = NULL, *device = NULL, *ptx_path = NULL;
   double atol = 1e-4, rtol = 1e-3;
-  int bench = 0;
+  int bench = 0, describe_only = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
     else if (!strcmp(argv[i], "--atol") && i + 1 < argc) atol = atof(argv[++i]);
     else if (!strcmp(argv[i], "--rtol") && i + 1 < argc) rtol = atof(argv[++i]);
     else if (!strcmp(argv[i], "--bench") && i + 1 < argc) bench = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+    else if (!strcmp(argv[i], "--dump-ptx") && i + 1 < argc) ptx_path = argv[++i];
+    else if (!strcmp(argv[i], "--describe")) describe_only = 1;
     else if (!dir) dir = argv[i];
     else { fprintf(stderr, "bundle-run: unexpected argument '%s'\n", argv[i]); return 2; }
   }
+  if (describe_only)
+    return describe(model, ptx_path);
   if (!dir) {
-    fprintf(stderr, "usage: bundle-run DIR [--weights FILE] [--atol X] [--rtol Y] [--bench N]\n");
+    fprintf(stderr, "usage: bundle-run DIR [--weights FILE] [--atol X] [--rtol Y] [--bench N] "
+                    "[--device cpu|cuda]\n       bundle-run --describe [--dump-ptx FILE]\n");
     return 2;
   }
   kiln_status *st = kiln_model_load_weights(model, weights);
   if (st) {
     fprintf(stderr, "bundle-run: %s\n", kiln_status_message(st));
     return 1;
+  }
+  kiln_cuda_device *gpu = NULL;
+  if (device ? !strcmp(device, "cuda") : model->cuda != NULL) {
+    st = kiln_cuda_device_open(0, &gpu);
+    if (st && kiln_status_get_code(st) == KILN_DEVICE_ERROR && !gpu) {
+      printf("SKIP no GPU: %s\n", kiln_status_message(st));
+      kiln_status_free(st);
+      return 0;
+    }
+    if (!st)
+      st = kiln_cuda_model_load(gpu, model, &gpu_model);
+    if (st) {
+      fprintf(stderr, "bundle-run: %s\n", kiln_status_message(st));
+      return 1;
+    }
+    printf("%s: loaded on %s\n", model->name, kiln_cuda_device_name(gpu));
   }
   int n_in = model->num_inputs, n_out = model->num_outputs;
   kiln_tensor **inputs = calloc(n_in + 1, sizeof *inputs);
@@ -192,7 +257,7 @@ int main(int argc, char **argv) {
     free(t.data);
   }
   double start = now_ms();
-  st = kiln_model_execute(model, (const kiln_tensor *const *)inputs, n_in, outputs, n_out);
+  st = execute(model, inputs, n_in, outputs, n_out);
   double first = now_ms() - start;
   if (st) {
     fprintf(stderr, "bundle-run: %s\n", kiln_status_message(st));
@@ -204,7 +269,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < bench; ++r) {
       kiln_tensor **again = calloc(n_out + 1, sizeof *again);
       double t0 = now_ms();
-      st = kiln_model_execute(model, (const kiln_tensor *const *)inputs, n_in, again, n_out);
+      st = execute(model, inputs, n_in, again, n_out);
       times[r] = now_ms() - t0;
       for (int k = 0; k < n_out; ++k)
         kiln_tensor_free(again[k]);
@@ -256,5 +321,7 @@ int main(int argc, char **argv) {
     kiln_tensor_free(outputs[k]);
   free(inputs);
   free(outputs);
+  kiln_cuda_model_free(gpu_model);
+  kiln_cuda_device_close(gpu);
   return failures ? 1 : 0;
 }

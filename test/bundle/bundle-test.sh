@@ -14,6 +14,13 @@
 #                 specialisation; a shape it was not compiled for is an error
 #       cache     kilnc's outputs come back from the compile cache byte for
 #                 byte, and compiles the cache key cannot describe bypass it
+#       cuda      for an NVIDIA GPU (sm_80), checked where no GPU is needed:
+#                 two symbols, linked with the runtime alone (nothing of
+#                 CUDA), the descriptor's kernels are the embedded PTX's (and
+#                 ptxas accepts it), kiln_model_execute refuses it, no driver
+#                 is a clean error, external weights are required
+#       cuda-run  for an NVIDIA GPU, run on GPU 0 against the references,
+#                 with embedded and external weights ("SKIP no GPU" without)
 # Environment (set by CTest): KILNC, KILN_RUN, KILN_CC, KILN_RUNTIME_INCLUDE,
 # KILN_RUNTIME_LIBDIR, KILN_AARCH64_CC, KILN_AARCH64_RUNTIME, KILN_LLVM_BIN,
 # KILN_TEST_DIR.
@@ -41,11 +48,12 @@ expect_error() { # PATTERN COMMAND...
   echo "$out"
   grep -q -- "$pattern" <<<"$out" || fail "the error does not say '$pattern'"
 }
-native_runner() {
-  compile_runner "$KILN_CC" run -L"$KILN_RUNTIME_LIBDIR" -lkiln_runtime \
+native_runner_as() { # OUT: the runner of bundle $name
+  compile_runner "$KILN_CC" "$1" -L"$KILN_RUNTIME_LIBDIR" -lkiln_runtime \
     -Wl,-rpath,"$KILN_RUNTIME_LIBDIR"
-  if ldd ./run | grep -Ei 'llvm|mlir'; then fail "the bundle's program links LLVM/MLIR"; fi
+  if ldd "./$1" | grep -Ei 'llvm|mlir'; then fail "the bundle's program links LLVM/MLIR"; fi
 }
+native_runner() { native_runner_as run; }
 
 case $mode in
 host)
@@ -139,6 +147,51 @@ cache)
   cd again
   name=cold native_runner
   ./run "$data"
+  ;;
+cuda)
+  "$KILNC" "$model" --emit=bundle --target=nvptx64-nvidia-cuda --mcpu=sm_80 -o "$work/$name" "$@"
+  [ "$("$KILN_LLVM_BIN/llvm-nm" -g --defined-only "$name.o" | awk '{print $3}' | sort | tr '\n' ' ')" = \
+    "${name}_entry ${name}_model " ] || fail "the object exports more than its two symbols"
+  grep -q '^#include "kiln/cuda.h"' "$name.h" || fail "$name.h does not include kiln/cuda.h"
+  grep -q "^#define ${name^^}_CUDA_COMPUTE_CAPABILITY 80\$" "$name.h" ||
+    fail "$name.h does not say sm_80"
+  native_runner
+  if ldd ./run | grep -i cuda; then fail "the bundle's program links CUDA"; fi
+  ./run --describe --dump-ptx model.ptx | tee kernels.txt
+  # Each kernel the descriptor lists is an .entry of the PTX with as many
+  # parameters, launched with known blocks; and every .entry is listed.
+  awk '/\.entry /{sub(/\(.*/, "", $3); name=$3; n=0; next}
+       name && /\.param/{n++} name && /^\)/{print name, n; name=""}' model.ptx | sort > ptx-entries.txt
+  awk '$1 == "kernel" {print $2, $6}' kernels.txt | sort > listed.txt
+  [ -s listed.txt ] || fail "the descriptor lists no kernels"
+  diff ptx-entries.txt listed.txt || fail "the descriptor's kernels are not the PTX's"
+  if awk '$1 == "kernel" && $4 ~ /(^|,)0(,|$)/' kernels.txt | grep .; then
+    fail "a kernel's block size is not known"
+  fi
+  ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
+  if [ -x "$ptxas" ]; then "$ptxas" --gpu-name sm_80 model.ptx -o model.cubin; fi
+  expect_error "compiled for an NVIDIA GPU" ./run "$data" --device cpu
+  KILN_CUDA_DRIVER=/nonexistent/libcuda.so.1 ./run "$data" | tee nodriver.log
+  grep -q "SKIP no GPU: .*cannot load the driver" nodriver.log || fail "no driver: not a clean error"
+  # External weights: the same device weights, from a file.
+  "$KILNC" "$model" --emit=bundle --target=nvptx64-nvidia-cuda --mcpu=sm_80 --weights=external \
+    -o "$work/ext" "$@"
+  name=ext native_runner_as run-ext
+  ./run-ext --describe > ext-kernels.txt
+  grep -q "bytes of weights (external)" ext-kernels.txt || fail "ext: weights not external"
+  expect_error "needs its weights file" ./run-ext "$data"
+  KILN_CUDA_DRIVER=/nonexistent/libcuda.so.1 ./run-ext "$data" --weights ext.weights > ext.log
+  grep -q "SKIP no GPU" ext.log || fail "ext: no driver: not a clean error"
+  ;;
+cuda-run)
+  "$KILNC" "$model" --emit=bundle --target=nvptx64-nvidia-cuda --mcpu=sm_80 -o "$work/$name" "$@"
+  native_runner
+  ./run "$data" --atol 1e-3 --rtol 1e-3 --bench 20 | tee run.log
+  if grep -q "^SKIP no GPU" run.log; then exit 0; fi
+  "$KILNC" "$model" --emit=bundle --target=nvptx64-nvidia-cuda --mcpu=sm_80 --weights=external \
+    -o "$work/ext" "$@"
+  name=ext native_runner_as run-ext
+  ./run-ext "$data" --weights ext.weights --atol 1e-3 --rtol 1e-3
   ;;
 *)
   fail "unknown mode '$mode'"

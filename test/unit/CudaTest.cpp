@@ -113,4 +113,74 @@ TEST(Cuda, RunsAKernelWhereThereIsAGpu) {
   kiln_cuda_device_close(dev);
 }
 
+// The host side of a one-kernel "bundle": y = 1.5 * x over 1000 floats,
+// launched as compiled host code does (kernel index, grid, block, args).
+void scaleEntry(void **buffers) {
+  static float k = 1.5f;
+  static uint32_t n = 1000;
+  void *out = buffers[1], *in = buffers[0];
+  void *args[] = {&out, &in, &k, &n};
+  kiln_cuda_launch_kernel(0, 4, 1, 1, 256, 1, 1, 0, args);
+}
+
+const int64_t kScaleDims[] = {1000};
+const kiln_tensor_desc kScaleIn[] = {{"x", KILN_FLOAT32, 1, kScaleDims}};
+const kiln_tensor_desc kScaleOut[] = {{"y", KILN_FLOAT32, 1, kScaleDims}};
+const kiln_cuda_kernel_desc kScaleKernel[] = {{"kiln_test_scale", {4, 1, 1}, {256, 1, 1}, 0, 4}};
+
+TEST(Cuda, RunsABundleDescriptorWhereThereIsAGpu) {
+  kiln_cuda_device *dev = nullptr;
+  if (kiln_status *s = kiln_cuda_device_open(0, &dev))
+    GTEST_SKIP() << "no CUDA device here: " << messageOf(s);
+  kiln_cuda_code code{};
+  code.compute_capability = 75;
+  code.num_kernels = 1;
+  code.kernels = kScaleKernel;
+  code.ptx = kScalePtx;
+  kiln_model_desc desc{};
+  desc.abi_version = KILN_ABI_VERSION;
+  desc.name = "scale";
+  desc.num_inputs = desc.num_outputs = 1;
+  desc.inputs = kScaleIn;
+  desc.outputs = kScaleOut;
+  desc.entry = scaleEntry;
+  desc.cuda = &code;
+
+  kiln_cuda_model *model = nullptr;
+  ASSERT_EQ(messageOf(kiln_cuda_model_load(dev, &desc, &model)), "");
+  kiln_tensor *x = kiln_tensor_create(KILN_FLOAT32, 1, kScaleDims);
+  auto *xs = static_cast<float *>(kiln_tensor_data(x));
+  for (int i = 0; i < 1000; ++i)
+    xs[i] = (float)i;
+  kiln_tensor *y = nullptr;
+  for (int run = 0; run < 2; ++run) { // buffers are reused between runs
+    ASSERT_EQ(messageOf(kiln_cuda_model_execute(model, &x, 1, &y, 1)), "");
+    auto *ys = static_cast<float *>(kiln_tensor_data(y));
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(ys[i], 1.5f * i) << i;
+    kiln_tensor_free(y);
+  }
+  // A wrong input shape is refused before anything reaches the device.
+  int64_t other = 999;
+  kiln_tensor *small = kiln_tensor_create(KILN_FLOAT32, 1, &other);
+  std::string m = messageOf(kiln_cuda_model_execute(model, &small, 1, &y, 1));
+  EXPECT_NE(m.find("must have shape [1000]"), std::string::npos) << m;
+  kiln_tensor_free(small);
+  kiln_tensor_free(x);
+  kiln_cuda_model_free(model);
+
+  // CPU code, and code for a newer GPU than this one, are refused.
+  kiln_model_desc cpu = desc;
+  cpu.cuda = nullptr;
+  m = messageOf(kiln_cuda_model_load(dev, &cpu, &model));
+  EXPECT_NE(m.find("is compiled for the CPU"), std::string::npos) << m;
+  kiln_cuda_code future = code;
+  future.compute_capability = 990;
+  desc.cuda = &future;
+  m = messageOf(kiln_cuda_model_load(dev, &desc, &model));
+  EXPECT_NE(m.find("is compiled for sm_990"), std::string::npos) << m;
+  EXPECT_EQ(model, nullptr);
+  kiln_cuda_device_close(dev);
+}
+
 } // namespace

@@ -1,5 +1,6 @@
 // The runtime on its own: no compiler involved. The "compiled model" here
 // is a hand-written entry point following the kiln_entry ABI.
+#include "kiln/cuda.h"
 #include "kiln/runtime.h"
 
 #include <gtest/gtest.h>
@@ -212,6 +213,31 @@ TEST(Runtime, RejectsOtherAbiVersions) {
   ASSERT_NE(s, nullptr);
   EXPECT_NE(std::string(kiln_status_message(s)).find("ABI"), std::string::npos);
   kiln_status_free(s);
+}
+
+TEST(Runtime, RefusesModelsCompiledForAGpu) {
+  // A CUDA bundle's entry takes device addresses: running it on host
+  // memory would crash, so kiln_model_execute says where it runs instead.
+  kiln_cuda_code code{};
+  code.compute_capability = 80;
+  kiln_model_desc gpu = kModel;
+  gpu.cuda = &code;
+  bool entryRan = false;
+  static bool *ran;
+  ran = &entryRan;
+  gpu.entry = [](void **) { *ran = true; };
+  TensorPtr a = floats({1, 2, 3}), b = floats({1, 2, 3});
+  const kiln_tensor *ins[] = {a.get(), b.get()};
+  kiln_tensor *out = nullptr;
+  kiln_status *s = kiln_model_execute(&gpu, ins, 2, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("compiled for an NVIDIA GPU"),
+            std::string::npos)
+      << kiln_status_message(s);
+  kiln_status_free(s);
+  EXPECT_FALSE(entryRan);
+  EXPECT_EQ(out, nullptr);
 }
 
 namespace {

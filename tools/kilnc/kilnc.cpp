@@ -204,7 +204,7 @@ static int kilncMain(int argc, char **argv) {
       "  kilnc MODEL.onnx --emit=bundle -o DIR/NAME [--weights=embedded|external]\n"
       "        [--dim NAME=V,V,...]... ...\n"
       "  kilnc MODEL.onnx --emit=ptx [--target=nvptx64-nvidia-cuda] [--mcpu=sm_80] -o FILE\n"
-      "  kilnc MODEL.onnx --target=nvptx64-nvidia-cuda [--mcpu=sm_80] [--emit=obj] -o FILE\n\n"
+      "  kilnc MODEL.onnx --target=nvptx64-nvidia-cuda [--mcpu=sm_80] [--emit=obj|bundle] -o FILE\n\n"
       "A bundle is NAME.o, exporting `const kiln_model_desc NAME_model` and\n"
       "NAME_entry (NAME_entry_K with --dim), and NAME.h, which declares them and\n"
       "gives the signature as constants; run it with kiln_model_execute(&NAME_model, ...) from\n"
@@ -222,7 +222,9 @@ static int kilncMain(int argc, char **argv) {
       "this machine: kiln_entry over device addresses, launching the kernels through\n"
       "libkiln_runtime, with kiln_entry_ptx, kiln_entry_kernels, kiln_entry_num_kernels,\n"
       "kiln_entry_weights(_size) and kiln_entry_workspace_size beside it for\n"
-      "kiln_cuda_program_create (see kiln/cuda.h). CUDA bundles are not built yet.\n"
+      "kiln_cuda_program_create (see kiln/cuda.h). With --emit=bundle it writes a CUDA\n"
+      "bundle: NAME_model lists the kernels with their PTX and weights; run it with\n"
+      "kiln_cuda_model_load and kiln_cuda_model_execute (one shape set per bundle).\n"
       "The standard MLIR IR-printing flags (--mlir-print-ir-after-all, ...), the pass\n"
       "timing report (--mlir-timing) and LLVM's options apply; --help-hidden lists them.\n");
 

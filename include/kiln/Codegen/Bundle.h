@@ -6,6 +6,7 @@
 #define KILN_CODEGEN_BUNDLE_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,21 @@ struct BundleVariant {
   std::string entry; ///< its entry point's symbol
 };
 
+/// A kernel of a CUDA bundle, as kiln_cuda_kernel_desc lists it.
+struct BundleCudaKernel {
+  std::string name;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t sharedBytes = 0, numParams = 0;
+};
+
+/// What a bundle for an NVIDIA GPU carries besides its host code
+/// (kiln_cuda_code). Its weights are the bundle's weights.
+struct BundleCuda {
+  int32_t computeCapability = 0;
+  std::string ptx;
+  std::vector<BundleCudaKernel> kernels;
+};
+
 struct BundleLayout {
   std::string name; ///< prefix of every exported symbol (a C identifier)
   std::string modelHash;
@@ -38,6 +54,9 @@ struct BundleLayout {
   /// whose input dims match.
   std::vector<BundleVariant> variants;
   bool externalWeights = false;
+  uint64_t weightsSize = 0; ///< bytes, after identical constants are merged
+  /// Set for a CUDA bundle: the descriptor's `cuda`.
+  std::optional<BundleCuda> cuda;
 
   /// Per input (output): the dims the variants share, -1 where they differ.
   std::vector<BundleTensor> commonInputs() const;

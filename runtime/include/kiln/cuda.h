@@ -109,6 +109,53 @@ void kiln_cuda_launch_kernel(int64_t kernel, int64_t grid_x, int64_t grid_y, int
   KILN_CUDA_OBJECT_LINKAGE const int64_t NAME##_workspace_size;                            \
   KILN_CUDA_OBJECT_LINKAGE void NAME(void **buffers)
 
+/* --- Bundles ----------------------------------------------------------------
+ * kilnc MODEL.onnx --target=nvptx64-nvidia-cuda --mcpu=sm_NN --emit=bundle
+ * -o DIR/NAME writes NAME.o and NAME.h as for the CPU; the descriptor
+ * NAME_model points at this, and its entry point is the host code that
+ * launches the kernels. */
+typedef struct kiln_cuda_kernel_desc {
+  const char *name;      /* the PTX .entry */
+  uint32_t grid[3];      /* blocks per launch (x, y, z) */
+  uint32_t block[3];     /* threads per block (x, y, z) */
+  uint32_t shared_bytes; /* dynamic shared memory per block */
+  uint32_t num_params;   /* kernel parameters: device addresses of buffers */
+} kiln_cuda_kernel_desc;
+
+typedef struct kiln_cuda_code {
+  int32_t compute_capability; /* the --mcpu it was compiled for: 80 for sm_80 */
+  int32_t num_kernels;
+  const kiln_cuda_kernel_desc *kernels; /* in the order the host code names them */
+  const char *ptx;                      /* NUL-terminated, every kernel */
+  /* The weights uploaded once per loaded model: here, or NULL when they
+   * are in the model's external weights file (kiln_model_load_weights). */
+  const void *weights;
+  uint64_t weights_size;
+} kiln_cuda_code;
+
+/* A bundle loaded onto a device: its kernels, its weights and workspace,
+ * and device buffers for its inputs and outputs. */
+typedef struct kiln_cuda_model kiln_cuda_model;
+
+/* Loads a CUDA bundle's descriptor (&NAME_model) onto `device`. Errors: a
+ * model compiled for the CPU, of another runtime ABI, whose external
+ * weights are not loaded, compiled for a newer GPU than `device`, or any
+ * driver failure (KILN_DEVICE_ERROR naming the call). */
+kiln_status *kiln_cuda_model_load(kiln_cuda_device *device, const kiln_model_desc *model,
+                                  kiln_cuda_model **out);
+void kiln_cuda_model_free(kiln_cuda_model *model);
+/* As kiln_model_execute, on the GPU: checks the host tensors `inputs`
+ * against the signature, copies them to the device, runs the kernels and
+ * copies the outputs into new host tensors (free with kiln_tensor_free).
+ * Runs of one model are serialised. */
+kiln_status *kiln_cuda_model_execute(kiln_cuda_model *model, const kiln_tensor *const *inputs,
+                                     size_t num_inputs, kiln_tensor **outputs,
+                                     size_t num_outputs);
+/* Runs on device buffers the caller owns (inputs, then outputs, each of
+ * the signature's size) and waits for the kernels. */
+kiln_status *kiln_cuda_model_run(kiln_cuda_model *model, const kiln_cuda_ptr *buffers,
+                                 size_t num_buffers);
+
 /* Device time between start and stop, measured with CUDA events on the
  * device's stream. */
 typedef struct kiln_cuda_timer kiln_cuda_timer;

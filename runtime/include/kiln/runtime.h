@@ -20,8 +20,8 @@ extern "C" {
 /* Bumped whenever kiln_model_desc or the entry-point ABI changes
  * (3: compiled code calls kiln_parallel_for; 4: workspace alignment, model
  * hash and external weights in kiln_model_desc; 6: compiled code calls
- * kiln_loop_guard). */
-#define KILN_ABI_VERSION 6
+ * kiln_loop_guard; 7: kiln_model_desc.cuda). */
+#define KILN_ABI_VERSION 7
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -111,6 +111,12 @@ typedef struct kiln_model_desc {
    * and its entry is NULL. 0 and NULL for a model of one shape set. */
   int32_t num_variants;
   const struct kiln_model_desc *variants;
+  /* A bundle compiled for an NVIDIA GPU (kilnc --target=nvptx64-nvidia-cuda
+   * --emit=bundle): its kernels, PTX and weights (kiln/cuda.h). Its entry
+   * point takes device addresses, so kiln_model_execute refuses it; run it
+   * with kiln_cuda_model_load and kiln_cuda_model_execute. NULL for CPU
+   * code. */
+  const struct kiln_cuda_code *cuda;
 } kiln_model_desc;
 
 /* A 64-bit hash of `size` bytes (not cryptographic): what kiln_weights.hash
