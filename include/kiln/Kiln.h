@@ -143,6 +143,11 @@ struct CompileOptions {
   /// on-disk cache, and the CPU-only debugging options (interpret,
   /// debugMemory, profile, testPerturbNode) are refused with it.
   std::string device = "cpu";
+  /// Testing: on the CPU, compile the linalg the GPU path makes (its
+  /// elementwise fusion and reduction splitting; no row-op kernels, NHWC
+  /// layouts or microkernels) instead of the CPU path's, so that those
+  /// transformations are checked by running the model on any machine.
+  bool gpuTensorPassesOnCpu = false;
   /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
   std::string cacheDir;

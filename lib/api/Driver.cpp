@@ -228,7 +228,7 @@ Status perturbNode(ModuleOp module, const std::string &node) {
 }
 
 Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory,
-             bool profile) {
+             bool profile, bool gpuTensorPasses) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -237,6 +237,7 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool 
   opts.entryName = entryName;
   opts.debugMemory = debugMemory;
   opts.profile = profile;
+  opts.gpuTensorPasses = gpuTensorPasses;
   if (stage == LowerTo::Linalg)
     buildLowerToLinalgPipeline(pm, opts);
   else

@@ -62,7 +62,7 @@ Status perturbNode(mlir::ModuleOp module, const std::string &node);
 
 enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
-             bool debugMemory = false, bool profile = false);
+             bool debugMemory = false, bool profile = false, bool gpuTensorPasses = false);
 
 
 /// The compiled signature of an imported module's function: names, dtypes

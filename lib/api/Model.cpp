@@ -274,6 +274,7 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
   key.add(options.optLevel).add(options.debugMemory ? 1 : 0).add(options.profile ? 1 : 0);
+  key.add(options.gpuTensorPassesOnCpu ? 1 : 0);
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();
@@ -292,7 +293,9 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                                        "cache=" + std::string(options.cache ? "on" : "off"),
                                        "debug_memory=" + std::to_string(options.debugMemory),
                                        "profile=" + std::to_string(options.profile),
-                                       "interpret=" + std::to_string(options.interpret)},
+                                       "interpret=" + std::to_string(options.interpret),
+                                       "gpu_tensor_passes=" +
+                                           std::to_string(options.gpuTensorPassesOnCpu)},
                                InvocationLog::Scope::Thread);
     log = own.get();
   }
@@ -408,7 +411,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
              .c_str());
   } else {
     if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
-                         options.profile);
+                         options.profile, options.gpuTensorPassesOnCpu);
         !s.ok())
       return s;
     done("lower to linalg, bufferize, lower to the LLVM dialect");
@@ -483,10 +486,10 @@ static std::unique_ptr<Model::Impl> makeImpl(const CompileOptions &options,
   }
   if (options.device == "cuda") {
     if (options.interpret || options.debugMemory || options.profile ||
-        !options.testPerturbNode.empty()) {
+        !options.testPerturbNode.empty() || options.gpuTensorPassesOnCpu) {
       if (error)
-        *error = "device cuda: interpret, debug memory, profiling and test perturbation "
-                 "are CPU-only";
+        *error = "device cuda: interpret, debug memory, profiling, test perturbation and "
+                 "the GPU tensor passes on the CPU are CPU-only";
       return nullptr;
     }
     if (Status s = openCudaDevice(0, impl->cuda); !s.ok()) {

@@ -62,9 +62,19 @@ static void addBufferizationToOutParams(OpPassManager &pm) {
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &opts) {
+void addGpuTensorPasses(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createKilnGpuFuseElementwise());
+  pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions());
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
+  LoweringOptions opts = given;
+  if (opts.gpuTensorPasses) // the GPU path's linalg (buildLowerToGpuPipeline)
+    opts.fuseRowOps = opts.convertLayout = opts.useKernels = false;
   buildLowerToLinalgPipeline(pm, opts);
-  if (opts.fuseElementwise)
+  if (opts.gpuTensorPasses)
+    addGpuTensorPasses(pm);
+  else if (opts.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createKilnFuseElementwise());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createKilnConcatInPlace());
@@ -102,7 +112,7 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   opts.convertLayout = false;
   opts.useKernels = false;
   buildLowerToLinalgPipeline(pm, opts);
-  pm.addNestedPass<func::FuncOp>(createKilnGpuFuseElementwise());
+  addGpuTensorPasses(pm);
   pm.addPass(createCSEPass());
   addBufferizationToOutParams(pm);
   // The CPU path's static plan: on the device, launches on one stream run in

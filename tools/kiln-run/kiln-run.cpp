@@ -69,6 +69,9 @@ static const char *kUsage =
     "                 compiled code (slow; for checking the compiler)\n"
     "  --test-perturb-node NAME  testing --verify: compiled code adds 1 to the output\n"
     "                 of the ONNX node NAME (a deliberate miscompile)\n"
+    "  --gpu-tensor-passes  testing the GPU path: compile, for the CPU, the linalg\n"
+    "                 that --device cuda makes (its fusion and reduction splitting,\n"
+    "                 no CPU kernels), so those transformations run on any machine\n"
     "  --profile FILE.json  compile with a timer around every kernel, run the model\n"
     "                 (--bench N times, else 10, after warm-up), write a Chrome trace\n"
     "                 (chrome://tracing, ui.perfetto.dev) with one event per kernel,\n"
@@ -249,6 +252,8 @@ static int kilnRunMain(int argc, char **argv) {
     } else if (a == "--profile") {
       profilePath = value("--profile");
       copts.profile = true;
+    } else if (a == "--gpu-tensor-passes") {
+      copts.gpuTensorPassesOnCpu = true;
     } else if (a == "--no-cache") {
       copts.cache = false;
     } else if (a == "--mcpu") {

@@ -43,6 +43,11 @@ struct LoweringOptions {
   /// Bracket each kernel call with the runtime's profiling hooks
   /// (kiln-profile-kernels).
   bool profile = false;
+  /// Testing: the GPU path's tensor-level passes (addGpuTensorPasses, and
+  /// none of the CPU path's row-op kernels, layouts or microkernels), then
+  /// the CPU lowering, so that what they change is checked by running it
+  /// on any machine.
+  bool gpuTensorPasses = false;
 };
 
 /// Options of the lowering to PTX (NVPTX targets).
@@ -59,6 +64,10 @@ struct GpuLoweringOptions {
 /// workspace argument (kiln-plan-memory), memref.get_global and
 /// gpu.launch_func ops.
 void buildLowerToGpuPipeline(mlir::OpPassManager &pm, const GpuLoweringOptions &opts);
+
+/// The GPU path's passes on linalg on tensors, after the lowering to linalg:
+/// elementwise fusion that never recomputes a producer, reduction splitting.
+void addGpuTensorPasses(mlir::OpPassManager &pm);
 
 /// After buildLowerToGpuPipeline and extractPtx: the host function to the
 /// LLVM dialect, launching through kiln_cuda_launch_kernel, with the

@@ -449,6 +449,30 @@ def KilnGpuFuseElementwise : Pass<"kiln-gpu-fuse-elementwise", "mlir::func::Func
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "mlir::func::FuncOp"> {
+  let summary = "Split long reductions with few outputs into two kernels";
+  let description = [{
+    On tensors, before bufferization (NVPTX targets). One GPU thread per
+    output element leaves a row reduction with few rows nearly idle: a
+    layer norm over 128 rows of 256 is 128 threads, each reading 256
+    values in series (and 1 KB apart from its neighbours). A linalg op with
+    one reduction loop of K >= 64 iterations and fewer than 2^14 outputs is
+    split by upstream `linalg::splitReduction`: the reduction loop becomes
+    (K/r, r) with r parallel and innermost, so a first op computes r partial
+    results per output (consecutive threads read consecutive elements) and
+    a second combines them. r is the largest power of two with r * r <= K
+    that divides K and keeps the first op at most 2^16 threads; no split
+    below r = 8. An input read at a constant index of a unit dim (the mean
+    in x - mean keeps ONNX's keepdims dim: (d0, d1, 0)) is collapsed first,
+    since upstream's split builds invalid maps from it. Each split is one
+    level; the partial sums change the order of float additions (as any
+    parallel reduction does). `kiln-run --gpu-tensor-passes` runs the
+    result on the CPU.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 def KilnMergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
   let summary = "Move every outlined kernel into one gpu.module";
   let description = [{
