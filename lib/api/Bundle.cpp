@@ -85,7 +85,7 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
      << " *\n";
   if (l.cuda)
     os << " * Its kernels run on an NVIDIA GPU (sm_" << l.cuda->computeCapability
-       << " or newer), through the runtime\n"
+       << (l.cuda->archSpecific ? "a only" : " or newer") << "), through the runtime\n"
        << " * (link " << l.name << ".o with libkiln_runtime; the CUDA driver is opened at run time):\n"
        << " *   kiln_cuda_device_open(0, &device);\n"
        << " *   kiln_cuda_model_load(device, &" << l.name << "_model, &model);\n"
@@ -98,7 +98,8 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
        << "_model, inputs, " << upper << "_NUM_INPUTS, outputs, " << upper
        << "_NUM_OUTPUTS);\n";
   if (l.externalWeights)
-    os << " * after loading the weights once:\n"
+    os << (l.cuda ? " * loading the weights first (kiln_cuda_model_load copies them to the device):\n"
+                  : " * after loading the weights once:\n")
        << " *   kiln_model_load_weights(&" << l.name << "_model, \"" << l.name
        << ".weights\");\n";
   if (several)
@@ -308,6 +309,7 @@ static void mergePool(const ConstantPool &pool, llvm::Module &module, size_t var
 static BundleCuda cudaCode(const std::string &chip, const CudaHostCode &code) {
   BundleCuda c;
   c.computeCapability = std::atoi(chip.c_str() + 3); // sm_NN[a]
+  c.archSpecific = chip.back() == 'a';
   c.ptx = code.ptx;
   for (size_t k = 0; k < code.kernels.size(); ++k) {
     BundleCudaKernel kernel;

@@ -185,13 +185,14 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                   "cuda_kernels");
     llvm::Constant *embedded =
         weights && !layout.externalWeights ? llvm::cast<llvm::Constant>(weights) : null;
-    auto *codeTy = llvm::StructType::get(b.ctx, {b.i32, b.i32, b.ptr, b.ptr, b.ptr, b.i64});
+    auto *codeTy = llvm::StructType::get(b.ctx, {b.i32, b.i32, b.ptr, b.ptr, b.ptr, b.i64, b.i32});
     cuda = b.privateConstant(
         llvm::ConstantStruct::get(
             codeTy, {llvm::ConstantInt::get(b.i32, layout.cuda->computeCapability),
                      llvm::ConstantInt::get(b.i32, kernels.size()), table,
                      b.string(layout.cuda->ptx), embedded,
-                     llvm::ConstantInt::get(b.i64, embedded == null ? 0 : bytes.size())}),
+                     llvm::ConstantInt::get(b.i64, embedded == null ? 0 : bytes.size()),
+                     llvm::ConstantInt::get(b.i32, layout.cuda->archSpecific ? 1 : 0)}),
         "cuda_code");
   }
 

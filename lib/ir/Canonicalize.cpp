@@ -41,7 +41,12 @@ struct PowByWholeNumber : OpRewritePattern<PowOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PowOp op, PatternRewriter &rw) const override {
     Value x = op.getLhs();
-    if (x.getType() != op.getType())
+    // No broadcast by the exponent: one element, of no higher rank than a
+    // ranked x (type equality alone would let an unranked x through).
+    auto xType = dyn_cast<RankedTensorType>(x.getType());
+    auto cType = dyn_cast<RankedTensorType>(op.getRhs().getType());
+    if (!xType || !cType || x.getType() != op.getType() || !cType.hasStaticShape() ||
+        cType.getNumElements() != 1 || cType.getRank() > xType.getRank())
       return failure();
     std::optional<int64_t> n = splatWholeNumber(op.getRhs());
     if (!n || *n < 1 || *n > 3)

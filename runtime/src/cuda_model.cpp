@@ -67,11 +67,13 @@ kiln_status *kiln_cuda_model_load(kiln_cuda_device *device, const kiln_model_des
   if (!m->entry || m->num_variants || !staticSignature(m))
     return fail(KILN_INVALID_ARGUMENT, modelName(m) + " has no entry point of static shapes");
   int have = kiln_cuda_device_compute_capability(device);
-  if (code->compute_capability > have)
+  if (code->compute_capability > have ||
+      (code->arch_specific && code->compute_capability != have))
     return fail(KILN_DEVICE_ERROR,
                 modelName(m) + " is compiled for sm_" + std::to_string(code->compute_capability) +
-                    "; " + kiln_cuda_device_name(device) + " is sm_" + std::to_string(have) +
-                    " (recompile with --mcpu=sm_" + std::to_string(have) + ")");
+                    (code->arch_specific ? "a" : "") + "; " + kiln_cuda_device_name(device) +
+                    " is sm_" + std::to_string(have) + " (recompile with --mcpu=sm_" +
+                    std::to_string(have) + ")");
   const void *weights = code->weights;
   size_t weightsSize = (size_t)code->weights_size;
   if (m->weights) {

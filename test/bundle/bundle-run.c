@@ -211,6 +211,10 @@ int main(int argc, char **argv) {
   }
   if (describe_only)
     return describe(model, ptx_path);
+  if (device && strcmp(device, "cpu") && strcmp(device, "cuda")) {
+    fprintf(stderr, "bundle-run: --device needs cpu or cuda, not '%s'\n", device);
+    return 2;
+  }
   if (!dir) {
     fprintf(stderr, "usage: bundle-run DIR [--weights FILE] [--atol X] [--rtol Y] [--bench N] "
                     "[--device cpu|cuda]\n       bundle-run --describe [--dump-ptx FILE]\n");

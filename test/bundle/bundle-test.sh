@@ -156,7 +156,7 @@ cuda)
   grep -q "^#define ${name^^}_CUDA_COMPUTE_CAPABILITY 80\$" "$name.h" ||
     fail "$name.h does not say sm_80"
   native_runner
-  if ldd ./run | grep -i cuda; then fail "the bundle's program links CUDA"; fi
+  if ldd ./run | grep -i 'libcuda\|libcudart'; then fail "the bundle's program links CUDA"; fi
   ./run --describe --dump-ptx model.ptx | tee kernels.txt
   # Each kernel the descriptor lists is an .entry of the PTX with as many
   # parameters, launched with known blocks; and every .entry is listed.
@@ -169,7 +169,11 @@ cuda)
     fail "a kernel's block size is not known"
   fi
   ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
-  if [ -x "$ptxas" ]; then "$ptxas" --gpu-name sm_80 model.ptx -o model.cubin; fi
+  if [ -x "$ptxas" ]; then
+    "$ptxas" --gpu-name sm_80 model.ptx -o model.cubin
+  else
+    echo "no ptxas ($ptxas): the embedded PTX is not assembled"
+  fi
   expect_error "compiled for an NVIDIA GPU" ./run "$data" --device cpu
   KILN_CUDA_DRIVER=/nonexistent/libcuda.so.1 ./run "$data" | tee nodriver.log
   grep -q "SKIP no GPU: .*cannot load the driver" nodriver.log || fail "no driver: not a clean error"

@@ -53,3 +53,18 @@ func.func @pow_kept(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<
   %e = kiln.pow %x, %wide : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   return %a, %b, %c, %d, %e : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// An unranked base: whether the exponent broadcasts it is unknown, so pow
+// stays; so does a one-element exponent of higher rank than the base.
+// CHECK-LABEL: func.func @pow_unknown_broadcast
+// CHECK-COUNT-2: kiln.pow
+// CHECK-NOT: kiln.mul
+func.func @pow_unknown_broadcast(%x: tensor<*xf32>, %y: tensor<3xf32>) -> (tensor<*xf32>, tensor<1x3xf32>) {
+  %two = kiln.constant {value = dense<2.0> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %a = kiln.pow %x, %two : (tensor<*xf32>, tensor<2x3xf32>) -> tensor<*xf32>
+  %c = kiln.constant {value = dense<2.0> : tensor<1x1xf32>} : () -> tensor<1x1xf32>
+  %b = kiln.pow %y, %c : (tensor<3xf32>, tensor<1x1xf32>) -> tensor<1x3xf32>
+  return %a, %b : tensor<*xf32>, tensor<1x3xf32>
+}

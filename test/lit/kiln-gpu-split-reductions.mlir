@@ -119,3 +119,27 @@ func.func @variance(%x: tensor<1x128x256xf32>, %mean: tensor<1x128x1xf32>, %init
   } -> tensor<1x128xf32>
   return %r : tensor<1x128xf32>
 }
+
+// -----
+
+// A body that reads linalg.index is left alone: upstream's split would not
+// renumber it (a gathered row fused into its sum reads its own index).
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#o = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @indexed
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.index 1
+// CHECK-NOT: linalg.generic
+func.func @indexed(%x: tensor<128x256xf32>, %init: tensor<128xf32>) -> tensor<128xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #o], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<128x256xf32>) outs(%init : tensor<128xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i32
+    %kf = arith.sitofp %ki : i32 to f32
+    %w = arith.mulf %a, %kf : f32
+    %s = arith.addf %w, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<128xf32>
+  return %r : tensor<128xf32>
+}

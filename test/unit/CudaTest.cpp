@@ -180,6 +180,22 @@ TEST(Cuda, RunsABundleDescriptorWhereThereIsAGpu) {
   m = messageOf(kiln_cuda_model_load(dev, &desc, &model));
   EXPECT_NE(m.find("is compiled for sm_990"), std::string::npos) << m;
   EXPECT_EQ(model, nullptr);
+  // sm_75a runs on sm_75 only (this test's GPU is newer: see the skip).
+  kiln_cuda_code specific = code;
+  specific.arch_specific = 1;
+  desc.cuda = &specific;
+  m = messageOf(kiln_cuda_model_load(dev, &desc, &model));
+  if (kiln_cuda_device_compute_capability(dev) != 75)
+    EXPECT_NE(m.find("is compiled for sm_75a"), std::string::npos) << m;
+  kiln_cuda_model_free(model);
+  model = nullptr;
+  // External weights not loaded yet: refused before anything is uploaded.
+  kiln_weights slot{};
+  desc.cuda = &code;
+  desc.weights = &slot;
+  m = messageOf(kiln_cuda_model_load(dev, &desc, &model));
+  EXPECT_NE(m.find("keeps its weights in a file"), std::string::npos) << m;
+  EXPECT_EQ(model, nullptr);
   kiln_cuda_device_close(dev);
 }
 

@@ -42,6 +42,7 @@ struct BundleCudaKernel {
 /// (kiln_cuda_code). Its weights are the bundle's weights.
 struct BundleCuda {
   int32_t computeCapability = 0;
+  bool archSpecific = false; ///< sm_NNa: that architecture only
   std::string ptx;
   std::vector<BundleCudaKernel> kernels;
 };

@@ -114,12 +114,15 @@ void kiln_cuda_launch_kernel(int64_t kernel, int64_t grid_x, int64_t grid_y, int
  * -o DIR/NAME writes NAME.o and NAME.h as for the CPU; the descriptor
  * NAME_model points at this, and its entry point is the host code that
  * launches the kernels. */
+/* What the compiler knew of one kernel. grid, block and shared_bytes are 0
+ * where the host code computes them at each launch, or where the kernel is
+ * launched with different ones; the host code passes them either way. */
 typedef struct kiln_cuda_kernel_desc {
   const char *name;      /* the PTX .entry */
   uint32_t grid[3];      /* blocks per launch (x, y, z) */
   uint32_t block[3];     /* threads per block (x, y, z) */
   uint32_t shared_bytes; /* dynamic shared memory per block */
-  uint32_t num_params;   /* kernel parameters: device addresses of buffers */
+  uint32_t num_params;   /* the .entry's parameters */
 } kiln_cuda_kernel_desc;
 
 typedef struct kiln_cuda_code {
@@ -131,16 +134,22 @@ typedef struct kiln_cuda_code {
    * are in the model's external weights file (kiln_model_load_weights). */
   const void *weights;
   uint64_t weights_size;
+  /* 1 for an architecture-specific target (--mcpu=sm_90a), whose PTX runs
+   * on that architecture only; 0: on compute_capability and newer. */
+  int32_t arch_specific;
 } kiln_cuda_code;
 
 /* A bundle loaded onto a device: its kernels, its weights and workspace,
  * and device buffers for its inputs and outputs. */
 typedef struct kiln_cuda_model kiln_cuda_model;
 
-/* Loads a CUDA bundle's descriptor (&NAME_model) onto `device`. Errors: a
- * model compiled for the CPU, of another runtime ABI, whose external
- * weights are not loaded, compiled for a newer GPU than `device`, or any
- * driver failure (KILN_DEVICE_ERROR naming the call). */
+/* Loads a CUDA bundle's descriptor (&NAME_model) onto `device`: the weights
+ * are copied to the device here, so a bundle with external weights needs
+ * kiln_model_load_weights first (loading them again later does not reach
+ * a model already loaded). Errors: a model compiled for the CPU, of another
+ * runtime ABI, whose external weights are not loaded, compiled for a newer
+ * GPU than `device` (or, sm_NNa, for another one), or any driver failure
+ * (KILN_DEVICE_ERROR naming the call). */
 kiln_status *kiln_cuda_model_load(kiln_cuda_device *device, const kiln_model_desc *model,
                                   kiln_cuda_model **out);
 void kiln_cuda_model_free(kiln_cuda_model *model);
