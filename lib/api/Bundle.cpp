@@ -87,6 +87,9 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
     os << " * Its kernels run on an NVIDIA GPU (sm_" << l.cuda->computeCapability
        << (l.cuda->archSpecific ? "a only" : " or newer") << "), through the runtime\n"
        << " * (link " << l.name << ".o with libkiln_runtime; the CUDA driver is opened at run time):\n"
+       << (l.externalWeights ? " *   kiln_model_load_weights(&" + l.name + "_model, \"" + l.name +
+                                   ".weights\");  (first: loading copies them to the device)\n"
+                             : std::string())
        << " *   kiln_cuda_device_open(0, &device);\n"
        << " *   kiln_cuda_model_load(device, &" << l.name << "_model, &model);\n"
        << " *   kiln_cuda_model_execute(model, inputs, " << upper << "_NUM_INPUTS, outputs, "
@@ -97,9 +100,8 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
        << " *   kiln_model_execute(&" << l.name
        << "_model, inputs, " << upper << "_NUM_INPUTS, outputs, " << upper
        << "_NUM_OUTPUTS);\n";
-  if (l.externalWeights)
-    os << (l.cuda ? " * loading the weights first (kiln_cuda_model_load copies them to the device):\n"
-                  : " * after loading the weights once:\n")
+  if (l.externalWeights && !l.cuda)
+    os << " * after loading the weights once:\n"
        << " *   kiln_model_load_weights(&" << l.name << "_model, \"" << l.name
        << ".weights\");\n";
   if (several)
