@@ -5,6 +5,7 @@
 // decides where and by how much (see Passes.td).
 #include "kiln/Passes/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -119,6 +120,36 @@ linalg::GenericOp dropConstantUnitDims(RewriterBase &rw, linalg::GenericOp op) {
   return generic;
 }
 
+/// A reduction whose init is a fill used by nothing else takes the fill's
+/// value at its first reduction step instead of reading it, and its init
+/// becomes the fill's unwritten destination: on the GPU a fill is a kernel
+/// launch of its own. Only for the split's two ops, whose one reduction
+/// loop is short enough to be unrolled, so the select costs nothing there
+/// (in a long loop it would be one more instruction per step).
+void startFromFill(RewriterBase &rw, linalg::LinalgOp linalgOp) {
+  auto op = dyn_cast<linalg::GenericOp>(linalgOp.getOperation());
+  if (!op || op.getNumDpsInits() != 1)
+    return;
+  auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill->hasOneUse())
+    return;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  if (reductions.size() != 1)
+    return;
+  Block &body = op.getRegion().front();
+  BlockArgument acc = body.getArguments().back();
+  Location loc = op.getLoc();
+  rw.setInsertionPointToStart(&body);
+  Value k = linalg::IndexOp::create(rw, loc, reductions.front());
+  Value zero = arith::ConstantIndexOp::create(rw, loc, 0);
+  Value first = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq, k, zero);
+  Value start = arith::SelectOp::create(rw, loc, first, fill.getInputs()[0], acc);
+  rw.replaceAllUsesExcept(acc, start, start.getDefiningOp());
+  rw.modifyOpInPlace(op, [&] { op.getDpsInitsMutable()[0].set(fill.getOutputs()[0]); });
+  rw.eraseOp(fill);
+}
+
 struct GpuSplitReductionsPass
     : impl::KilnGpuSplitReductionsBase<GpuSplitReductionsPass> {
   void runOnOperation() override {
@@ -135,8 +166,13 @@ struct GpuSplitReductionsPass
           op = simpler;
       // A reduction upstream cannot split (a combiner it does not know, an
       // input the split dim cannot be expanded in) stays one kernel.
-      if (op.hasOnlyProjectedPermutations())
-        (void)linalg::splitReduction(rw, op, chooseSplit);
+      if (!op.hasOnlyProjectedPermutations())
+        continue;
+      FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(rw, op, chooseSplit);
+      if (failed(split))
+        continue;
+      startFromFill(rw, split->splitLinalgOp);
+      startFromFill(rw, split->resultCombiningLinalgOp);
     }
   }
 };

@@ -3,17 +3,25 @@
 // A layer norm's row sum, 128 rows of 256: r = 16 (16 * 16 = 256). The
 // first op is parallel over (row, partial) and reads x[row, 16 * j + p]
 // (consecutive partials, consecutive elements); the second adds each
-// row's 16 partials into the original init.
+// row's 16 partials into the original init. The partials need no fill:
+// the first op starts from 0 at its first step (j == 0).
 #map_in = affine_map<(d0, d1) -> (d0, d1)>
 #map_out = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @row_sum
 // CHECK-SAME: (%[[X:.*]]: tensor<128x256xf32>, %[[INIT:.*]]: tensor<128xf32>)
 // CHECK: %[[XS:.*]] = tensor.expand_shape %[[X]] {{\[}}[0], [1, 2]] output_shape [128, 16, 16]
+// CHECK: %[[PARTIAL:.*]] = tensor.empty() : tensor<128x16xf32>
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[PARTIAL:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<128x16xf32>)
+// CHECK-NOT: linalg.fill
 // CHECK: %[[SPLIT:.*]] = linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction", "parallel"]
 // CHECK-SAME: ins(%[[XS]] : tensor<128x16x16xf32>) outs(%[[PARTIAL]] : tensor<128x16xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[J:.*]] = linalg.index 1 : index
+// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[J]], %[[C0]] : index
+// CHECK-NEXT: %[[START:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ACC]] : f32
+// CHECK-NEXT: arith.addf %[[IN]], %[[START]] : f32
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction"]
 // CHECK-SAME: ins(%[[SPLIT]] : tensor<128x16xf32>) outs(%[[INIT]] : tensor<128xf32>)
@@ -30,14 +38,26 @@ func.func @row_sum(%x: tensor<128x256xf32>, %init: tensor<128xf32>) -> tensor<12
 
 // -----
 
-// A row maximum over 1000 (softmax): 1000 is divisible by 8, not 16.
+// A row maximum over 1000 (softmax): 1000 is divisible by 8, not 16. The
+// original init is a fill used by nothing else: the combining op takes its
+// value (-inf) at its first step, and that fill goes too.
 #map_in = affine_map<(d0, d1) -> (d0, d1)>
 #map_out = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @row_max
+// CHECK: %[[LOWEST:.*]] = arith.constant -3.40282347E+38 : f32
+// CHECK-NOT: linalg.fill
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [4, 125, 8]
-// CHECK: arith.constant 0xFF800000 : f32
-// CHECK-COUNT-2: arith.maximumf
-func.func @row_max(%x: tensor<4x1000xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-NOT: linalg.fill
+// CHECK: arith.select %{{.*}}, %[[NEG]], %{{.*}} : f32
+// CHECK: arith.maximumf
+// CHECK: linalg.index 1 : index
+// CHECK: arith.select %{{.*}}, %[[LOWEST]], %{{.*}} : f32
+// CHECK: arith.maximumf
+func.func @row_max(%x: tensor<4x1000xf32>) -> tensor<4xf32> {
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %empty = tensor.empty() : tensor<4xf32>
+  %init = linalg.fill ins(%lowest : f32) outs(%empty : tensor<4xf32>) -> tensor<4xf32>
   %r = linalg.generic {indexing_maps = [#map_in, #map_out], iterator_types = ["parallel", "reduction"]}
       ins(%x : tensor<4x1000xf32>) outs(%init : tensor<4xf32>) {
   ^bb0(%a: f32, %acc: f32):
@@ -104,6 +124,7 @@ func.func @kept(%many: tensor<16384x256xf32>, %i1: tensor<16384xf32>, %short: te
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction", "parallel"]
 // CHECK-SAME: ins(%[[XS]], %[[M2]] : tensor<1x128x16x16xf32>, tensor<1x128xf32>)
+// CHECK: linalg.index 2 : index
 // CHECK: arith.subf
 // CHECK: arith.mulf
 // CHECK: linalg.generic

@@ -464,7 +464,11 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "mlir::func::Func
     that divides K and keeps the first op at most 2^16 threads; no split
     below r = 8. An input read at a constant index of a unit dim (the mean
     in x - mean keeps ONNX's keepdims dim: (d0, d1, 0)) is collapsed first,
-    since upstream's split builds invalid maps from it. Each split is one
+    since upstream's split builds invalid maps from it. The partials' fill,
+    and the original init's when it is a fill used by nothing else, are
+    dropped: each of the two ops takes the fill's value at its first
+    reduction step (a select on the reduction index, free in a loop this
+    short once unrolled), so no fill kernel runs. Each split is one
     level; the partial sums change the order of float additions (as any
     parallel reduction does). `kiln-run --gpu-tensor-passes` runs the
     result on the CPU.
