@@ -284,6 +284,9 @@ struct EmitOptions {
   std::string bundleName = "model";
   bool externalWeights = false;
   /// Bracket each kernel with the runtime's profiling hooks (kiln/profile.h).
+  /// GPU targets: run kiln-gpu-split-reductions (kilnc
+  /// --gpu-split-reductions=false turns it off, to measure what it gains).
+  bool gpuSplitReductions = true;
   bool profile = false;
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).

@@ -398,7 +398,9 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     ConstantPool pool;
     if (cuda) {
       CudaHostCode code;
-      if (Status s = lowerForCuda(*module, options.cpu, variant.entry, code); !s.ok())
+      if (Status s = lowerForCuda(*module, options.cpu, variant.entry, code,
+                                  options.gpuSplitReductions);
+          !s.ok())
         return fail(s);
       clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");
       variant.workspaceSize = code.workspaceBytes;

@@ -348,7 +348,8 @@ Status resolveGpuTarget(EmitOptions &options) {
 
 /// The model's kernels as PTX for `chip`; the host function is left with
 /// gpu.launch_func ops (buildLowerToGpuPipeline).
-static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &ptx) {
+static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &ptx,
+                         bool splitReductions = true) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -356,6 +357,7 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   GpuLoweringOptions gpu;
   gpu.chip = chip;
   gpu.libdevice = findLibdevice();
+  gpu.splitReductions = splitReductions;
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
@@ -368,15 +370,15 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
 /// The PTX of every kernel of the model, for the GPU chip in options.cpu.
 static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &clock,
                       std::string &out) {
-  Status s = lowerToPtx(module, options.cpu, out);
+  Status s = lowerToPtx(module, options.cpu, out, options.gpuSplitReductions);
   if (s.ok())
     clock.done("lower to GPU kernels and generate PTX (" + options.cpu + ")");
   return s;
 }
 
 Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,
-                    CudaHostCode &out) {
-  if (Status s = lowerToPtx(module, chip, out.ptx); !s.ok())
+                    CudaHostCode &out, bool splitReductions) {
+  if (Status s = lowerToPtx(module, chip, out.ptx, splitReductions); !s.ok())
     return s;
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
@@ -457,7 +459,9 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     return Status::error(KILN_INVALID_ARGUMENT, error);
   if (cuda) {
     CudaHostCode code;
-    if (Status s = lowerForCuda(*module, options.cpu, options.entryName, code); !s.ok())
+    if (Status s = lowerForCuda(*module, options.cpu, options.entryName, code,
+                                options.gpuSplitReductions);
+        !s.ok())
       return s;
     defineCudaObjectData(*module, options.entryName, code.ptx, code.kernels, code.constants);
     clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");

@@ -110,7 +110,7 @@ struct CudaHostCode {
   int64_t workspaceBytes = 0;
 };
 Status lowerForCuda(mlir::ModuleOp module, const std::string &chip, const std::string &entryName,
-                    CudaHostCode &out);
+                    CudaHostCode &out, bool splitReductions = true);
 
 /// Refuses modules whose outputs an ahead-of-time entry point cannot return
 /// (run-time row counts, sequences, optionals).

@@ -62,9 +62,10 @@ static void addBufferizationToOutParams(OpPassManager &pm) {
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
 }
 
-void addGpuTensorPasses(OpPassManager &pm) {
+void addGpuTensorPasses(OpPassManager &pm, bool splitReductions) {
   pm.addNestedPass<func::FuncOp>(createKilnGpuFuseElementwise());
-  pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions());
+  if (splitReductions)
+    pm.addNestedPass<func::FuncOp>(createKilnGpuSplitReductions());
 }
 
 void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
@@ -112,7 +113,7 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   opts.convertLayout = false;
   opts.useKernels = false;
   buildLowerToLinalgPipeline(pm, opts);
-  addGpuTensorPasses(pm);
+  addGpuTensorPasses(pm, gpu.splitReductions);
   pm.addPass(createCSEPass());
   addBufferizationToOutParams(pm);
   // The CPU path's static plan: on the device, launches on one stream run in

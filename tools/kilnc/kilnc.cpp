@@ -87,6 +87,11 @@ static cl::opt<bool> profileKernels(
     cl::desc("Bracket every kernel with the runtime's profiling hooks: a kiln_profiler attached "
              "to the running thread (kiln/profile.h) then records one event per kernel"),
     cl::cat(kilncCat));
+static cl::opt<bool> gpuSplitReductions(
+    "gpu-split-reductions",
+    cl::desc("GPU targets: split long reductions with few outputs in two kernels "
+             "(kiln-gpu-split-reductions; default on). =false measures the GPU code without"),
+    cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> noCache(
     "no-cache",
     cl::desc("Compile afresh: neither read nor write the compile cache (KILN_CACHE_DIR, default "
@@ -312,6 +317,7 @@ static int kilncMain(int argc, char **argv) {
 
   opts.cache = !noCache && !foreignOptionsGiven();
   opts.profile = profileKernels;
+  opts.gpuSplitReductions = gpuSplitReductions;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

@@ -56,6 +56,8 @@ struct GpuLoweringOptions {
   /// libdevice.10.bc to link for math functions; empty: none (a math call
   /// that is not approximated is then an unresolved extern in the PTX).
   std::string libdevice;
+  /// Run kiln-gpu-split-reductions.
+  bool splitReductions = true;
 };
 
 /// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->
@@ -67,7 +69,7 @@ void buildLowerToGpuPipeline(mlir::OpPassManager &pm, const GpuLoweringOptions &
 
 /// The GPU path's passes on linalg on tensors, after the lowering to linalg:
 /// elementwise fusion that never recomputes a producer, reduction splitting.
-void addGpuTensorPasses(mlir::OpPassManager &pm);
+void addGpuTensorPasses(mlir::OpPassManager &pm, bool splitReductions = true);
 
 /// After buildLowerToGpuPipeline and extractPtx: the host function to the
 /// LLVM dialect, launching through kiln_cuda_launch_kernel, with the
