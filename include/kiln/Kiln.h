@@ -287,6 +287,10 @@ struct EmitOptions {
   /// GPU targets: run kiln-gpu-split-reductions (kilnc
   /// --gpu-split-reductions=false turns it off, to measure what it gains).
   bool gpuSplitReductions = true;
+  /// GPU targets: large matrix products and convolutions as shared-memory
+  /// tiled kernels (kiln-gpu-tile-contractions; kilnc
+  /// --gpu-tile-contractions=false keeps kiln-gpu-loops' kernels for them).
+  bool gpuTileContractions = true;
   bool profile = false;
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).

@@ -399,7 +399,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     if (cuda) {
       CudaHostCode code;
       if (Status s = lowerForCuda(*module, options.cpu, variant.entry, code,
-                                  options.gpuSplitReductions);
+                                  gpuPassChoicesOf(options));
           !s.ok())
         return fail(s);
       clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");

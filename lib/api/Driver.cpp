@@ -349,7 +349,7 @@ Status resolveGpuTarget(EmitOptions &options) {
 /// The model's kernels as PTX for `chip`; the host function is left with
 /// gpu.launch_func ops (buildLowerToGpuPipeline).
 static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &ptx,
-                         bool splitReductions = true) {
+                         const GpuPassChoices &choices = {}) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -357,7 +357,8 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   GpuLoweringOptions gpu;
   gpu.chip = chip;
   gpu.libdevice = findLibdevice();
-  gpu.splitReductions = splitReductions;
+  gpu.splitReductions = choices.splitReductions;
+  gpu.tileContractions = choices.tileContractions;
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
@@ -370,15 +371,19 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
 /// The PTX of every kernel of the model, for the GPU chip in options.cpu.
 static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &clock,
                       std::string &out) {
-  Status s = lowerToPtx(module, options.cpu, out, options.gpuSplitReductions);
+  Status s = lowerToPtx(module, options.cpu, out, gpuPassChoicesOf(options));
   if (s.ok())
     clock.done("lower to GPU kernels and generate PTX (" + options.cpu + ")");
   return s;
 }
 
+GpuPassChoices gpuPassChoicesOf(const EmitOptions &options) {
+  return {options.gpuSplitReductions, options.gpuTileContractions};
+}
+
 Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,
-                    CudaHostCode &out, bool splitReductions) {
-  if (Status s = lowerToPtx(module, chip, out.ptx, splitReductions); !s.ok())
+                    CudaHostCode &out, const GpuPassChoices &choices) {
+  if (Status s = lowerToPtx(module, chip, out.ptx, choices); !s.ok())
     return s;
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
@@ -460,7 +465,7 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   if (cuda) {
     CudaHostCode code;
     if (Status s = lowerForCuda(*module, options.cpu, options.entryName, code,
-                                options.gpuSplitReductions);
+                                gpuPassChoicesOf(options));
         !s.ok())
       return s;
     defineCudaObjectData(*module, options.entryName, code.ptx, code.kernels, code.constants);

@@ -109,8 +109,15 @@ struct CudaHostCode {
   std::string constants;
   int64_t workspaceBytes = 0;
 };
+/// The GPU path's optional passes (kilnc turns each off to measure it).
+struct GpuPassChoices {
+  bool splitReductions = true;   // kiln-gpu-split-reductions
+  bool tileContractions = true;  // kiln-gpu-tile-contractions
+};
+GpuPassChoices gpuPassChoicesOf(const EmitOptions &options);
+
 Status lowerForCuda(mlir::ModuleOp module, const std::string &chip, const std::string &entryName,
-                    CudaHostCode &out, bool splitReductions = true);
+                    CudaHostCode &out, const GpuPassChoices &choices = {});
 
 /// Refuses modules whose outputs an ahead-of-time entry point cannot return
 /// (run-time row counts, sequences, optionals).

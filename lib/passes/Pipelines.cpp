@@ -90,6 +90,12 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());
+  if (opts.gpuTensorPasses) { // and the GPU path's tiled contractions, emulated
+    KilnGpuTileContractionsOptions tiles;
+    tiles.emulate = true;
+    tiles.minBlocks = 1;
+    pm.addNestedPass<func::FuncOp>(createKilnGpuTileContractions(tiles));
+  }
   pm.addPass(createKilnOutlineLoopNests());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
 
@@ -125,7 +131,8 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   // No min/max bounds: with them the tiled bound is an affine.min and
   // convert-parallel-loops-to-gpu silently leaves the loop on the host.
   std::string tail =
-      "func.func(kiln-gpu-loops,"
+      "func.func(" +
+      std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") + "kiln-gpu-loops,"
       "scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 no-min-max-bounds=true},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
       "gpu-launch-sink-index-computations),"

@@ -86,6 +86,14 @@ def specs():
     for n in [1024, 2048, 4096]:
         d[f"matmul{n}"] = (lambda n=n: matmul(n), [], ("random", [[n, n], [n, n]]),
                            {"model": "matmul", "n": n})
+    # Without kiln-gpu-tile-contractions (the one-thread-per-register-tile
+    # kernels of bec683d), to time the shared-memory tiles in the same run.
+    d["resnet18_b32_notile"] = (resnet18_b32, ["--gpu-tile-contractions=false"],
+                                ("replicate", "resnet18", 0, 32),
+                                {"model": "resnet18", "batch": 32})
+    for n in [1024, 4096]:
+        d[f"matmul{n}_notile"] = (lambda n=n: matmul(n), ["--gpu-tile-contractions=false"],
+                                  ("random", [[n, n], [n, n]]), {"model": "matmul", "n": n})
     return d
 
 

@@ -92,6 +92,12 @@ static cl::opt<bool> gpuSplitReductions(
     cl::desc("GPU targets: split long reductions with few outputs in two kernels "
              "(kiln-gpu-split-reductions; default on). =false measures the GPU code without"),
     cl::init(true), cl::cat(kilncCat));
+static cl::opt<bool> gpuTileContractions(
+    "gpu-tile-contractions",
+    cl::desc("GPU targets: large matrix products and convolutions as shared-memory tiled "
+             "kernels (kiln-gpu-tile-contractions; default on). =false measures the GPU code "
+             "without"),
+    cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> noCache(
     "no-cache",
     cl::desc("Compile afresh: neither read nor write the compile cache (KILN_CACHE_DIR, default "
@@ -318,6 +324,7 @@ static int kilncMain(int argc, char **argv) {
   opts.cache = !noCache && !foreignOptionsGiven();
   opts.profile = profileKernels;
   opts.gpuSplitReductions = gpuSplitReductions;
+  opts.gpuTileContractions = gpuTileContractions;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

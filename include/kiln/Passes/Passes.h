@@ -58,6 +58,8 @@ struct GpuLoweringOptions {
   std::string libdevice;
   /// Run kiln-gpu-split-reductions.
   bool splitReductions = true;
+  /// Run kiln-gpu-tile-contractions.
+  bool tileContractions = true;
 };
 
 /// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->

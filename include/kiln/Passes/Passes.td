@@ -477,6 +477,38 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "mlir::func::Func
                            "mlir::arith::ArithDialect"];
 }
 
+def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::FuncOp"> {
+  let summary = "Large matrix products and convolutions as shared-memory tiled GPU kernels";
+  let description = [{
+    On bufferized linalg, before `kiln-gpu-loops` (NVPTX targets). A
+    `linalg.generic` whose body is `out + x * y` on static f32 memrefs, with
+    an output map that is a permutation of its parallel dims, is read as
+    C[batch][M][N] += A[batch][M][K] * B[batch][K][N] over groups of its own
+    dims (N: the parallel dims only the input using the output's innermost
+    dim reads; M: those only the other input reads; batch: the rest; K:
+    every reduction dim), the operands read through their own indexing maps
+    (an implicit GEMM for convolutions). It becomes one `gpu.launch` of
+    blocks of 256 threads, each block computing a 128x128 (K-slices of 8)
+    or 64x64 (slices of 16) tile of C, each thread an 8x8 or 4x4 register
+    tile strided by 16; per slice, A^T and B are staged in workgroup memory
+    between two `gpu.barrier`s. The larger tile is taken when it makes at
+    least `min-blocks` blocks and wastes at most a fifth of its outputs on
+    the edges. Out-of-range elements are loaded as zeros and not stored.
+    `emulate` builds the same phases for the CPU (blocks and threads as
+    loops, one phase for all threads before the next), which `kiln-run
+    --gpu-tensor-passes` runs.
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "Build the kernel as CPU loops (testing the index arithmetic)">,
+    Option<"minBlocks", "min-blocks", "int64_t", /*default=*/"128",
+           "Least number of blocks a tiled kernel must have">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 def KilnMergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
   let summary = "Move every outlined kernel into one gpu.module";
   let description = [{

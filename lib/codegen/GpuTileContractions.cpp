@@ -1,0 +1,445 @@
+// kiln-gpu-tile-contractions: matrix products and convolutions as
+// shared-memory tiled GPU kernels (the classic SGEMM structure: block tile,
+// K-slices staged in shared memory, a register tile per thread).
+//
+// Why our own rather than upstream's transform-dialect GPU recipes: Kiln's
+// contractions are linalg.generic ops in the importer's own dim order
+// (a convolution is (n, g, f, c, kh, kw, oh, ow) with strided input maps),
+// and one rule has to cover all of them without a per-model script. So a
+// contraction is read as C[batch][M][N] += A[batch][M][K] * B[batch][K][N]
+// over groups of its own loops, each group flattened:
+// - N: the parallel dims that only the input using the output's innermost
+//   dim reads (a matrix product's columns; a convolution's n, oh, ow), in
+//   output order, so consecutive threads store consecutive elements;
+// - M: the parallel dims that only the other input reads (rows; output
+//   channels);
+// - batch: parallel dims both (or neither) read (a batched product's batch,
+//   a convolution's group);
+// - K: every reduction dim.
+// The operands are read through the op's own indexing maps at the
+// delinearized indices, which is an implicit GEMM for convolutions.
+//
+// A block of 256 threads (16 x 16) computes a BM x BN tile of C; each
+// thread BM/16 x BN/16 outputs, strided by 16 so that a warp's shared
+// loads are conflict-free and its global stores contiguous. Per K-slice
+// of BK, the block stages A^T (padded against bank conflicts) and B in
+// shared memory, one barrier, BK rank-1 updates from shared memory into
+// registers, another barrier. Out-of-range rows, columns and K are loaded
+// as zeros and not stored.
+//
+// Only where there is work for the whole GPU (min-blocks): a small
+// product keeps kiln-gpu-loops' one-thread-per-register-tile kernels,
+// which occupy more SMs there.
+//
+// emulate=true builds the same kernel for the CPU, blocks and threads as
+// sequential loops with each phase between barriers run for all threads
+// before the next (the accumulators in memory, one row per thread): the
+// same index arithmetic, loads and stores (emitted by the same functions),
+// so kiln-run --gpu-tensor-passes checks it on any machine.
+#include "kiln/Passes/Passes.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUTILECONTRACTIONS
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kSide = 16;             // threads per side of a block
+constexpr int64_t kThreads = kSide * kSide;
+constexpr int64_t kPadA = 4;              // A^T rows padded: no bank conflicts when staging
+constexpr int64_t kMaxGridYZ = 65535;
+
+struct BlockTile {
+  int64_t bm, bn, bk;
+  int64_t tm() const { return bm / kSide; }
+  int64_t tn() const { return bn / kSide; }
+};
+
+/// C[batch][M][N] += A[batch][M][K] * B[batch][K][N] over groups of the
+/// generic's loops (file comment).
+struct Contraction {
+  mutable linalg::GenericOp op; // (its accessors are not const)
+  OpOperand *a = nullptr, *b = nullptr;
+  SmallVector<unsigned> batch, m, n, k;
+  SmallVector<int64_t> ranges;
+  int64_t batchSize = 1, M = 1, N = 1, K = 1;
+};
+
+/// The body is out + x * y (either order of either).
+bool isMulAdd(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return false;
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body.getArgument(2);
+  Value prod = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = prod ? prod.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value x = body.getArgument(0), y = body.getArgument(1);
+  return (mul.getLhs() == x && mul.getRhs() == y) || (mul.getLhs() == y && mul.getRhs() == x);
+}
+
+std::optional<Contraction> matchContraction(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+    return std::nullopt;
+  for (OpOperand &x : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(x.get().getType());
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+      return std::nullopt;
+  }
+  if (!isMulAdd(op))
+    return std::nullopt;
+  Contraction c;
+  c.op = op;
+  c.ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(c.ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!out.isProjectedPermutation() || out.getNumResults() == 0)
+    return std::nullopt;
+  auto iterators = op.getIteratorTypesArray();
+  for (unsigned d = 0; d < c.ranges.size(); ++d)
+    if (linalg::isParallelIterator(iterators[d]) != out.isFunctionOfDim(d))
+      return std::nullopt;
+  unsigned inner = cast<AffineDimExpr>(out.getResults().back()).getPosition();
+  OpOperand *x = op.getDpsInputOperand(0), *y = op.getDpsInputOperand(1);
+  AffineMap xMap = op.getMatchingIndexingMap(x), yMap = op.getMatchingIndexingMap(y);
+  if (xMap.isFunctionOfDim(inner) == yMap.isFunctionOfDim(inner))
+    return std::nullopt;
+  std::tie(c.a, c.b) = xMap.isFunctionOfDim(inner) ? std::pair(y, x) : std::pair(x, y);
+  AffineMap aMap = op.getMatchingIndexingMap(c.a), bMap = op.getMatchingIndexingMap(c.b);
+  for (AffineExpr e : out.getResults()) {
+    unsigned d = cast<AffineDimExpr>(e).getPosition();
+    bool inA = aMap.isFunctionOfDim(d), inB = bMap.isFunctionOfDim(d);
+    (inA && !inB ? c.m : !inA && inB ? c.n : c.batch).push_back(d);
+  }
+  for (unsigned d = 0; d < c.ranges.size(); ++d)
+    if (!linalg::isParallelIterator(iterators[d]))
+      c.k.push_back(d);
+  if (c.m.empty() || c.n.empty() || c.k.empty())
+    return std::nullopt;
+  for (unsigned d : c.batch)
+    c.batchSize *= c.ranges[d];
+  for (unsigned d : c.m)
+    c.M *= c.ranges[d];
+  for (unsigned d : c.n)
+    c.N *= c.ranges[d];
+  for (unsigned d : c.k)
+    c.K *= c.ranges[d];
+  return c;
+}
+
+/// The largest block tile that fills at least `minBlocks` blocks and wastes
+/// at most a fifth of its outputs on the edges; else, among those with
+/// enough blocks, the least wasteful.
+std::optional<BlockTile> chooseTile(const Contraction &c, int64_t minBlocks) {
+  static const BlockTile tiles[] = {{128, 128, 8}, {64, 64, 16}};
+  std::optional<BlockTile> best;
+  double bestUse = 0;
+  for (const BlockTile &t : tiles) {
+    int64_t rows = llvm::divideCeil(c.M, t.bm), cols = llvm::divideCeil(c.N, t.bn);
+    if (rows > kMaxGridYZ || c.batchSize > kMaxGridYZ || rows * cols * c.batchSize < minBlocks)
+      continue;
+    double use = double(c.M) * double(c.N) / (double(rows * t.bm) * double(cols * t.bn));
+    if (use >= 0.8)
+      return t;
+    if (!best || use > bestUse)
+      best = t, bestUse = use;
+  }
+  return best;
+}
+
+/// Emits one block's phases for a thread `t` (file comment). Block ids and
+/// the shared tiles are set by the caller, per mode.
+struct TileEmitter {
+  const Contraction &c;
+  BlockTile tile;
+  Location loc;
+  Value aTile, bTile; // A^T: [bk][bm + pad], B: [bk][bn]
+  Value blockN, blockM, blockBatch;
+
+  Value cst(OpBuilder &b, int64_t v) const { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(OpBuilder &b, Value x, int64_t v) const {
+    return v == 0 ? x : arith::AddIOp::create(b, loc, x, cst(b, v)).getResult();
+  }
+
+  /// Sets `iv[d]` for the dims of `group` from their flattened index.
+  void delinearize(OpBuilder &b, Value flat, ArrayRef<unsigned> group,
+                   SmallVectorImpl<Value> &iv) const {
+    for (unsigned d : llvm::reverse(group.drop_front())) {
+      Value extent = cst(b, c.ranges[d]);
+      iv[d] = arith::RemUIOp::create(b, loc, flat, extent);
+      flat = arith::DivUIOp::create(b, loc, flat, extent);
+    }
+    iv[group.front()] = flat;
+  }
+
+  SmallVector<Value> operandIndices(OpBuilder &b, OpOperand *operand, ArrayRef<Value> iv) const {
+    AffineMap map = c.op.getMatchingIndexingMap(operand);
+    SmallVector<Value> idx;
+    for (AffineExpr e : map.getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(e)) {
+        idx.push_back(iv[dim.getPosition()]);
+        continue;
+      }
+      idx.push_back(affine::expandAffineExpr(b, loc, e, iv, ValueRange{}));
+    }
+    return idx;
+  }
+
+  /// Loop indices with the batch dims of this block and the others zero.
+  SmallVector<Value> blockIndices(OpBuilder &b) const {
+    SmallVector<Value> iv(c.ranges.size(), cst(b, 0));
+    if (!c.batch.empty())
+      delinearize(b, blockBatch, c.batch, iv);
+    return iv;
+  }
+
+  /// `x < bound` as an i1, or nothing when no tile of `step` crosses it.
+  Value below(OpBuilder &b, Value x, int64_t bound, int64_t step) const {
+    if (bound % step == 0)
+      return {};
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, cst(b, bound));
+  }
+  Value both(OpBuilder &b, Value x, Value y) const {
+    if (!x || !y)
+      return x ? x : y;
+    return arith::AndIOp::create(b, loc, x, y);
+  }
+
+  /// operand[indices of (m or n, k)], or 0 where `inside` is false.
+  Value guardedLoad(OpBuilder &b, OpOperand *operand, Value inside,
+                    function_ref<void(OpBuilder &, SmallVectorImpl<Value> &)> setDims) const {
+    auto load = [&](OpBuilder &nb) -> Value {
+      SmallVector<Value> iv = blockIndices(nb);
+      setDims(nb, iv);
+      return memref::LoadOp::create(nb, loc, operand->get(), operandIndices(nb, operand, iv));
+    };
+    if (!inside)
+      return load(b);
+    auto cond = scf::IfOp::create(
+        b, loc, inside,
+        [&](OpBuilder &nb, Location) { scf::YieldOp::create(nb, loc, load(nb)); },
+        [&](OpBuilder &nb, Location) {
+          scf::YieldOp::create(
+              nb, loc, ValueRange{arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(0))});
+        });
+    return cond.getResult(0);
+  }
+
+  /// Thread `t`'s share of staging K-slice `k0` of A^T and B.
+  void stage(OpBuilder &b, Value t, Value k0) const {
+    Value m0 = arith::MulIOp::create(b, loc, blockM, cst(b, tile.bm));
+    Value n0 = arith::MulIOp::create(b, loc, blockN, cst(b, tile.bn));
+    // A: consecutive threads along K (contiguous in a row-major A).
+    for (int64_t e = 0; e < tile.bm * tile.bk; e += kThreads) {
+      Value flat = add(b, t, e);
+      Value ki = arith::RemUIOp::create(b, loc, flat, cst(b, tile.bk));
+      Value mi = arith::DivUIOp::create(b, loc, flat, cst(b, tile.bk));
+      Value m = arith::AddIOp::create(b, loc, m0, mi), k = arith::AddIOp::create(b, loc, k0, ki);
+      Value inside = both(b, below(b, m, c.M, tile.bm), below(b, k, c.K, tile.bk));
+      Value v = guardedLoad(b, c.a, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
+        delinearize(nb, m, c.m, iv);
+        delinearize(nb, k, c.k, iv);
+      });
+      memref::StoreOp::create(b, loc, v, aTile, ValueRange{ki, mi});
+    }
+    // B: consecutive threads along N.
+    for (int64_t e = 0; e < tile.bk * tile.bn; e += kThreads) {
+      Value flat = add(b, t, e);
+      Value ni = arith::RemUIOp::create(b, loc, flat, cst(b, tile.bn));
+      Value ki = arith::DivUIOp::create(b, loc, flat, cst(b, tile.bn));
+      Value n = arith::AddIOp::create(b, loc, n0, ni), k = arith::AddIOp::create(b, loc, k0, ki);
+      Value inside = both(b, below(b, n, c.N, tile.bn), below(b, k, c.K, tile.bk));
+      Value v = guardedLoad(b, c.b, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
+        delinearize(nb, n, c.n, iv);
+        delinearize(nb, k, c.k, iv);
+      });
+      memref::StoreOp::create(b, loc, v, bTile, ValueRange{ki, ni});
+    }
+  }
+
+  /// Thread `t`'s tm x tn accumulators (row-major) after the staged slice.
+  SmallVector<Value> multiply(OpBuilder &b, Value t, ValueRange acc) const {
+    Value tx = arith::RemUIOp::create(b, loc, t, cst(b, kSide));
+    Value ty = arith::DivUIOp::create(b, loc, t, cst(b, kSide));
+    SmallVector<Value> sums(acc.begin(), acc.end());
+    for (int64_t kk = 0; kk < tile.bk; ++kk) {
+      Value kIdx = cst(b, kk);
+      SmallVector<Value> as, bs;
+      for (int64_t i = 0; i < tile.tm(); ++i)
+        as.push_back(memref::LoadOp::create(b, loc, aTile, ValueRange{kIdx, add(b, ty, kSide * i)}));
+      for (int64_t j = 0; j < tile.tn(); ++j)
+        bs.push_back(memref::LoadOp::create(b, loc, bTile, ValueRange{kIdx, add(b, tx, kSide * j)}));
+      for (int64_t i = 0; i < tile.tm(); ++i)
+        for (int64_t j = 0; j < tile.tn(); ++j) {
+          Value &s = sums[i * tile.tn() + j];
+          s = math::FmaOp::create(b, loc, as[i], bs[j], s);
+        }
+    }
+    return sums;
+  }
+
+  /// C += thread `t`'s accumulators, within C's bounds.
+  void store(OpBuilder &b, Value t, ValueRange acc) const {
+    Value tx = arith::RemUIOp::create(b, loc, t, cst(b, kSide));
+    Value ty = arith::DivUIOp::create(b, loc, t, cst(b, kSide));
+    Value m0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockM, cst(b, tile.bm)), ty);
+    Value n0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockN, cst(b, tile.bn)), tx);
+    OpOperand *out = c.op.getDpsInitOperand(0);
+    for (int64_t i = 0; i < tile.tm(); ++i)
+      for (int64_t j = 0; j < tile.tn(); ++j) {
+        Value m = add(b, m0, kSide * i), n = add(b, n0, kSide * j);
+        Value sum = acc[i * tile.tn() + j];
+        auto update = [&](OpBuilder &nb) {
+          SmallVector<Value> iv = blockIndices(nb);
+          delinearize(nb, m, c.m, iv);
+          delinearize(nb, n, c.n, iv);
+          SmallVector<Value> idx = operandIndices(nb, out, iv);
+          Value old = memref::LoadOp::create(nb, loc, out->get(), idx);
+          Value updated = arith::AddFOp::create(nb, loc, old, sum);
+          memref::StoreOp::create(nb, loc, updated, out->get(), idx);
+        };
+        if (Value inside = both(b, below(b, m, c.M, tile.bm), below(b, n, c.N, tile.bn))) {
+          auto cond = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+          OpBuilder nb = cond.getThenBodyBuilder();
+          update(nb);
+        } else {
+          update(b);
+        }
+      }
+  }
+
+  SmallVector<Value> zeros(OpBuilder &b) const {
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    return SmallVector<Value>(tile.tm() * tile.tn(), zero);
+  }
+  MemRefType tileType(int64_t rows, int64_t cols, Attribute memorySpace) const {
+    return MemRefType::get({rows, cols}, Float32Type::get(c.op.getContext()), AffineMap(),
+                           memorySpace);
+  }
+  int64_t gridN() const { return llvm::divideCeil(c.N, tile.bn); }
+  int64_t gridM() const { return llvm::divideCeil(c.M, tile.bm); }
+};
+
+/// The kernel as one gpu.launch: the phases separated by barriers, the
+/// accumulators carried in registers across K-slices.
+void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile) {
+  Location loc = c.op.getLoc();
+  TileEmitter em{c, tile, loc, {}, {}, {}, {}, {}};
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Type aType = em.tileType(tile.bk, tile.bm + kPadA, workgroup);
+  Type bType = em.tileType(tile.bk, tile.bn, workgroup);
+  Value one = em.cst(b, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, em.cst(b, em.gridN()), em.cst(b, em.gridM()),
+                                      em.cst(b, c.batchSize), em.cst(b, kThreads), one, one,
+                                      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+                                      /*asyncDependencies=*/{}, TypeRange{aType, bType});
+  Block &body = launch.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockBegin(&body);
+  em.aTile = launch.getWorkgroupAttributions()[0];
+  em.bTile = launch.getWorkgroupAttributions()[1];
+  em.blockN = launch.getBlockIds().x;
+  em.blockM = launch.getBlockIds().y;
+  em.blockBatch = launch.getBlockIds().z;
+  Value t = launch.getThreadIds().x;
+  auto slices = scf::ForOp::create(
+      kb, loc, em.cst(kb, 0), em.cst(kb, c.K), em.cst(kb, tile.bk), em.zeros(kb),
+      [&](OpBuilder &lb, Location, Value k0, ValueRange acc) {
+        em.stage(lb, t, k0);
+        gpu::BarrierOp::create(lb, loc);
+        SmallVector<Value> sums = em.multiply(lb, t, acc);
+        gpu::BarrierOp::create(lb, loc);
+        scf::YieldOp::create(lb, loc, sums);
+      });
+  em.store(kb, t, slices.getResults());
+  gpu::TerminatorOp::create(kb, loc);
+}
+
+/// The same kernel for the CPU (emulate=true): blocks and threads as
+/// loops, each phase run for every thread before the next one starts.
+void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
+  Location loc = c.op.getLoc();
+  TileEmitter em{c, tile, loc, {}, {}, {}, {}, {}};
+  int64_t accs = tile.tm() * tile.tn();
+  em.aTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bm + kPadA, {}));
+  em.bTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bn, {}));
+  Value accMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, accs, {}));
+  auto forEach = [&](OpBuilder &ob, int64_t n, function_ref<void(OpBuilder &, Value)> fn) {
+    scf::ForOp::create(ob, loc, em.cst(ob, 0), em.cst(ob, n), em.cst(ob, 1), ValueRange{},
+                       [&](OpBuilder &lb, Location, Value iv, ValueRange) {
+                         fn(lb, iv);
+                         scf::YieldOp::create(lb, loc);
+                       });
+  };
+  auto loadAcc = [&](OpBuilder &ob, Value t) {
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < accs; ++i)
+      acc.push_back(memref::LoadOp::create(ob, loc, accMem, ValueRange{t, em.cst(ob, i)}));
+    return acc;
+  };
+  auto storeAcc = [&](OpBuilder &ob, Value t, ValueRange acc) {
+    for (int64_t i = 0; i < accs; ++i)
+      memref::StoreOp::create(ob, loc, acc[i], accMem, ValueRange{t, em.cst(ob, i)});
+  };
+  forEach(b, c.batchSize, [&](OpBuilder &b1, Value bz) {
+    forEach(b1, em.gridM(), [&](OpBuilder &b2, Value by) {
+      forEach(b2, em.gridN(), [&](OpBuilder &b3, Value bx) {
+        em.blockBatch = bz, em.blockM = by, em.blockN = bx;
+        forEach(b3, kThreads, [&](OpBuilder &tb, Value t) { storeAcc(tb, t, em.zeros(tb)); });
+        scf::ForOp::create(b3, loc, em.cst(b3, 0), em.cst(b3, c.K), em.cst(b3, tile.bk),
+                           ValueRange{}, [&](OpBuilder &lb, Location, Value k0, ValueRange) {
+                             forEach(lb, kThreads, [&](OpBuilder &tb, Value t) { em.stage(tb, t, k0); });
+                             forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
+                               storeAcc(tb, t, em.multiply(tb, t, loadAcc(tb, t)));
+                             });
+                             scf::YieldOp::create(lb, loc);
+                           });
+        forEach(b3, kThreads, [&](OpBuilder &tb, Value t) { em.store(tb, t, loadAcc(tb, t)); });
+      });
+    });
+  });
+  for (Value mem : {em.aTile, em.bTile, accMem})
+    memref::DeallocOp::create(b, loc, mem);
+}
+
+struct GpuTileContractionsPass : impl::KilnGpuTileContractionsBase<GpuTileContractionsPass> {
+  using KilnGpuTileContractionsBase::KilnGpuTileContractionsBase;
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> ops;
+    getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    for (linalg::GenericOp op : ops) {
+      std::optional<Contraction> c = matchContraction(op);
+      if (!c)
+        continue;
+      std::optional<BlockTile> tile = chooseTile(*c, minBlocks);
+      if (!tile)
+        continue;
+      OpBuilder b(op);
+      if (emulate)
+        buildEmulation(b, *c, *tile);
+      else
+        buildLaunch(b, *c, *tile);
+      op.erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln
