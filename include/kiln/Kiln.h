@@ -144,10 +144,14 @@ struct CompileOptions {
   /// debugMemory, profile, testPerturbNode) are refused with it.
   std::string device = "cpu";
   /// Testing: on the CPU, compile the linalg the GPU path makes (its
-  /// elementwise fusion and reduction splitting; no row-op kernels, NHWC
-  /// layouts or microkernels) instead of the CPU path's, so that those
-  /// transformations are checked by running the model on any machine.
+  /// elementwise fusion; no row-op kernels, NHWC layouts or microkernels)
+  /// instead of the CPU path's, with the GPU path's tiled contractions and
+  /// block reductions emulated by loops, so that those transformations are
+  /// checked by running the model on any machine.
   bool gpuTensorPassesOnCpu = false;
+  /// The GPU path (device cuda, gpuTensorPassesOnCpu): also split long
+  /// reductions with few outputs in two (kiln-gpu-split-reductions).
+  bool gpuSplitReductions = false;
   /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
   std::string cacheDir;
@@ -284,9 +288,13 @@ struct EmitOptions {
   std::string bundleName = "model";
   bool externalWeights = false;
   /// Bracket each kernel with the runtime's profiling hooks (kiln/profile.h).
-  /// GPU targets: run kiln-gpu-split-reductions (kilnc
-  /// --gpu-split-reductions=false turns it off, to measure what it gains).
-  bool gpuSplitReductions = true;
+  /// GPU targets: run kiln-gpu-split-reductions (off by default since
+  /// kiln-gpu-block-reductions takes those reductions in one launch; kilnc
+  /// --gpu-split-reductions turns it on, to compare the two).
+  bool gpuSplitReductions = false;
+  /// GPU targets: reductions with few outputs as one block per output
+  /// (kiln-gpu-block-reductions; kilnc --gpu-block-reductions=false).
+  bool gpuBlockReductions = true;
   /// GPU targets: large matrix products and convolutions as shared-memory
   /// tiled kernels (kiln-gpu-tile-contractions; kilnc
   /// --gpu-tile-contractions=false keeps kiln-gpu-loops' kernels for them).

@@ -228,7 +228,7 @@ Status perturbNode(ModuleOp module, const std::string &node) {
 }
 
 Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory,
-             bool profile, bool gpuTensorPasses) {
+             bool profile, bool gpuTensorPasses, bool gpuSplitReductions) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -238,6 +238,7 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool 
   opts.debugMemory = debugMemory;
   opts.profile = profile;
   opts.gpuTensorPasses = gpuTensorPasses;
+  opts.gpuSplitReductions = gpuSplitReductions;
   if (stage == LowerTo::Linalg)
     buildLowerToLinalgPipeline(pm, opts);
   else
@@ -359,6 +360,7 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   gpu.libdevice = findLibdevice();
   gpu.splitReductions = choices.splitReductions;
   gpu.tileContractions = choices.tileContractions;
+  gpu.blockReductions = choices.blockReductions;
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
@@ -378,7 +380,7 @@ static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &c
 }
 
 GpuPassChoices gpuPassChoicesOf(const EmitOptions &options) {
-  return {options.gpuSplitReductions, options.gpuTileContractions};
+  return {options.gpuSplitReductions, options.gpuTileContractions, options.gpuBlockReductions};
 }
 
 Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,

@@ -62,7 +62,8 @@ Status perturbNode(mlir::ModuleOp module, const std::string &node);
 
 enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
-             bool debugMemory = false, bool profile = false, bool gpuTensorPasses = false);
+             bool debugMemory = false, bool profile = false, bool gpuTensorPasses = false,
+             bool gpuSplitReductions = false);
 
 
 /// The compiled signature of an imported module's function: names, dtypes
@@ -111,8 +112,9 @@ struct CudaHostCode {
 };
 /// The GPU path's optional passes (kilnc turns each off to measure it).
 struct GpuPassChoices {
-  bool splitReductions = true;   // kiln-gpu-split-reductions
+  bool splitReductions = false;  // kiln-gpu-split-reductions
   bool tileContractions = true;  // kiln-gpu-tile-contractions
+  bool blockReductions = true;   // kiln-gpu-block-reductions
 };
 GpuPassChoices gpuPassChoicesOf(const EmitOptions &options);
 

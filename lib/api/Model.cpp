@@ -274,7 +274,7 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
   key.add(options.optLevel).add(options.debugMemory ? 1 : 0).add(options.profile ? 1 : 0);
-  key.add(options.gpuTensorPassesOnCpu ? 1 : 0);
+  key.add(options.gpuTensorPassesOnCpu ? 1 : 0).add(options.gpuSplitReductions ? 1 : 0);
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();
@@ -404,14 +404,18 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
                            "device cuda: the model returns sequences, optionals or outputs "
                            "whose number of rows is known only at run time, which the GPU "
                            "path does not support yet");
-    if (Status s = lowerForCuda(*module, cudaChipOf(cuda.get()), "kiln_entry", gpu); !s.ok())
+    GpuPassChoices choices;
+    choices.splitReductions = options.gpuSplitReductions;
+    if (Status s = lowerForCuda(*module, cudaChipOf(cuda.get()), "kiln_entry", gpu, choices);
+        !s.ok())
       return s;
     done(("lower to GPU kernels, generate PTX (" + cudaChipOf(cuda.get()) +
           ") and the host code")
              .c_str());
   } else {
     if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
-                         options.profile, options.gpuTensorPassesOnCpu);
+                         options.profile, options.gpuTensorPassesOnCpu,
+                         options.gpuSplitReductions);
         !s.ok())
       return s;
     done("lower to linalg, bufferize, lower to the LLVM dialect");

@@ -337,14 +337,11 @@ struct GpuLoopsPass : impl::KilnGpuLoopsBase<GpuLoopsPass> {
     // Innermost loops first: each promotion leaves a load and a store around
     // the loop, in its parent's body, for the parent to promote in turn.
     SmallVector<scf::ForOp> fors;
-    // (Not inside a kernel kiln-gpu-tile-contractions built: its sums are
-    // in registers already.)
-    func.walk([&](Operation *op) {
-      if (isa<gpu::LaunchOp>(op))
-        return WalkResult::skip();
-      if (auto loop = dyn_cast<scf::ForOp>(op))
+    // (Not inside a kernel built before this pass, whose sums are in
+    // registers already.)
+    func.walk([&](scf::ForOp loop) {
+      if (!loop->getParentOfType<gpu::LaunchOp>())
         fors.push_back(loop);
-      return WalkResult::advance();
     });
     for (scf::ForOp loop : fors)
       accumulateInRegisters(rw, loop);

@@ -22,10 +22,11 @@
 // A block of 256 threads (16 x 16) computes a BM x BN tile of C; each
 // thread BM/16 x BN/16 outputs, strided by 16 so that a warp's shared
 // loads are conflict-free and its global stores contiguous. Per K-slice
-// of BK, the block stages A^T (padded against bank conflicts) and B in
-// shared memory, one barrier, BK rank-1 updates from shared memory into
+// of BK, the block stages A^T and B in shared memory (consecutive threads
+// along each operand's contiguous dim; rows padded against bank conflicts), one barrier, BK rank-1 updates from shared memory into
 // registers, another barrier. Out-of-range rows, columns and K are loaded
-// as zeros and not stored.
+// as zeros and not stored. A linalg.fill of C right before the op is
+// taken over (C = fill value + sums), so no fill kernel runs.
 //
 // Only where there is work for the whole GPU (min-blocks): a small
 // product keeps kiln-gpu-loops' one-thread-per-register-tile kernels,
@@ -38,7 +39,9 @@
 // so kiln-run --gpu-tensor-passes checks it on any machine.
 #include "kiln/Passes/Passes.h"
 
-#include "mlir/Dialect/Affine/Utils.h"
+#include "BufferRoots.h"
+#include "GpuKernelBuilder.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -59,12 +62,14 @@ namespace {
 
 constexpr int64_t kSide = 16;             // threads per side of a block
 constexpr int64_t kThreads = kSide * kSide;
-constexpr int64_t kPadA = 4;              // A^T rows padded: no bank conflicts when staging
 constexpr int64_t kMaxGridYZ = 65535;
 
 struct BlockTile {
   int64_t bm, bn, bk;
   int64_t tm() const { return bm / kSide; }
+  /// Shared tile rows ([bk][span + pad]) padded so that staging along K
+  /// (bk consecutive threads per column) hits 32 distinct banks.
+  int64_t pad() const { return 32 / bk; }
   int64_t tn() const { return bn / kSide; }
 };
 
@@ -76,6 +81,7 @@ struct Contraction {
   SmallVector<unsigned> batch, m, n, k;
   SmallVector<int64_t> ranges;
   int64_t batchSize = 1, M = 1, N = 1, K = 1;
+  codegen::InitFill fill; // C's fill, taken over
 };
 
 /// The body is out + x * y (either order of either).
@@ -142,12 +148,22 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     c.N *= c.ranges[d];
   for (unsigned d : c.k)
     c.K *= c.ranges[d];
+  // Blocks read A and B while others write C: no input may be C's memory.
+  Value outRoot = codegen::rootBuffer(op.getDpsInitOperand(0)->get());
+  if (!codegen::isKnownRoot(outRoot) ||
+      llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+        Value root = codegen::rootBuffer(in->get());
+        return root == outRoot || !codegen::isKnownRoot(root);
+      }))
+    return std::nullopt;
+  c.fill = codegen::initFill(op);
   return c;
 }
 
 /// The largest block tile that fills at least `minBlocks` blocks and wastes
 /// at most a fifth of its outputs on the edges; else, among those with
-/// enough blocks, the least wasteful.
+/// enough blocks, the least wasteful if it wastes at most half (a thin
+/// product, such as a depthwise convolution's M = 1, is no tile's work).
 std::optional<BlockTile> chooseTile(const Contraction &c, int64_t minBlocks) {
   static const BlockTile tiles[] = {{128, 128, 8}, {64, 64, 16}};
   std::optional<BlockTile> best;
@@ -162,6 +178,8 @@ std::optional<BlockTile> chooseTile(const Contraction &c, int64_t minBlocks) {
     if (!best || use > bestUse)
       best = t, bestUse = use;
   }
+  if (bestUse < 0.5)
+    return std::nullopt;
   return best;
 }
 
@@ -179,28 +197,12 @@ struct TileEmitter {
     return v == 0 ? x : arith::AddIOp::create(b, loc, x, cst(b, v)).getResult();
   }
 
-  /// Sets `iv[d]` for the dims of `group` from their flattened index.
   void delinearize(OpBuilder &b, Value flat, ArrayRef<unsigned> group,
                    SmallVectorImpl<Value> &iv) const {
-    for (unsigned d : llvm::reverse(group.drop_front())) {
-      Value extent = cst(b, c.ranges[d]);
-      iv[d] = arith::RemUIOp::create(b, loc, flat, extent);
-      flat = arith::DivUIOp::create(b, loc, flat, extent);
-    }
-    iv[group.front()] = flat;
+    codegen::delinearizeLoops(b, loc, flat, group, c.ranges, iv);
   }
-
   SmallVector<Value> operandIndices(OpBuilder &b, OpOperand *operand, ArrayRef<Value> iv) const {
-    AffineMap map = c.op.getMatchingIndexingMap(operand);
-    SmallVector<Value> idx;
-    for (AffineExpr e : map.getResults()) {
-      if (auto dim = dyn_cast<AffineDimExpr>(e)) {
-        idx.push_back(iv[dim.getPosition()]);
-        continue;
-      }
-      idx.push_back(affine::expandAffineExpr(b, loc, e, iv, ValueRange{}));
-    }
-    return idx;
+    return codegen::operandIndices(b, loc, c.op, operand, iv);
   }
 
   /// Loop indices with the batch dims of this block and the others zero.
@@ -243,36 +245,37 @@ struct TileEmitter {
     return cond.getResult(0);
   }
 
+  /// Thread `t`'s share of staging K-slice `k0` of one operand into `dst`
+  /// ([k][x], x: the operand's own group, `span` of it from `x0`).
+  /// Consecutive threads go along the group the operand's innermost dim
+  /// follows (coalesced): K for a row-major A or a transposed B, else x.
+  void stageOperand(OpBuilder &b, Value t, Value k0, OpOperand *operand,
+                    ArrayRef<unsigned> group, int64_t extent, Value x0, int64_t span,
+                    Value dst) const {
+    AffineExpr last = c.op.getMatchingIndexingMap(operand).getResults().back();
+    bool kInner = last.isFunctionOfDim(c.k.back()) && !last.isFunctionOfDim(group.back());
+    int64_t inner = kInner ? tile.bk : span;
+    for (int64_t e = 0; e < span * tile.bk; e += kThreads) {
+      Value flat = add(b, t, e);
+      Value lo = arith::RemUIOp::create(b, loc, flat, cst(b, inner));
+      Value hi = arith::DivUIOp::create(b, loc, flat, cst(b, inner));
+      Value ki = kInner ? lo : hi, xi = kInner ? hi : lo;
+      Value x = arith::AddIOp::create(b, loc, x0, xi), k = arith::AddIOp::create(b, loc, k0, ki);
+      Value inside = both(b, below(b, x, extent, span), below(b, k, c.K, tile.bk));
+      Value v = guardedLoad(b, operand, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
+        delinearize(nb, x, group, iv);
+        delinearize(nb, k, c.k, iv);
+      });
+      memref::StoreOp::create(b, loc, v, dst, ValueRange{ki, xi});
+    }
+  }
+
   /// Thread `t`'s share of staging K-slice `k0` of A^T and B.
   void stage(OpBuilder &b, Value t, Value k0) const {
     Value m0 = arith::MulIOp::create(b, loc, blockM, cst(b, tile.bm));
     Value n0 = arith::MulIOp::create(b, loc, blockN, cst(b, tile.bn));
-    // A: consecutive threads along K (contiguous in a row-major A).
-    for (int64_t e = 0; e < tile.bm * tile.bk; e += kThreads) {
-      Value flat = add(b, t, e);
-      Value ki = arith::RemUIOp::create(b, loc, flat, cst(b, tile.bk));
-      Value mi = arith::DivUIOp::create(b, loc, flat, cst(b, tile.bk));
-      Value m = arith::AddIOp::create(b, loc, m0, mi), k = arith::AddIOp::create(b, loc, k0, ki);
-      Value inside = both(b, below(b, m, c.M, tile.bm), below(b, k, c.K, tile.bk));
-      Value v = guardedLoad(b, c.a, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
-        delinearize(nb, m, c.m, iv);
-        delinearize(nb, k, c.k, iv);
-      });
-      memref::StoreOp::create(b, loc, v, aTile, ValueRange{ki, mi});
-    }
-    // B: consecutive threads along N.
-    for (int64_t e = 0; e < tile.bk * tile.bn; e += kThreads) {
-      Value flat = add(b, t, e);
-      Value ni = arith::RemUIOp::create(b, loc, flat, cst(b, tile.bn));
-      Value ki = arith::DivUIOp::create(b, loc, flat, cst(b, tile.bn));
-      Value n = arith::AddIOp::create(b, loc, n0, ni), k = arith::AddIOp::create(b, loc, k0, ki);
-      Value inside = both(b, below(b, n, c.N, tile.bn), below(b, k, c.K, tile.bk));
-      Value v = guardedLoad(b, c.b, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
-        delinearize(nb, n, c.n, iv);
-        delinearize(nb, k, c.k, iv);
-      });
-      memref::StoreOp::create(b, loc, v, bTile, ValueRange{ki, ni});
-    }
+    stageOperand(b, t, k0, c.a, c.m, c.M, m0, tile.bm, aTile);
+    stageOperand(b, t, k0, c.b, c.n, c.N, n0, tile.bn, bTile);
   }
 
   /// Thread `t`'s tm x tn accumulators (row-major) after the staged slice.
@@ -296,7 +299,8 @@ struct TileEmitter {
     return sums;
   }
 
-  /// C += thread `t`'s accumulators, within C's bounds.
+  /// C += thread `t`'s accumulators, within C's bounds (C = the fill's
+  /// value + the accumulators, when the kernel takes the fill over).
   void store(OpBuilder &b, Value t, ValueRange acc) const {
     Value tx = arith::RemUIOp::create(b, loc, t, cst(b, kSide));
     Value ty = arith::DivUIOp::create(b, loc, t, cst(b, kSide));
@@ -312,7 +316,8 @@ struct TileEmitter {
           delinearize(nb, m, c.m, iv);
           delinearize(nb, n, c.n, iv);
           SmallVector<Value> idx = operandIndices(nb, out, iv);
-          Value old = memref::LoadOp::create(nb, loc, out->get(), idx);
+          Value old = c.fill ? c.fill.value
+                             : memref::LoadOp::create(nb, loc, out->get(), idx).getResult();
           Value updated = arith::AddFOp::create(nb, loc, old, sum);
           memref::StoreOp::create(nb, loc, updated, out->get(), idx);
         };
@@ -344,8 +349,8 @@ void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile) {
   Location loc = c.op.getLoc();
   TileEmitter em{c, tile, loc, {}, {}, {}, {}, {}};
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Type aType = em.tileType(tile.bk, tile.bm + kPadA, workgroup);
-  Type bType = em.tileType(tile.bk, tile.bn, workgroup);
+  Type aType = em.tileType(tile.bk, tile.bm + tile.pad(), workgroup);
+  Type bType = em.tileType(tile.bk, tile.bn + tile.pad(), workgroup);
   Value one = em.cst(b, 1);
   auto launch = gpu::LaunchOp::create(b, loc, em.cst(b, em.gridN()), em.cst(b, em.gridM()),
                                       em.cst(b, c.batchSize), em.cst(b, kThreads), one, one,
@@ -378,15 +383,11 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
   Location loc = c.op.getLoc();
   TileEmitter em{c, tile, loc, {}, {}, {}, {}, {}};
   int64_t accs = tile.tm() * tile.tn();
-  em.aTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bm + kPadA, {}));
-  em.bTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bn, {}));
+  em.aTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bm + tile.pad(), {}));
+  em.bTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bn + tile.pad(), {}));
   Value accMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, accs, {}));
   auto forEach = [&](OpBuilder &ob, int64_t n, function_ref<void(OpBuilder &, Value)> fn) {
-    scf::ForOp::create(ob, loc, em.cst(ob, 0), em.cst(ob, n), em.cst(ob, 1), ValueRange{},
-                       [&](OpBuilder &lb, Location, Value iv, ValueRange) {
-                         fn(lb, iv);
-                         scf::YieldOp::create(lb, loc);
-                       });
+    codegen::emulationLoop(ob, loc, n, fn);
   };
   auto loadAcc = [&](OpBuilder &ob, Value t) {
     SmallVector<Value> acc;
@@ -437,6 +438,8 @@ struct GpuTileContractionsPass : impl::KilnGpuTileContractionsBase<GpuTileContra
       else
         buildLaunch(b, *c, *tile);
       op.erase();
+      if (c->fill)
+        codegen::eraseInitProducer(c->fill);
     }
   }
 };

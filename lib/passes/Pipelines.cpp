@@ -74,7 +74,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
     opts.fuseRowOps = opts.convertLayout = opts.useKernels = false;
   buildLowerToLinalgPipeline(pm, opts);
   if (opts.gpuTensorPasses)
-    addGpuTensorPasses(pm);
+    addGpuTensorPasses(pm, opts.gpuSplitReductions);
   else if (opts.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createKilnFuseElementwise());
   pm.addPass(createCSEPass());
@@ -90,11 +90,14 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());
-  if (opts.gpuTensorPasses) { // and the GPU path's tiled contractions, emulated
+  if (opts.gpuTensorPasses) { // and the GPU path's hand-built kernels, emulated
     KilnGpuTileContractionsOptions tiles;
     tiles.emulate = true;
     tiles.minBlocks = 1;
     pm.addNestedPass<func::FuncOp>(createKilnGpuTileContractions(tiles));
+    KilnGpuBlockReductionsOptions rows;
+    rows.emulate = true;
+    pm.addNestedPass<func::FuncOp>(createKilnGpuBlockReductions(rows));
   }
   pm.addPass(createKilnOutlineLoopNests());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
@@ -132,7 +135,8 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   // convert-parallel-loops-to-gpu silently leaves the loop on the host.
   std::string tail =
       "func.func(" +
-      std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") + "kiln-gpu-loops,"
+      std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") +
+      std::string(gpu.blockReductions ? "kiln-gpu-block-reductions," : "") + "kiln-gpu-loops,"
       "scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 no-min-max-bounds=true},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
       "gpu-launch-sink-index-computations),"

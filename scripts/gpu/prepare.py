@@ -76,13 +76,15 @@ def specs():
             shared("encoder4"),
             ["--shapes-from", os.path.join(SHARED, "encoder4", f"test_data_set_{k}")],
             ("sets", "encoder4", [k]), {"model": "encoder4", "seq": seq})
-    # The same model without kiln-gpu-split-reductions, to time what the
-    # split gains in the same run (its weights travel once, shared).
-    d["encoder4_s128_nosplit"] = (
-        shared("encoder4"),
-        ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0"),
-         "--gpu-split-reductions=false"],
-        ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
+    # The same model with kiln-gpu-split-reductions instead of
+    # kiln-gpu-block-reductions, and with neither (one thread per row, as
+    # bec683d), to time them in the same run (the weights travel once).
+    for suffix, flags in [("split", ["--gpu-split-reductions", "--gpu-block-reductions=false"]),
+                          ("noblock", ["--gpu-block-reductions=false"])]:
+        d[f"encoder4_s128_{suffix}"] = (
+            shared("encoder4"),
+            ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0")] + flags,
+            ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
     for n in [1024, 2048, 4096]:
         d[f"matmul{n}"] = (lambda n=n: matmul(n), [], ("random", [[n, n], [n, n]]),
                            {"model": "matmul", "n": n})

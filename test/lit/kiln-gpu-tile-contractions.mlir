@@ -2,16 +2,17 @@
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions="emulate=1 min-blocks=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=EMU
 
 // 2048 x 64 x 2048: 16 x 16 blocks of 128 x 128 (256 blocks >= 128, no
-// edge), 256 threads with 8 x 8 sums each; per K-slice of 8, A^T (rows
-// padded to 132) and B are staged in workgroup memory between barriers,
+// edge), 256 threads with 8 x 8 sums each; per K-slice of 8, A^T and B
+// (rows padded to 132) are staged in workgroup memory between barriers,
 // then 8 rank-1 updates of 64 FMAs. No bound checks: every extent divides.
+// The fill of C is taken over: C = 0 + sums, no load of C.
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
 #c = affine_map<(m, k, n) -> (m, n)>
 // CHECK-LABEL: func.func @matmul_128
 // CHECK-NOT: linalg.generic
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c16, {{.*}} = %c1) threads(%[[T:.*]], {{.*}}, {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
-// CHECK-SAME: workgroup(%[[AT:.*]] : memref<8x132xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<8x128xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[AT:.*]] : memref<8x132xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<8x132xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: arith.cmpi
 // CHECK: %{{.*}}:64 = scf.for %[[K0:.*]] = %c0 to %c64 step %c8 iter_args
 // CHECK-COUNT-4: memref.store {{.*}}, %[[AT]]
@@ -20,10 +21,13 @@
 // CHECK-COUNT-512: math.fma
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: scf.yield
+// CHECK-NOT: memref.load %arg2
 // CHECK-COUNT-64: memref.store {{.*}} : memref<2048x2048xf32>
 // CHECK-NOT: memref.store
 // CHECK: gpu.terminator
 func.func @matmul_128(%x: memref<2048x64xf32>, %y: memref<64x2048xf32>, %z: memref<2048x2048xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%z : memref<2048x2048xf32>)
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %y : memref<2048x64xf32>, memref<64x2048xf32>) outs(%z : memref<2048x2048xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
@@ -45,7 +49,7 @@ func.func @matmul_128(%x: memref<2048x64xf32>, %y: memref<64x2048xf32>, %z: memr
 #c = affine_map<(m, k, n) -> (m, n)>
 // CHECK-LABEL: func.func @matmul_64
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c16, {{.*}} = %c1)
-// CHECK-SAME: workgroup({{.*}} : memref<16x68xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup({{.*}} : memref<16x66xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x66xf32, #gpu.address_space<workgroup>>)
 // CHECK: scf.for {{.*}} = %c0 to %c300 step %c16 iter_args
 // CHECK: %[[ROW_OK:.*]] = arith.cmpi ult, %{{.*}}, %c1000 : index
 // CHECK: %[[K_OK:.*]] = arith.cmpi ult, %{{.*}}, %c300 : index
@@ -58,6 +62,7 @@ func.func @matmul_128(%x: memref<2048x64xf32>, %y: memref<64x2048xf32>, %z: memr
 // CHECK: gpu.barrier
 // CHECK: scf.yield
 // CHECK-COUNT-16: scf.if
+// CHECK: memref.load %arg2
 // CHECK: gpu.terminator
 func.func @matmul_64(%x: memref<1000x300xf32>, %y: memref<300x1024xf32>, %z: memref<1000x1024xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
@@ -73,7 +78,9 @@ func.func @matmul_64(%x: memref<1000x300xf32>, %y: memref<300x1024xf32>, %z: mem
 // -----
 
 // A small product (one 64 x 64 block) keeps kiln-gpu-loops' kernels; so
-// does a reduction that is not a sum of products.
+// do a reduction that is not a sum of products, a thin product (M = 1:
+// 256 blocks of 64 x 64 with one useful row each) and a product whose
+// input is its output's memory.
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
 #c = affine_map<(m, k, n) -> (m, n)>
@@ -83,8 +90,14 @@ func.func @matmul_64(%x: memref<1000x300xf32>, %y: memref<300x1024xf32>, %z: mem
 // CHECK: arith.mulf
 // CHECK: linalg.generic
 // CHECK: arith.maximumf
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg8 : memref<1x16384xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%arg9 : memref<2048x2048xf32>)
 func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memref<64x64xf32>,
-                         %u: memref<2048x64xf32>, %v: memref<64x2048xf32>, %w: memref<2048x2048xf32>) {
+                         %u: memref<2048x64xf32>, %v: memref<64x2048xf32>, %w: memref<2048x2048xf32>,
+                         %r: memref<1x512xf32>, %rw: memref<512x16384xf32>, %o: memref<1x16384xf32>,
+                         %sq: memref<2048x2048xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %y : memref<64x64xf32>, memref<64x64xf32>) outs(%z : memref<64x64xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
@@ -99,37 +112,51 @@ func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memre
     %s = arith.maximumf %acc, %m : f32
     linalg.yield %s : f32
   }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%r, %rw : memref<1x512xf32>, memref<512x16384xf32>) outs(%o : memref<1x16384xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%sq, %sq : memref<2048x2048xf32>, memref<2048x2048xf32>) outs(%sq : memref<2048x2048xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  }
   return
 }
 
 // -----
 
 // A stride-2 convolution (n, f, c, kh, kw, oh, ow) as an implicit GEMM,
-// emulated on the CPU: M = f (8, the weights' own dim), N = (n, oh, ow)
-// (32, the input's), K = (c, kh, kw) (27). The weights are read at K
-// delinearized by 3 and 3; the input at oh * 2 + kh. One 64 x 64 block
-// (grid loops of one trip fold away), 256 threads as a loop per phase,
-// each thread's 16 sums in a row of a 256 x 16 buffer.
+// emulated on the CPU: M = f (40, the weights' own dim), N = (n, oh, ow)
+// (128, the input's), K = (c, kh, kw) (27). The weights are read at K
+// delinearized by 3 and 3 (consecutive threads along K, their contiguous
+// dim); the input at oh * 2 + kh. Two 64 x 64 blocks, 256 threads as a
+// loop per phase, each thread's 16 sums in a row of a 256 x 16 buffer.
 #in = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, c, oh * 2 + kh, ow * 2 + kw)>
 #w = affine_map<(n, f, c, kh, kw, oh, ow) -> (f, c, kh, kw)>
 #out = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, f, oh, ow)>
 // EMU-LABEL: func.func @conv
 // EMU-NOT: gpu.
-// EMU-DAG: %[[AT:.*]] = memref.alloc() : memref<16x68xf32>
-// EMU-DAG: %[[BT:.*]] = memref.alloc() : memref<16x64xf32>
+// EMU-DAG: %[[AT:.*]] = memref.alloc() : memref<16x66xf32>
+// EMU-DAG: %[[BT:.*]] = memref.alloc() : memref<16x66xf32>
 // EMU-DAG: %[[ACC:.*]] = memref.alloc() : memref<256x16xf32>
 // EMU: scf.for %[[K0:.*]] = %c0 to %c27 step %c16 {
 // EMU: scf.for %[[T:.*]] = %c0 to %c256 step %c1 {
 // EMU: %[[KI:.*]] = arith.remui %[[T]], %c16 : index
 // EMU: %[[F:.*]] = arith.divui %[[T]], %c16 : index
 // EMU: %[[K:.*]] = arith.addi %[[K0]], %[[KI]] : index
-// EMU: arith.cmpi ult, %[[F]], %c8 : index
+// EMU: arith.cmpi ult, %[[F]], %c40 : index
 // EMU: arith.cmpi ult, %[[K]], %c27 : index
 // EMU: %[[KW:.*]] = arith.remui %[[K]], %c3 : index
 // EMU: %[[CKH:.*]] = arith.divui %[[K]], %c3 : index
 // EMU: %[[KH:.*]] = arith.remui %[[CKH]], %c3 : index
 // EMU: %[[C:.*]] = arith.divui %[[CKH]], %c3 : index
-// EMU: memref.load %arg1[%[[F]], %[[C]], %[[KH]], %[[KW]]] : memref<8x3x3x3xf32>
+// EMU: memref.load %arg1[%[[F]], %[[C]], %[[KH]], %[[KW]]] : memref<40x3x3x3xf32>
 // EMU: memref.store {{.*}}, %[[AT]][%[[KI]], %[[F]]]
 // EMU: memref.load %arg0
 // EMU: memref.store {{.*}}, %[[BT]]
@@ -144,9 +171,9 @@ func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memre
 // EMU-DAG: memref.dealloc %[[AT]]
 // EMU-DAG: memref.dealloc %[[BT]]
 // EMU-DAG: memref.dealloc %[[ACC]]
-func.func @conv(%x: memref<2x3x9x9xf32>, %w: memref<8x3x3x3xf32>, %y: memref<2x8x4x4xf32>) {
+func.func @conv(%x: memref<2x3x17x17xf32>, %w: memref<40x3x3x3xf32>, %y: memref<2x40x8x8xf32>) {
   linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]}
-      ins(%x, %w : memref<2x3x9x9xf32>, memref<8x3x3x3xf32>) outs(%y : memref<2x8x4x4xf32>) {
+      ins(%x, %w : memref<2x3x17x17xf32>, memref<40x3x3x3xf32>) outs(%y : memref<2x40x8x8xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q : f32
     %s = arith.addf %m, %acc : f32

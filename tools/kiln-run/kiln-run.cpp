@@ -70,9 +70,11 @@ static const char *kUsage =
     "  --test-perturb-node NAME  testing --verify: compiled code adds 1 to the output\n"
     "                 of the ONNX node NAME (a deliberate miscompile)\n"
     "  --gpu-tensor-passes  testing the GPU path: compile, for the CPU, the linalg\n"
-    "                 that --device cuda makes (its fusion and reduction splitting,\n"
-    "                 no CPU kernels) and its tiled matrix-product and convolution\n"
+    "                 that --device cuda makes (its fusion, no CPU kernels) and its\n"
+    "                 tiled matrix-product, convolution and block-per-row reduction\n"
     "                 kernels emulated by loops, so they run on any machine\n"
+    "  --gpu-split-reductions  --device cuda and --gpu-tensor-passes: also split long\n"
+    "                 reductions with few outputs in two (kiln-gpu-split-reductions)\n"
     "  --profile FILE.json  compile with a timer around every kernel, run the model\n"
     "                 (--bench N times, else 10, after warm-up), write a Chrome trace\n"
     "                 (chrome://tracing, ui.perfetto.dev) with one event per kernel,\n"
@@ -255,6 +257,8 @@ static int kilnRunMain(int argc, char **argv) {
       copts.profile = true;
     } else if (a == "--gpu-tensor-passes") {
       copts.gpuTensorPassesOnCpu = true;
+    } else if (a == "--gpu-split-reductions") {
+      copts.gpuSplitReductions = true;
     } else if (a == "--no-cache") {
       copts.cache = false;
     } else if (a == "--mcpu") {

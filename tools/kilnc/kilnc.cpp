@@ -90,7 +90,14 @@ static cl::opt<bool> profileKernels(
 static cl::opt<bool> gpuSplitReductions(
     "gpu-split-reductions",
     cl::desc("GPU targets: split long reductions with few outputs in two kernels "
-             "(kiln-gpu-split-reductions; default on). =false measures the GPU code without"),
+             "(kiln-gpu-split-reductions; default off: kiln-gpu-block-reductions takes "
+             "them in one). With --gpu-block-reductions=false, to compare the two"),
+    cl::init(false), cl::cat(kilncCat));
+static cl::opt<bool> gpuBlockReductions(
+    "gpu-block-reductions",
+    cl::desc("GPU targets: reductions with few outputs and long rows as one block of threads "
+             "per output, combined in shared memory (kiln-gpu-block-reductions; default on). "
+             "=false measures the GPU code without"),
     cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> gpuTileContractions(
     "gpu-tile-contractions",
@@ -325,6 +332,7 @@ static int kilncMain(int argc, char **argv) {
   opts.profile = profileKernels;
   opts.gpuSplitReductions = gpuSplitReductions;
   opts.gpuTileContractions = gpuTileContractions;
+  opts.gpuBlockReductions = gpuBlockReductions;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

@@ -48,6 +48,8 @@ struct LoweringOptions {
   /// the CPU lowering, so that what they change is checked by running it
   /// on any machine.
   bool gpuTensorPasses = false;
+  /// With gpuTensorPasses: also kiln-gpu-split-reductions.
+  bool gpuSplitReductions = false;
 };
 
 /// Options of the lowering to PTX (NVPTX targets).
@@ -56,10 +58,13 @@ struct GpuLoweringOptions {
   /// libdevice.10.bc to link for math functions; empty: none (a math call
   /// that is not approximated is then an unresolved extern in the PTX).
   std::string libdevice;
-  /// Run kiln-gpu-split-reductions.
-  bool splitReductions = true;
+  /// Run kiln-gpu-split-reductions (off by default: kiln-gpu-block-reductions
+  /// takes the reductions it would split, in one launch instead of two).
+  bool splitReductions = false;
   /// Run kiln-gpu-tile-contractions.
   bool tileContractions = true;
+  /// Run kiln-gpu-block-reductions.
+  bool blockReductions = true;
 };
 
 /// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->
@@ -71,7 +76,7 @@ void buildLowerToGpuPipeline(mlir::OpPassManager &pm, const GpuLoweringOptions &
 
 /// The GPU path's passes on linalg on tensors, after the lowering to linalg:
 /// elementwise fusion that never recomputes a producer, reduction splitting.
-void addGpuTensorPasses(mlir::OpPassManager &pm, bool splitReductions = true);
+void addGpuTensorPasses(mlir::OpPassManager &pm, bool splitReductions = false);
 
 /// After buildLowerToGpuPipeline and extractPtx: the host function to the
 /// LLVM dialect, launching through kiln_cuda_launch_kernel, with the

@@ -491,9 +491,16 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
     blocks of 256 threads, each block computing a 128x128 (K-slices of 8)
     or 64x64 (slices of 16) tile of C, each thread an 8x8 or 4x4 register
     tile strided by 16; per slice, A^T and B are staged in workgroup memory
-    between two `gpu.barrier`s. The larger tile is taken when it makes at
-    least `min-blocks` blocks and wastes at most a fifth of its outputs on
-    the edges. Out-of-range elements are loaded as zeros and not stored.
+    between two `gpu.barrier`s (consecutive threads along each operand's
+    contiguous dim; tile rows padded against bank conflicts). The larger
+    tile is taken when it makes at least `min-blocks` blocks and wastes at
+    most a fifth of its outputs on the edges; else the less wasteful one
+    that has enough blocks, if it wastes at most half (a depthwise
+    convolution, M = 1, keeps `kiln-gpu-loops`' kernel); none where the
+    grid's y or z would pass 65535, or where an input may be the output's
+    memory. Out-of-range elements are loaded as zeros and not stored. A
+    `linalg.fill` of C right before the op is taken over (C = fill value +
+    sums), so no fill kernel runs.
     `emulate` builds the same phases for the CPU (blocks and threads as
     loops, one phase for all threads before the next), which `kiln-run
     --gpu-tensor-passes` runs.
@@ -507,6 +514,37 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
                            "mlir::arith::ArithDialect"];
+}
+
+def KilnGpuBlockReductions : Pass<"kiln-gpu-block-reductions", "mlir::func::FuncOp"> {
+  let summary = "Reductions with few outputs and long rows: one GPU block per output";
+  let description = [{
+    On bufferized linalg, after `kiln-gpu-tile-contractions` and before
+    `kiln-gpu-loops` (NVPTX targets). A `linalg.generic` with one init, at
+    most `max-outputs` outputs and rows of at least `min-row` elements
+    (its reduction dims flattened), whose body is `yield combine(out,
+    g(inputs))` with `combine` an op with a neutral element (add, mul, max,
+    min, and, or, xor) and `out` used nowhere else, and whose inputs that
+    run along the row do so in their innermost dim, becomes one
+    `gpu.launch` with a block of T threads per output (T: the least power
+    of two >= the row, from 32 to 256). Thread t folds g over elements t,
+    t + T, ... from the neutral element; the T partials are combined in
+    workgroup memory by log2(T) halving steps, each followed by a
+    `gpu.barrier`; thread 0 combines the total into the output, or into the
+    value of a `linalg.fill` of the output right before the op, which is
+    then dropped (no fill kernel). `emulate`
+    builds the same phases for the CPU (kiln-run --gpu-tensor-passes).
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "Build the kernel as CPU loops (testing the index arithmetic)">,
+    Option<"maxOutputs", "max-outputs", "int64_t", /*default=*/"16384",
+           "Most outputs a block-per-output kernel is built for">,
+    Option<"minRow", "min-row", "int64_t", /*default=*/"64",
+           "Least row length a block-per-output kernel is built for">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
 def KilnMergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {

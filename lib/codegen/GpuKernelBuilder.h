@@ -1,0 +1,135 @@
+// What the GPU path's hand-built kernels (kiln-gpu-tile-contractions,
+// kiln-gpu-block-reductions) share: reading a linalg.generic's operands at
+// loop indices computed from a flattened one, and the CPU emulation's
+// "every thread, one after another" loops.
+#ifndef KILN_CODEGEN_GPUKERNELBUILDER_H
+#define KILN_CODEGEN_GPUKERNELBUILDER_H
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace kiln::codegen {
+
+inline mlir::Value indexConstant(mlir::OpBuilder &b, mlir::Location loc, int64_t v) {
+  return mlir::arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Sets `iv[d]` for the loop dims `group` (outermost first) from their
+/// row-major flattened index `flat`, given the loops' extents.
+inline void delinearizeLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
+                             llvm::ArrayRef<unsigned> group, llvm::ArrayRef<int64_t> ranges,
+                             llvm::SmallVectorImpl<mlir::Value> &iv) {
+  for (unsigned d : llvm::reverse(group.drop_front())) {
+    mlir::Value extent = indexConstant(b, loc, ranges[d]);
+    iv[d] = mlir::arith::RemUIOp::create(b, loc, flat, extent);
+    flat = mlir::arith::DivUIOp::create(b, loc, flat, extent);
+  }
+  iv[group.front()] = flat;
+}
+
+/// The indices at which `op` reads or writes `operand` for loop indices
+/// `iv` (its indexing map, expanded to arith).
+inline llvm::SmallVector<mlir::Value> operandIndices(mlir::OpBuilder &b, mlir::Location loc,
+                                                     mlir::linalg::GenericOp op,
+                                                     mlir::OpOperand *operand,
+                                                     llvm::ArrayRef<mlir::Value> iv) {
+  mlir::AffineMap map = op.getMatchingIndexingMap(operand);
+  llvm::SmallVector<mlir::Value> idx;
+  for (mlir::AffineExpr e : map.getResults()) {
+    if (auto dim = llvm::dyn_cast<mlir::AffineDimExpr>(e))
+      idx.push_back(iv[dim.getPosition()]);
+    else
+      idx.push_back(mlir::affine::expandAffineExpr(b, loc, e, iv, mlir::ValueRange{}));
+  }
+  return idx;
+}
+
+/// What `op`'s init holds before it when that is one scalar, and the op
+/// right before `op` that puts it there: a linalg.fill of the init, or a
+/// copy into the init from a buffer whose only writer is a linalg.fill
+/// (bufferization fills one buffer and copies it into each reduction's
+/// init). A kernel that writes every output element once takes it over:
+/// it stores `value` (+) its result, and that fill or copy kernel is not
+/// launched (eraseInitProducer).
+struct InitFill {
+  mlir::Value value;
+  mlir::Operation *producer = nullptr;
+  explicit operator bool() const { return producer != nullptr; }
+};
+
+inline InitFill initFill(mlir::linalg::GenericOp op) {
+  mlir::Value init = op.getDpsInitOperand(0)->get();
+  mlir::Operation *prev = op->getPrevNode();
+  if (auto fill = llvm::dyn_cast_or_null<mlir::linalg::FillOp>(prev))
+    if (fill.hasPureBufferSemantics() && fill.getDpsInitOperand(0)->get() == init)
+      return {fill.getInputs()[0], fill};
+  mlir::Value source;
+  if (auto copy = llvm::dyn_cast_or_null<mlir::memref::CopyOp>(prev);
+      copy && copy.getTarget() == init)
+    source = copy.getSource();
+  if (!source || !llvm::isa_and_nonnull<mlir::memref::ViewOp, mlir::memref::AllocOp>(
+                     source.getDefiningOp()))
+    return {};
+  // The source's only writer before the copy is one fill; its other users
+  // before the copy only read it (copies from it, linalg ops that take it
+  // as an input). After the copy anything goes (the last reduction often
+  // takes the filled buffer itself as its init).
+  mlir::linalg::FillOp fill;
+  mlir::Block *block = op->getBlock();
+  for (mlir::Operation *user : source.getUsers()) {
+    mlir::Operation *here = block->findAncestorOpInBlock(*user);
+    if (!here)
+      return {};
+    if (here == prev || prev->isBeforeInBlock(here))
+      continue;
+    if (auto f = llvm::dyn_cast<mlir::linalg::FillOp>(user)) {
+      if (fill || f.getDpsInitOperand(0)->get() != source || f->getBlock() != op->getBlock() ||
+          !f->isBeforeInBlock(prev))
+        return {};
+      fill = f;
+    } else if (auto c = llvm::dyn_cast<mlir::memref::CopyOp>(user)) {
+      if (c.getTarget() == source)
+        return {};
+    } else if (auto l = llvm::dyn_cast<mlir::linalg::LinalgOp>(user)) {
+      if (llvm::is_contained(l.getDpsInits(), source))
+        return {};
+    } else {
+      return {};
+    }
+  }
+  if (!fill)
+    return {};
+  return {fill.getInputs()[0], prev};
+}
+
+/// Erases the fill or copy that a kernel took over, and a fill left with
+/// no reader.
+inline void eraseInitProducer(const InitFill &taken) {
+  mlir::Value source;
+  if (auto copy = llvm::dyn_cast<mlir::memref::CopyOp>(taken.producer))
+    source = copy.getSource();
+  taken.producer->erase();
+  if (source && source.hasOneUse())
+    if (auto fill = llvm::dyn_cast<mlir::linalg::FillOp>(*source.user_begin()))
+      fill->erase();
+}
+
+/// for (i = 0; i < n; ++i) fn(i): the CPU emulation's sequential blocks
+/// and threads.
+inline void emulationLoop(mlir::OpBuilder &b, mlir::Location loc, int64_t n,
+                          llvm::function_ref<void(mlir::OpBuilder &, mlir::Value)> fn) {
+  mlir::scf::ForOp::create(b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, n),
+                           indexConstant(b, loc, 1), mlir::ValueRange{},
+                           [&](mlir::OpBuilder &lb, mlir::Location, mlir::Value i,
+                               mlir::ValueRange) {
+                             fn(lb, i);
+                             mlir::scf::YieldOp::create(lb, loc);
+                           });
+}
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_GPUKERNELBUILDER_H
