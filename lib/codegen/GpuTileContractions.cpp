@@ -23,7 +23,9 @@
 // thread BM/16 x BN/16 outputs, strided by 16 so that a warp's shared
 // loads are conflict-free and its global stores contiguous. Per K-slice
 // of BK, the block stages A^T and B in shared memory (consecutive threads
-// along each operand's contiguous dim; rows padded against bank conflicts), one barrier, BK rank-1 updates from shared memory into
+// along each operand's contiguous dim; rows padded against bank conflicts;
+// each thread's share of the next slice is loaded into registers before
+// the current slice's multiply, so the global loads overlap it), one barrier, BK rank-1 updates from shared memory into
 // registers, another barrier. Out-of-range rows, columns and K are loaded
 // as zeros and not stored. A linalg.fill of C right before the op is
 // taken over (C = fill value + sums), so no fill kernel runs.
@@ -245,37 +247,71 @@ struct TileEmitter {
     return cond.getResult(0);
   }
 
-  /// Thread `t`'s share of staging K-slice `k0` of one operand into `dst`
-  /// ([k][x], x: the operand's own group, `span` of it from `x0`).
+  /// Where thread `t`'s e-th element of a K-slice of one operand goes in
+  /// its shared tile ([k][x], x: the operand's own group, `span` of it).
   /// Consecutive threads go along the group the operand's innermost dim
   /// follows (coalesced): K for a row-major A or a transposed B, else x.
-  void stageOperand(OpBuilder &b, Value t, Value k0, OpOperand *operand,
-                    ArrayRef<unsigned> group, int64_t extent, Value x0, int64_t span,
-                    Value dst) const {
+  std::pair<Value, Value> slot(OpBuilder &b, Value t, int64_t e, OpOperand *operand,
+                               ArrayRef<unsigned> group, int64_t span) const {
     AffineExpr last = c.op.getMatchingIndexingMap(operand).getResults().back();
     bool kInner = last.isFunctionOfDim(c.k.back()) && !last.isFunctionOfDim(group.back());
     int64_t inner = kInner ? tile.bk : span;
+    Value flat = add(b, t, e);
+    Value lo = arith::RemUIOp::create(b, loc, flat, cst(b, inner));
+    Value hi = arith::DivUIOp::create(b, loc, flat, cst(b, inner));
+    return kInner ? std::pair(lo, hi) : std::pair(hi, lo); // (ki, xi)
+  }
+
+  /// Thread `t`'s elements of K-slice `k0` of one operand (x from `x0`),
+  /// read from global memory, 0 outside the operand.
+  void fetchOperand(OpBuilder &b, Value t, Value k0, OpOperand *operand,
+                    ArrayRef<unsigned> group, int64_t extent, Value x0, int64_t span,
+                    SmallVectorImpl<Value> &out) const {
     for (int64_t e = 0; e < span * tile.bk; e += kThreads) {
-      Value flat = add(b, t, e);
-      Value lo = arith::RemUIOp::create(b, loc, flat, cst(b, inner));
-      Value hi = arith::DivUIOp::create(b, loc, flat, cst(b, inner));
-      Value ki = kInner ? lo : hi, xi = kInner ? hi : lo;
+      auto [ki, xi] = slot(b, t, e, operand, group, span);
       Value x = arith::AddIOp::create(b, loc, x0, xi), k = arith::AddIOp::create(b, loc, k0, ki);
       Value inside = both(b, below(b, x, extent, span), below(b, k, c.K, tile.bk));
-      Value v = guardedLoad(b, operand, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
+      out.push_back(guardedLoad(b, operand, inside, [&](OpBuilder &nb, SmallVectorImpl<Value> &iv) {
         delinearize(nb, x, group, iv);
         delinearize(nb, k, c.k, iv);
-      });
-      memref::StoreOp::create(b, loc, v, dst, ValueRange{ki, xi});
+      }));
     }
   }
 
-  /// Thread `t`'s share of staging K-slice `k0` of A^T and B.
-  void stage(OpBuilder &b, Value t, Value k0) const {
+  /// Thread `t`'s elements of K-slice `k0` of A and B (fetchOperand).
+  SmallVector<Value> fetch(OpBuilder &b, Value t, Value k0) const {
     Value m0 = arith::MulIOp::create(b, loc, blockM, cst(b, tile.bm));
     Value n0 = arith::MulIOp::create(b, loc, blockN, cst(b, tile.bn));
-    stageOperand(b, t, k0, c.a, c.m, c.M, m0, tile.bm, aTile);
-    stageOperand(b, t, k0, c.b, c.n, c.N, n0, tile.bn, bTile);
+    SmallVector<Value> values;
+    fetchOperand(b, t, k0, c.a, c.m, c.M, m0, tile.bm, values);
+    fetchOperand(b, t, k0, c.b, c.n, c.N, n0, tile.bn, values);
+    return values;
+  }
+  int64_t fetchedPerThread() const { return (tile.bm + tile.bn) * tile.bk / kThreads; }
+
+  /// fetch(k0 + bk) while there is such a slice, else zeros: issued before
+  /// the multiply of slice k0, so that its global loads are in flight
+  /// while the block computes.
+  SmallVector<Value> fetchNext(OpBuilder &b, Value t, Value k0) const {
+    Value next = add(b, k0, tile.bk);
+    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next, cst(b, c.K));
+    auto cond = scf::IfOp::create(
+        b, loc, more,
+        [&](OpBuilder &nb, Location) { scf::YieldOp::create(nb, loc, fetch(nb, t, next)); },
+        [&](OpBuilder &nb, Location) { scf::YieldOp::create(nb, loc, zeros(nb, fetchedPerThread())); });
+    return SmallVector<Value>(cond.getResults());
+  }
+
+  /// Stores thread `t`'s fetched elements into the shared tiles.
+  void put(OpBuilder &b, Value t, ValueRange values) const {
+    int64_t i = 0;
+    for (auto [operand, group, span, dst] :
+         {std::tuple(c.a, ArrayRef<unsigned>(c.m), tile.bm, aTile),
+          std::tuple(c.b, ArrayRef<unsigned>(c.n), tile.bn, bTile)})
+      for (int64_t e = 0; e < span * tile.bk; e += kThreads) {
+        auto [ki, xi] = slot(b, t, e, operand, group, span);
+        memref::StoreOp::create(b, loc, values[i++], dst, ValueRange{ki, xi});
+      }
   }
 
   /// Thread `t`'s tm x tn accumulators (row-major) after the staged slice.
@@ -331,10 +367,11 @@ struct TileEmitter {
       }
   }
 
-  SmallVector<Value> zeros(OpBuilder &b) const {
+  SmallVector<Value> zeros(OpBuilder &b, int64_t n) const {
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    return SmallVector<Value>(tile.tm() * tile.tn(), zero);
+    return SmallVector<Value>(n, zero);
   }
+  SmallVector<Value> zeroSums(OpBuilder &b) const { return zeros(b, tile.tm() * tile.tn()); }
   MemRefType tileType(int64_t rows, int64_t cols, Attribute memorySpace) const {
     return MemRefType::get({rows, cols}, Float32Type::get(c.op.getContext()), AffineMap(),
                            memorySpace);
@@ -364,12 +401,15 @@ void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile) {
   em.blockM = launch.getBlockIds().y;
   em.blockBatch = launch.getBlockIds().z;
   Value t = launch.getThreadIds().x;
+  em.put(kb, t, em.fetch(kb, t, em.cst(kb, 0)));
+  gpu::BarrierOp::create(kb, loc);
   auto slices = scf::ForOp::create(
-      kb, loc, em.cst(kb, 0), em.cst(kb, c.K), em.cst(kb, tile.bk), em.zeros(kb),
+      kb, loc, em.cst(kb, 0), em.cst(kb, c.K), em.cst(kb, tile.bk), em.zeroSums(kb),
       [&](OpBuilder &lb, Location, Value k0, ValueRange acc) {
-        em.stage(lb, t, k0);
-        gpu::BarrierOp::create(lb, loc);
+        SmallVector<Value> next = em.fetchNext(lb, t, k0);
         SmallVector<Value> sums = em.multiply(lb, t, acc);
+        gpu::BarrierOp::create(lb, loc);
+        em.put(lb, t, next);
         gpu::BarrierOp::create(lb, loc);
         scf::YieldOp::create(lb, loc, sums);
       });
@@ -399,16 +439,37 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
     for (int64_t i = 0; i < accs; ++i)
       memref::StoreOp::create(ob, loc, acc[i], accMem, ValueRange{t, em.cst(ob, i)});
   };
+  // Each thread's next slice, held from its fetch to its put.
+  int64_t fetched = em.fetchedPerThread();
+  Value fetchedMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, fetched, {}));
+  auto storeFetched = [&](OpBuilder &ob, Value t, ValueRange values) {
+    for (int64_t i = 0; i < fetched; ++i)
+      memref::StoreOp::create(ob, loc, values[i], fetchedMem, ValueRange{t, em.cst(ob, i)});
+  };
+  auto loadFetched = [&](OpBuilder &ob, Value t) {
+    SmallVector<Value> values;
+    for (int64_t i = 0; i < fetched; ++i)
+      values.push_back(memref::LoadOp::create(ob, loc, fetchedMem, ValueRange{t, em.cst(ob, i)}));
+    return values;
+  };
   forEach(b, c.batchSize, [&](OpBuilder &b1, Value bz) {
     forEach(b1, em.gridM(), [&](OpBuilder &b2, Value by) {
       forEach(b2, em.gridN(), [&](OpBuilder &b3, Value bx) {
         em.blockBatch = bz, em.blockM = by, em.blockN = bx;
-        forEach(b3, kThreads, [&](OpBuilder &tb, Value t) { storeAcc(tb, t, em.zeros(tb)); });
+        forEach(b3, kThreads, [&](OpBuilder &tb, Value t) {
+          storeAcc(tb, t, em.zeroSums(tb));
+          em.put(tb, t, em.fetch(tb, t, em.cst(tb, 0)));
+        });
         scf::ForOp::create(b3, loc, em.cst(b3, 0), em.cst(b3, c.K), em.cst(b3, tile.bk),
                            ValueRange{}, [&](OpBuilder &lb, Location, Value k0, ValueRange) {
-                             forEach(lb, kThreads, [&](OpBuilder &tb, Value t) { em.stage(tb, t, k0); });
+                             forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
+                               storeFetched(tb, t, em.fetchNext(tb, t, k0));
+                             });
                              forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
                                storeAcc(tb, t, em.multiply(tb, t, loadAcc(tb, t)));
+                             });
+                             forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
+                               em.put(tb, t, loadFetched(tb, t));
                              });
                              scf::YieldOp::create(lb, loc);
                            });
@@ -416,7 +477,7 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
       });
     });
   });
-  for (Value mem : {em.aTile, em.bTile, accMem})
+  for (Value mem : {em.aTile, em.bTile, accMem, fetchedMem})
     memref::DeallocOp::create(b, loc, mem);
 }
 

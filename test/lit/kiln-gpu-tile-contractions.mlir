@@ -2,9 +2,12 @@
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions="emulate=1 min-blocks=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=EMU
 
 // 2048 x 64 x 2048: 16 x 16 blocks of 128 x 128 (256 blocks >= 128, no
-// edge), 256 threads with 8 x 8 sums each; per K-slice of 8, A^T and B
-// (rows padded to 132) are staged in workgroup memory between barriers,
-// then 8 rank-1 updates of 64 FMAs. No bound checks: every extent divides.
+// edge), 256 threads with 8 x 8 sums each. Slice 0 of A^T and B (rows
+// padded to 132) is staged before the loop; per K-slice of 8, each thread
+// loads its 4 + 4 elements of the next slice into registers (while there
+// is one), does 8 rank-1 updates of 64 FMAs from shared memory, and after a
+// barrier stores the next slice, then another barrier. No bound checks:
+// every extent divides.
 // The fill of C is taken over: C = 0 + sums, no load of C.
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
@@ -14,11 +17,22 @@
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c16, {{.*}} = %c1) threads(%[[T:.*]], {{.*}}, {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
 // CHECK-SAME: workgroup(%[[AT:.*]] : memref<8x132xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<8x132xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: arith.cmpi
-// CHECK: %{{.*}}:64 = scf.for %[[K0:.*]] = %c0 to %c64 step %c8 iter_args
 // CHECK-COUNT-4: memref.store {{.*}}, %[[AT]]
 // CHECK-COUNT-4: memref.store {{.*}}, %[[BT]]
 // CHECK-NEXT: gpu.barrier
+// CHECK: %{{.*}}:64 = scf.for %[[K0:.*]] = %c0 to %c64 step %c8 iter_args
+// CHECK: %[[NEXT:.*]] = arith.addi %[[K0]], %c8
+// CHECK: %[[MORE:.*]] = arith.cmpi ult, %[[NEXT]], %c64
+// CHECK: %[[FETCHED:.*]]:8 = scf.if %[[MORE]] -> (f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-4: memref.load %arg0
+// CHECK-COUNT-4: memref.load %arg1
+// CHECK: } else {
 // CHECK-COUNT-512: math.fma
+// CHECK-NEXT: gpu.barrier
+// CHECK: memref.store %[[FETCHED]]#0, %[[AT]]
+// CHECK: memref.store %[[FETCHED]]#3, %[[AT]]
+// CHECK: memref.store %[[FETCHED]]#4, %[[BT]]
+// CHECK: memref.store %[[FETCHED]]#7, %[[BT]]
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: scf.yield
 // CHECK-NOT: memref.load %arg2
@@ -50,7 +64,6 @@ func.func @matmul_128(%x: memref<2048x64xf32>, %y: memref<64x2048xf32>, %z: memr
 // CHECK-LABEL: func.func @matmul_64
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c16, {{.*}} = %c1)
 // CHECK-SAME: workgroup({{.*}} : memref<16x66xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x66xf32, #gpu.address_space<workgroup>>)
-// CHECK: scf.for {{.*}} = %c0 to %c300 step %c16 iter_args
 // CHECK: %[[ROW_OK:.*]] = arith.cmpi ult, %{{.*}}, %c1000 : index
 // CHECK: %[[K_OK:.*]] = arith.cmpi ult, %{{.*}}, %c300 : index
 // CHECK: %[[BOTH:.*]] = arith.andi %[[ROW_OK]], %[[K_OK]] : i1
@@ -58,6 +71,11 @@ func.func @matmul_128(%x: memref<2048x64xf32>, %y: memref<64x2048xf32>, %z: memr
 // CHECK: memref.load %arg0
 // CHECK: } else {
 // CHECK: scf.yield %cst : f32
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} = %c0 to %c300 step %c16 iter_args
+// CHECK: scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: arith.andi %[[ROW_OK]], %{{.*}} : i1
+// CHECK: memref.load %arg0
 // CHECK-COUNT-256: math.fma
 // CHECK: gpu.barrier
 // CHECK: scf.yield
@@ -136,7 +154,10 @@ func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memre
 // (128, the input's), K = (c, kh, kw) (27). The weights are read at K
 // delinearized by 3 and 3 (consecutive threads along K, their contiguous
 // dim); the input at oh * 2 + kh. Two 64 x 64 blocks, 256 threads as a
-// loop per phase, each thread's 16 sums in a row of a 256 x 16 buffer.
+// loop per phase, each thread's 16 sums in a row of a 256 x 16 buffer and
+// its 8 elements of the next slice in a row of a 256 x 8 one: per slice,
+// every thread fetches, then every thread multiplies, then every thread
+// stores what it fetched (the barriers' order on the GPU).
 #in = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, c, oh * 2 + kh, ow * 2 + kw)>
 #w = affine_map<(n, f, c, kh, kw, oh, ow) -> (f, c, kh, kw)>
 #out = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, f, oh, ow)>
@@ -145,11 +166,12 @@ func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memre
 // EMU-DAG: %[[AT:.*]] = memref.alloc() : memref<16x66xf32>
 // EMU-DAG: %[[BT:.*]] = memref.alloc() : memref<16x66xf32>
 // EMU-DAG: %[[ACC:.*]] = memref.alloc() : memref<256x16xf32>
-// EMU: scf.for %[[K0:.*]] = %c0 to %c27 step %c16 {
+// EMU-DAG: %[[NEXT:.*]] = memref.alloc() : memref<256x8xf32>
+// EMU: scf.for %[[BX:.*]] = %c0 to %c2 step %c1 {
 // EMU: scf.for %[[T:.*]] = %c0 to %c256 step %c1 {
-// EMU: %[[KI:.*]] = arith.remui %[[T]], %c16 : index
+// EMU: memref.store %cst, %[[ACC]][%[[T]], %c15]
+// EMU: %[[K:.*]] = arith.remui %[[T]], %c16 : index
 // EMU: %[[F:.*]] = arith.divui %[[T]], %c16 : index
-// EMU: %[[K:.*]] = arith.addi %[[K0]], %[[KI]] : index
 // EMU: arith.cmpi ult, %[[F]], %c40 : index
 // EMU: arith.cmpi ult, %[[K]], %c27 : index
 // EMU: %[[KW:.*]] = arith.remui %[[K]], %c3 : index
@@ -157,20 +179,31 @@ func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memre
 // EMU: %[[KH:.*]] = arith.remui %[[CKH]], %c3 : index
 // EMU: %[[C:.*]] = arith.divui %[[CKH]], %c3 : index
 // EMU: memref.load %arg1[%[[F]], %[[C]], %[[KH]], %[[KW]]] : memref<40x3x3x3xf32>
-// EMU: memref.store {{.*}}, %[[AT]][%[[KI]], %[[F]]]
 // EMU: memref.load %arg0
+// EMU: memref.store {{.*}}, %[[AT]][%[[K]], %[[F]]]
 // EMU: memref.store {{.*}}, %[[BT]]
+// EMU: scf.for %[[K0:.*]] = %c0 to %c27 step %c16 {
+// EMU: scf.for %[[T1:.*]] = %c0 to %c256 step %c1 {
+// EMU: %[[K1:.*]] = arith.addi %[[K0]], %c16 : index
+// EMU: %[[MORE:.*]] = arith.cmpi ult, %[[K1]], %c27 : index
+// EMU: %[[FETCHED:.*]]:8 = scf.if %[[MORE]]
+// EMU: memref.store %[[FETCHED]]#7, %[[NEXT]][%[[T1]], %c7]
 // EMU: scf.for %[[T2:.*]] = %c0 to %c256 step %c1 {
 // EMU: memref.load %[[ACC]][%[[T2]], %c0]
 // EMU: math.fma
 // EMU: memref.store {{.*}}, %[[ACC]][%[[T2]], %c15]
 // EMU: scf.for %[[T3:.*]] = %c0 to %c256 step %c1 {
+// EMU: memref.load %[[NEXT]][%[[T3]], %c0]
+// EMU: memref.store {{.*}}, %[[AT]]
+// EMU: memref.store {{.*}}, %[[BT]]
+// EMU: scf.for %[[T4:.*]] = %c0 to %c256 step %c1 {
 // EMU: memref.load %arg2
 // EMU: arith.addf
 // EMU: memref.store {{.*}}, %arg2
 // EMU-DAG: memref.dealloc %[[AT]]
 // EMU-DAG: memref.dealloc %[[BT]]
 // EMU-DAG: memref.dealloc %[[ACC]]
+// EMU-DAG: memref.dealloc %[[NEXT]]
 func.func @conv(%x: memref<2x3x17x17xf32>, %w: memref<40x3x3x3xf32>, %y: memref<2x40x8x8xf32>) {
   linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]}
       ins(%x, %w : memref<2x3x17x17xf32>, memref<40x3x3x3xf32>) outs(%y : memref<2x40x8x8xf32>) {

@@ -491,7 +491,8 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
     blocks of 256 threads, each block computing a 128x128 (K-slices of 8)
     or 64x64 (slices of 16) tile of C, each thread an 8x8 or 4x4 register
     tile strided by 16; per slice, A^T and B are staged in workgroup memory
-    between two `gpu.barrier`s (consecutive threads along each operand's
+    between two `gpu.barrier`s, each thread's share of the next slice read
+    into registers before the current slice's multiply-adds (consecutive threads along each operand's
     contiguous dim; tile rows padded against bank conflicts). The larger
     tile is taken when it makes at least `min-blocks` blocks and wastes at
     most a fifth of its outputs on the edges; else the less wasteful one
