@@ -19,8 +19,9 @@
 // stores its partial in shared memory, and a tree of log2(T) halving steps
 // (a barrier after each) combines the T partials; thread 0 combines the
 // total into the output (into the fill's value when a fill of the output,
-// or a copy from a filled buffer, comes right before the op: that kernel
-// is then not launched). T is the least
+// or a copy into it from a buffer only a fill wrote, comes right before
+// the op: that kernel is then not launched). A reduction to one value is
+// one block. T is the least
 // power of two >= K, from 32 to 256.
 // Only where each input that runs along the row does so in its innermost
 // dim, so that the block's loads are coalesced.
@@ -31,6 +32,7 @@
 // --gpu-tensor-passes runs.
 #include "kiln/Passes/Passes.h"
 
+#include "BufferRoots.h"
 #include "GpuKernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,6 +42,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNGPUBLOCKREDUCTIONS
@@ -94,21 +97,45 @@ std::optional<RowReduction> matchRowReduction(linalg::GenericOp op, int64_t maxO
     r.outputs *= r.ranges[d];
   for (unsigned d : r.reduction)
     r.rowLength *= r.ranges[d];
-  if (r.outputs > maxOutputs || r.rowLength < minRow)
+  if (r.outputs == 0 || r.outputs > maxOutputs || r.rowLength < std::max<int64_t>(minRow, 2))
     return std::nullopt;
   // Consecutive threads take consecutive elements of the innermost
-  // reduction dim: each input that runs along the row must run along it in
-  // its innermost dim, or the block's loads would be strided (a classifier's
-  // weights W[k][n], whose one-thread-per-output kernel reads them
-  // coalesced along n, stay there).
-  unsigned innermost = r.reduction.back();
+  // reduction dim (of more than one element): each input that runs along
+  // the row must run along it in its innermost dim of more than one
+  // element, or the block's loads would be strided (a classifier's weights
+  // W[k][n], and a 1x1 convolution's input along its channels, whose
+  // one-thread-per-output kernels read them coalesced along n or ow, stay
+  // there).
+  SmallVector<unsigned> longReductions;
+  for (unsigned d : r.reduction)
+    if (r.ranges[d] > 1)
+      longReductions.push_back(d);
+  unsigned innermost = longReductions.back(); // a row of >= minRow has one
   for (OpOperand *in : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(in);
-    bool alongRow = llvm::any_of(r.reduction, [&](unsigned d) { return map.isFunctionOfDim(d); });
-    if (alongRow && (map.getNumResults() == 0 ||
-                     !map.getResults().back().isFunctionOfDim(innermost)))
+    if (llvm::none_of(longReductions, [&](unsigned d) { return map.isFunctionOfDim(d); }))
+      continue;
+    ArrayRef<int64_t> shape = cast<MemRefType>(in->get().getType()).getShape();
+    std::optional<unsigned> last;
+    for (unsigned i = 0; i < shape.size(); ++i)
+      if (shape[i] > 1)
+        last = i;
+    if (!last || !map.getResult(*last).isFunctionOfDim(innermost))
       return std::nullopt;
   }
+  // Blocks read the inputs while others write the output: none may be its
+  // memory. The body is cloned into the kernel: it may compute, not touch
+  // memory or hold regions.
+  Value outRoot = codegen::rootBuffer(op.getDpsInitOperand(0)->get());
+  if (!codegen::isKnownRoot(outRoot) ||
+      llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+        Value root = codegen::rootBuffer(in->get());
+        return root == outRoot || !codegen::isKnownRoot(root);
+      }))
+    return std::nullopt;
+  for (Operation &bodyOp : op.getRegion().front().without_terminator())
+    if (bodyOp.getNumRegions() != 0 || !isMemoryEffectFree(&bodyOp))
+      return std::nullopt;
 
   Block &body = op.getRegion().front();
   BlockArgument acc = body.getArguments().back();

@@ -18,10 +18,13 @@ inline mlir::Value indexConstant(mlir::OpBuilder &b, mlir::Location loc, int64_t
 }
 
 /// Sets `iv[d]` for the loop dims `group` (outermost first) from their
-/// row-major flattened index `flat`, given the loops' extents.
+/// row-major flattened index `flat`, given the loops' extents (nothing for
+/// an empty group: a reduction to one value has no output dims).
 inline void delinearizeLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
                              llvm::ArrayRef<unsigned> group, llvm::ArrayRef<int64_t> ranges,
                              llvm::SmallVectorImpl<mlir::Value> &iv) {
+  if (group.empty())
+    return;
   for (unsigned d : llvm::reverse(group.drop_front())) {
     mlir::Value extent = indexConstant(b, loc, ranges[d]);
     iv[d] = mlir::arith::RemUIOp::create(b, loc, flat, extent);
@@ -76,7 +79,10 @@ inline InitFill initFill(mlir::linalg::GenericOp op) {
   // The source's only writer before the copy is one fill; its other users
   // before the copy only read it (copies from it, linalg ops that take it
   // as an input). After the copy anything goes (the last reduction often
-  // takes the filled buffer itself as its init).
+  // takes the filled buffer itself as its init). No other buffer can write
+  // the source's bytes in between: kiln-plan-memory never lets buffers
+  // whose live ranges overlap share bytes, and the fill and the copy are
+  // both within the source's live range.
   mlir::linalg::FillOp fill;
   mlir::Block *block = op->getBlock();
   for (mlir::Operation *user : source.getUsers()) {

@@ -27,8 +27,9 @@
 // each thread's share of the next slice is loaded into registers before
 // the current slice's multiply, so the global loads overlap it), one barrier, BK rank-1 updates from shared memory into
 // registers, another barrier. Out-of-range rows, columns and K are loaded
-// as zeros and not stored. A linalg.fill of C right before the op is
-// taken over (C = fill value + sums), so no fill kernel runs.
+// as zeros and not stored. A linalg.fill of C right before the op, or a
+// copy into C from a buffer only a fill wrote, is taken over (C = fill
+// value + sums), so no fill or copy kernel runs.
 //
 // Only where there is work for the whole GPU (min-blocks): a small
 // product keeps kiln-gpu-loops' one-thread-per-register-tile kernels,
@@ -142,6 +143,8 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
       c.k.push_back(d);
   if (c.m.empty() || c.n.empty() || c.k.empty())
     return std::nullopt;
+  if (llvm::any_of(c.ranges, [](int64_t r) { return r == 0; }))
+    return std::nullopt; // nothing to tile (and slice 0 would read outside K)
   for (unsigned d : c.batch)
     c.batchSize *= c.ranges[d];
   for (unsigned d : c.m)

@@ -77,7 +77,9 @@ func.func @row_max(%x: memref<4x100xf32>, %out: memref<4xf32>) {
 // Left alone: a row of 32 (< min-row 64); a product whose weights run along
 // the row in their outer dim (W[k][n]: the block's loads would be strided);
 // 2^15 outputs (> max-outputs); a body that reads linalg.index; a body that
-// uses the output twice.
+// uses the output twice; a 1x1 convolution (its row runs along the input's
+// channels, 196 floats apart: kh and kw have one element and do not count);
+// a reduction whose input is its output's memory.
 #x = affine_map<(r, k) -> (r, k)>
 #row = affine_map<(r, k) -> (r)>
 #v = affine_map<(n, k) -> (k)>
@@ -85,11 +87,13 @@ func.func @row_max(%x: memref<4x100xf32>, %out: memref<4xf32>) {
 #o = affine_map<(n, k) -> (n)>
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: gpu.launch
-// CHECK-COUNT-5: linalg.generic
+// CHECK-COUNT-7: linalg.generic
 func.func @left_alone(%short: memref<64x32xf32>, %s_out: memref<64xf32>,
                       %vec: memref<512xf32>, %wt: memref<512x1000xf32>, %fc: memref<1000xf32>,
                       %many: memref<32768x64xf32>, %m_out: memref<32768xf32>,
-                      %rows: memref<16x256xf32>, %i_out: memref<16xf32>, %t_out: memref<16xf32>) {
+                      %rows: memref<16x256xf32>, %i_out: memref<16xf32>, %t_out: memref<16xf32>,
+                      %img: memref<1x96x14x14xf32>, %pw: memref<24x96x1x1xf32>,
+                      %pw_out: memref<1x24x14x14xf32>, %same: memref<16x256xf32>) {
   linalg.generic {indexing_maps = [#x, #row], iterator_types = ["parallel", "reduction"]}
       ins(%short : memref<64x32xf32>) outs(%s_out : memref<64xf32>) {
   ^bb0(%a: f32, %acc: f32):
@@ -124,6 +128,42 @@ func.func @left_alone(%short: memref<64x32xf32>, %s_out: memref<64xf32>,
   ^bb0(%a: f32, %acc: f32):
     %p = arith.mulf %a, %acc : f32
     %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(n, f, oh, ow, c, kh, kw) -> (n, c, oh + kh, ow + kw)>,
+                                   affine_map<(n, f, oh, ow, c, kh, kw) -> (f, c, kh, kw)>,
+                                   affine_map<(n, f, oh, ow, c, kh, kw) -> (n, f, oh, ow)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%img, %pw : memref<1x96x14x14xf32>, memref<24x96x1x1xf32>) outs(%pw_out : memref<1x24x14x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  }
+  %first = memref.subview %same[0, 0] [16, 1] [1, 1] : memref<16x256xf32> to memref<16xf32, strided<[256]>>
+  linalg.generic {indexing_maps = [#x, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%same : memref<16x256xf32>) outs(%first : memref<16xf32, strided<[256]>>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A reduction to one value: one block (no output dims), 256 threads over
+// the 4 x 300 elements flattened.
+// CHECK-LABEL: func.func @total
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK: scf.for {{.*}} to %c1200 step %c256
+// CHECK: memref.store {{.*}}, %arg1[] : memref<f32>
+func.func @total(%x: memref<4x300xf32>, %out: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%x : memref<4x300xf32>) outs(%out : memref<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
     linalg.yield %s : f32
   }
   return

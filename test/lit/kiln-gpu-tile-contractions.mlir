@@ -97,8 +97,8 @@ func.func @matmul_64(%x: memref<1000x300xf32>, %y: memref<300x1024xf32>, %z: mem
 
 // A small product (one 64 x 64 block) keeps kiln-gpu-loops' kernels; so
 // do a reduction that is not a sum of products, a thin product (M = 1:
-// 256 blocks of 64 x 64 with one useful row each) and a product whose
-// input is its output's memory.
+// 256 blocks of 64 x 64 with one useful row each), a product whose input
+// is its output's memory and one with K = 0.
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
 #c = affine_map<(m, k, n) -> (m, n)>
@@ -112,10 +112,12 @@ func.func @matmul_64(%x: memref<1000x300xf32>, %y: memref<300x1024xf32>, %z: mem
 // CHECK-SAME: outs(%arg8 : memref<1x16384xf32>)
 // CHECK: linalg.generic
 // CHECK-SAME: outs(%arg9 : memref<2048x2048xf32>)
+// (The K = 0 product, left alone, is then erased by the canonicalizer.)
 func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memref<64x64xf32>,
                          %u: memref<2048x64xf32>, %v: memref<64x2048xf32>, %w: memref<2048x2048xf32>,
                          %r: memref<1x512xf32>, %rw: memref<512x16384xf32>, %o: memref<1x16384xf32>,
-                         %sq: memref<2048x2048xf32>) {
+                         %sq: memref<2048x2048xf32>, %e0: memref<2048x0xf32>,
+                         %e1: memref<0x2048xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %y : memref<64x64xf32>, memref<64x64xf32>) outs(%z : memref<64x64xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
@@ -139,6 +141,13 @@ func.func @small_and_max(%x: memref<64x64xf32>, %y: memref<64x64xf32>, %z: memre
   }
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%sq, %sq : memref<2048x2048xf32>, memref<2048x2048xf32>) outs(%sq : memref<2048x2048xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%e0, %e1 : memref<2048x0xf32>, memref<0x2048xf32>) outs(%w : memref<2048x2048xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
     %m = arith.mulf %p, %q : f32
     %t = arith.addf %acc, %m : f32

@@ -500,8 +500,9 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
     convolution, M = 1, keeps `kiln-gpu-loops`' kernel); none where the
     grid's y or z would pass 65535, or where an input may be the output's
     memory. Out-of-range elements are loaded as zeros and not stored. A
-    `linalg.fill` of C right before the op is taken over (C = fill value +
-    sums), so no fill kernel runs.
+    `linalg.fill` of C right before the op, or a copy into C from a buffer
+    only a fill wrote, is taken over (C = fill value + sums), so no fill or
+    copy kernel runs.
     `emulate` builds the same phases for the CPU (blocks and threads as
     loops, one phase for all threads before the next), which `kiln-run
     --gpu-tensor-passes` runs.
@@ -525,15 +526,19 @@ def KilnGpuBlockReductions : Pass<"kiln-gpu-block-reductions", "mlir::func::Func
     most `max-outputs` outputs and rows of at least `min-row` elements
     (its reduction dims flattened), whose body is `yield combine(out,
     g(inputs))` with `combine` an op with a neutral element (add, mul, max,
-    min, and, or, xor) and `out` used nowhere else, and whose inputs that
-    run along the row do so in their innermost dim, becomes one
+    min, and, or, xor), `out` used nowhere else and g free of memory
+    effects, whose inputs that run along the row do so in their innermost
+    dim of more than one element, and whose inputs are not the output's
+    memory, becomes one
     `gpu.launch` with a block of T threads per output (T: the least power
     of two >= the row, from 32 to 256). Thread t folds g over elements t,
     t + T, ... from the neutral element; the T partials are combined in
     workgroup memory by log2(T) halving steps, each followed by a
     `gpu.barrier`; thread 0 combines the total into the output, or into the
-    value of a `linalg.fill` of the output right before the op, which is
-    then dropped (no fill kernel). `emulate`
+    value of a `linalg.fill` of the output right before the op (or of the
+    fill of a buffer copied into the output right before the op), which is
+    then dropped (no fill or copy kernel). A reduction to one value is one
+    block. `emulate`
     builds the same phases for the CPU (kiln-run --gpu-tensor-passes).
   }];
   let options = [
