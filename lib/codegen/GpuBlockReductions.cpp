@@ -32,7 +32,6 @@
 // --gpu-tensor-passes runs.
 #include "kiln/Passes/Passes.h"
 
-#include "BufferRoots.h"
 #include "GpuKernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -68,26 +67,17 @@ struct RowReduction {
 
 std::optional<RowReduction> matchRowReduction(linalg::GenericOp op, int64_t maxOutputs,
                                               int64_t minRow) {
-  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() || op.hasIndexSemantics() ||
-      op.getNumReductionLoops() == 0)
+  if (op.hasIndexSemantics() || op.getNumReductionLoops() == 0)
     return std::nullopt;
-  for (OpOperand &x : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(x.get().getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
-      return std::nullopt;
-  }
+  std::optional<SmallVector<int64_t>> ranges =
+      codegen::kernelLoopRanges(op, [](Type t) { return t.isIntOrFloat(); });
+  if (!ranges)
+    return std::nullopt;
   RowReduction r;
   r.op = op;
-  r.ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(r.ranges, ShapedType::isDynamic))
-    return std::nullopt;
+  r.ranges = *ranges;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!out.isProjectedPermutation())
-    return std::nullopt;
   auto iterators = op.getIteratorTypesArray();
-  for (unsigned d = 0; d < r.ranges.size(); ++d)
-    if (linalg::isParallelIterator(iterators[d]) != out.isFunctionOfDim(d))
-      return std::nullopt;
   for (AffineExpr e : out.getResults())
     r.parallel.push_back(cast<AffineDimExpr>(e).getPosition());
   for (unsigned d = 0; d < r.ranges.size(); ++d)
@@ -123,16 +113,8 @@ std::optional<RowReduction> matchRowReduction(linalg::GenericOp op, int64_t maxO
     if (!last || !map.getResult(*last).isFunctionOfDim(innermost))
       return std::nullopt;
   }
-  // Blocks read the inputs while others write the output: none may be its
-  // memory. The body is cloned into the kernel: it may compute, not touch
-  // memory or hold regions.
-  Value outRoot = codegen::rootBuffer(op.getDpsInitOperand(0)->get());
-  if (!codegen::isKnownRoot(outRoot) ||
-      llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
-        Value root = codegen::rootBuffer(in->get());
-        return root == outRoot || !codegen::isKnownRoot(root);
-      }))
-    return std::nullopt;
+  // The body is cloned into the kernel: it may compute, not touch memory
+  // or hold regions.
   for (Operation &bodyOp : op.getRegion().front().without_terminator())
     if (bodyOp.getNumRegions() != 0 || !isMemoryEffectFree(&bodyOp))
       return std::nullopt;

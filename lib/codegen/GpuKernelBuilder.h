@@ -5,9 +5,12 @@
 #ifndef KILN_CODEGEN_GPUKERNELBUILDER_H
 #define KILN_CODEGEN_GPUKERNELBUILDER_H
 
+#include "BufferRoots.h"
+
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -31,6 +34,40 @@ inline void delinearizeLoops(mlir::OpBuilder &b, mlir::Location loc, mlir::Value
     flat = mlir::arith::DivUIOp::create(b, loc, flat, extent);
   }
   iv[group.front()] = flat;
+}
+
+/// The static loop ranges of a generic that a hand-built kernel can take:
+/// one init, static memref operands whose element types satisfy
+/// `elementOk`, an output map that is a permutation of exactly the
+/// parallel dims, and no input that may be the output's memory (blocks
+/// read the inputs while others write the output). None otherwise.
+inline std::optional<llvm::SmallVector<int64_t>>
+kernelLoopRanges(mlir::linalg::GenericOp op, llvm::function_ref<bool(mlir::Type)> elementOk) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+    return std::nullopt;
+  for (mlir::OpOperand &x : op->getOpOperands()) {
+    auto type = llvm::dyn_cast<mlir::MemRefType>(x.get().getType());
+    if (!type || !type.hasStaticShape() || !elementOk(type.getElementType()))
+      return std::nullopt;
+  }
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, mlir::ShapedType::isDynamic))
+    return std::nullopt;
+  mlir::AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!out.isProjectedPermutation())
+    return std::nullopt;
+  auto iterators = op.getIteratorTypesArray();
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    if (mlir::linalg::isParallelIterator(iterators[d]) != out.isFunctionOfDim(d))
+      return std::nullopt;
+  mlir::Value outRoot = rootBuffer(op.getDpsInitOperand(0)->get());
+  if (!isKnownRoot(outRoot) ||
+      llvm::any_of(op.getDpsInputOperands(), [&](mlir::OpOperand *in) {
+        mlir::Value root = rootBuffer(in->get());
+        return root == outRoot || !isKnownRoot(root);
+      }))
+    return std::nullopt;
+  return ranges;
 }
 
 /// The indices at which `op` reads or writes `operand` for loop indices

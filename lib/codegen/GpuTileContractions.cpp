@@ -42,7 +42,6 @@
 // so kiln-run --gpu-tensor-passes checks it on any machine.
 #include "kiln/Passes/Passes.h"
 
-#include "BufferRoots.h"
 #include "GpuKernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -105,27 +104,19 @@ bool isMulAdd(linalg::GenericOp op) {
 }
 
 std::optional<Contraction> matchContraction(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+  if (op.getNumDpsInputs() != 2)
     return std::nullopt;
-  for (OpOperand &x : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(x.get().getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
-      return std::nullopt;
-  }
-  if (!isMulAdd(op))
+  std::optional<SmallVector<int64_t>> ranges =
+      codegen::kernelLoopRanges(op, [](Type t) { return t.isF32(); });
+  if (!ranges || !isMulAdd(op))
     return std::nullopt;
   Contraction c;
   c.op = op;
-  c.ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(c.ranges, ShapedType::isDynamic))
-    return std::nullopt;
+  c.ranges = *ranges;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!out.isProjectedPermutation() || out.getNumResults() == 0)
+  if (out.getNumResults() == 0)
     return std::nullopt;
   auto iterators = op.getIteratorTypesArray();
-  for (unsigned d = 0; d < c.ranges.size(); ++d)
-    if (linalg::isParallelIterator(iterators[d]) != out.isFunctionOfDim(d))
-      return std::nullopt;
   unsigned inner = cast<AffineDimExpr>(out.getResults().back()).getPosition();
   OpOperand *x = op.getDpsInputOperand(0), *y = op.getDpsInputOperand(1);
   AffineMap xMap = op.getMatchingIndexingMap(x), yMap = op.getMatchingIndexingMap(y);
@@ -153,14 +144,6 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
     c.N *= c.ranges[d];
   for (unsigned d : c.k)
     c.K *= c.ranges[d];
-  // Blocks read A and B while others write C: no input may be C's memory.
-  Value outRoot = codegen::rootBuffer(op.getDpsInitOperand(0)->get());
-  if (!codegen::isKnownRoot(outRoot) ||
-      llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
-        Value root = codegen::rootBuffer(in->get());
-        return root == outRoot || !codegen::isKnownRoot(root);
-      }))
-    return std::nullopt;
   c.fill = codegen::initFill(op);
   return c;
 }
