@@ -177,7 +177,7 @@ struct TileEmitter {
   const Contraction &c;
   BlockTile tile;
   Location loc;
-  Value aTile, bTile; // A^T: [bk][bm + pad], B: [bk][bn]
+  Value aTile, bTile; // A^T: [bk][bm + pad], B: [bk][bn + pad]
   Value blockN, blockM, blockBatch;
 
   Value cst(OpBuilder &b, int64_t v) const { return arith::ConstantIndexOp::create(b, loc, v); }
