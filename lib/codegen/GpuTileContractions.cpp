@@ -180,7 +180,7 @@ struct TileEmitter {
   Value aTile, bTile; // A^T: [bk][bm + pad], B: [bk][bn + pad]
   Value blockN, blockM, blockBatch;
 
-  Value cst(OpBuilder &b, int64_t v) const { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cst(OpBuilder &b, int64_t v) const { return codegen::indexConstant(b, loc, v); }
   Value add(OpBuilder &b, Value x, int64_t v) const {
     return v == 0 ? x : arith::AddIOp::create(b, loc, x, cst(b, v)).getResult();
   }
@@ -415,51 +415,42 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
   auto forEach = [&](OpBuilder &ob, int64_t n, function_ref<void(OpBuilder &, Value)> fn) {
     codegen::emulationLoop(ob, loc, n, fn);
   };
-  auto loadAcc = [&](OpBuilder &ob, Value t) {
-    SmallVector<Value> acc;
-    for (int64_t i = 0; i < accs; ++i)
-      acc.push_back(memref::LoadOp::create(ob, loc, accMem, ValueRange{t, em.cst(ob, i)}));
-    return acc;
+  // Each thread's values that live across phases (its sums; its share of
+  // the next slice, from its fetch to its put): one row per thread.
+  auto loadRow = [&](OpBuilder &ob, Value mem, Value t) {
+    SmallVector<Value> row;
+    for (int64_t i = 0, n = cast<MemRefType>(mem.getType()).getDimSize(1); i < n; ++i)
+      row.push_back(memref::LoadOp::create(ob, loc, mem, ValueRange{t, em.cst(ob, i)}));
+    return row;
   };
-  auto storeAcc = [&](OpBuilder &ob, Value t, ValueRange acc) {
-    for (int64_t i = 0; i < accs; ++i)
-      memref::StoreOp::create(ob, loc, acc[i], accMem, ValueRange{t, em.cst(ob, i)});
+  auto storeRow = [&](OpBuilder &ob, Value mem, Value t, ValueRange row) {
+    for (auto [i, v] : llvm::enumerate(row))
+      memref::StoreOp::create(ob, loc, v, mem, ValueRange{t, em.cst(ob, i)});
   };
-  // Each thread's next slice, held from its fetch to its put.
-  int64_t fetched = em.fetchedPerThread();
-  Value fetchedMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, fetched, {}));
-  auto storeFetched = [&](OpBuilder &ob, Value t, ValueRange values) {
-    for (int64_t i = 0; i < fetched; ++i)
-      memref::StoreOp::create(ob, loc, values[i], fetchedMem, ValueRange{t, em.cst(ob, i)});
-  };
-  auto loadFetched = [&](OpBuilder &ob, Value t) {
-    SmallVector<Value> values;
-    for (int64_t i = 0; i < fetched; ++i)
-      values.push_back(memref::LoadOp::create(ob, loc, fetchedMem, ValueRange{t, em.cst(ob, i)}));
-    return values;
-  };
+  Value fetchedMem =
+      memref::AllocOp::create(b, loc, em.tileType(kThreads, em.fetchedPerThread(), {}));
   forEach(b, c.batchSize, [&](OpBuilder &b1, Value bz) {
     forEach(b1, em.gridM(), [&](OpBuilder &b2, Value by) {
       forEach(b2, em.gridN(), [&](OpBuilder &b3, Value bx) {
         em.blockBatch = bz, em.blockM = by, em.blockN = bx;
         forEach(b3, kThreads, [&](OpBuilder &tb, Value t) {
-          storeAcc(tb, t, em.zeroSums(tb));
+          storeRow(tb, accMem, t, em.zeroSums(tb));
           em.put(tb, t, em.fetch(tb, t, em.cst(tb, 0)));
         });
         scf::ForOp::create(b3, loc, em.cst(b3, 0), em.cst(b3, c.K), em.cst(b3, tile.bk),
                            ValueRange{}, [&](OpBuilder &lb, Location, Value k0, ValueRange) {
                              forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
-                               storeFetched(tb, t, em.fetchNext(tb, t, k0));
+                               storeRow(tb, fetchedMem, t, em.fetchNext(tb, t, k0));
                              });
                              forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
-                               storeAcc(tb, t, em.multiply(tb, t, loadAcc(tb, t)));
+                               storeRow(tb, accMem, t, em.multiply(tb, t, loadRow(tb, accMem, t)));
                              });
                              forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
-                               em.put(tb, t, loadFetched(tb, t));
+                               em.put(tb, t, loadRow(tb, fetchedMem, t));
                              });
                              scf::YieldOp::create(lb, loc);
                            });
-        forEach(b3, kThreads, [&](OpBuilder &tb, Value t) { em.store(tb, t, loadAcc(tb, t)); });
+        forEach(b3, kThreads, [&](OpBuilder &tb, Value t) { em.store(tb, t, loadRow(tb, accMem, t)); });
       });
     });
   });
