@@ -295,6 +295,10 @@ struct EmitOptions {
   /// GPU targets: reductions with few outputs as one block per output
   /// (kiln-gpu-block-reductions; kilnc --gpu-block-reductions=false).
   bool gpuBlockReductions = true;
+  /// GPU targets: elementwise ops with 128-bit vector loads and stores where
+  /// aligned (kiln-gpu-vectorize-elementwise; kilnc
+  /// --gpu-vectorize-elementwise=false keeps one thread per element).
+  bool gpuVectorizeElementwise = true;
   /// GPU targets: large matrix products and convolutions as shared-memory
   /// tiled kernels (kiln-gpu-tile-contractions; kilnc
   /// --gpu-tile-contractions=false keeps kiln-gpu-loops' kernels for them).

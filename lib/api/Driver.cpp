@@ -361,6 +361,7 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   gpu.splitReductions = choices.splitReductions;
   gpu.tileContractions = choices.tileContractions;
   gpu.blockReductions = choices.blockReductions;
+  gpu.vectorizeElementwise = choices.vectorizeElementwise;
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
@@ -380,7 +381,8 @@ static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &c
 }
 
 GpuPassChoices gpuPassChoicesOf(const EmitOptions &options) {
-  return {options.gpuSplitReductions, options.gpuTileContractions, options.gpuBlockReductions};
+  return {options.gpuSplitReductions, options.gpuTileContractions, options.gpuBlockReductions,
+          options.gpuVectorizeElementwise};
 }
 
 Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,

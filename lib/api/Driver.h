@@ -115,6 +115,7 @@ struct GpuPassChoices {
   bool splitReductions = false;  // kiln-gpu-split-reductions
   bool tileContractions = true;  // kiln-gpu-tile-contractions
   bool blockReductions = true;   // kiln-gpu-block-reductions
+  bool vectorizeElementwise = true; // kiln-gpu-vectorize-elementwise
 };
 GpuPassChoices gpuPassChoicesOf(const EmitOptions &options);
 

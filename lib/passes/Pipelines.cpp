@@ -98,6 +98,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
     KilnGpuBlockReductionsOptions rows;
     rows.emulate = true;
     pm.addNestedPass<func::FuncOp>(createKilnGpuBlockReductions(rows));
+    pm.addNestedPass<func::FuncOp>(createKilnGpuVectorizeElementwise());
   }
   pm.addPass(createKilnOutlineLoopNests());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
@@ -105,7 +106,8 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   std::string tail =
       "func.func(convert-linalg-to-loops),"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-      "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm,"
+      "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm," +
+      std::string(opts.gpuTensorPasses ? "convert-vector-to-llvm," : "") +
       "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
       "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
       "reconcile-unrealized-casts,kiln-parallelize-calls," +
@@ -136,7 +138,9 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   std::string tail =
       "func.func(" +
       std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") +
-      std::string(gpu.blockReductions ? "kiln-gpu-block-reductions," : "") + "kiln-gpu-loops,"
+      std::string(gpu.blockReductions ? "kiln-gpu-block-reductions," : "") +
+      std::string(gpu.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise," : "") +
+      "kiln-gpu-loops,"
       "scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 no-min-max-bounds=true},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
       "gpu-launch-sink-index-computations),"

@@ -93,6 +93,17 @@ def specs():
     d["resnet18_b32_notile"] = (resnet18_b32, ["--gpu-tile-contractions=false"],
                                 ("replicate", "resnet18", 0, 32),
                                 {"model": "resnet18", "batch": 32})
+    # Without kiln-gpu-vectorize-elementwise (one thread per element, 4-byte
+    # accesses), to time the 16-byte accesses in the same run.
+    novec = ["--gpu-vectorize-elementwise=false"]
+    d["resnet18_b32_novec"] = (resnet18_b32, novec, ("replicate", "resnet18", 0, 32),
+                               {"model": "resnet18", "batch": 32})
+    d["mobilenet_v2_novec"] = (shared("mobilenet_v2"), novec, ("sets", "mobilenet_v2", [0]),
+                               {"model": "mobilenet_v2", "batch": 1})
+    d["encoder4_s128_novec"] = (
+        shared("encoder4"),
+        ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0")] + novec,
+        ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
     for n in [1024, 4096]:
         d[f"matmul{n}_notile"] = (lambda n=n: matmul(n), ["--gpu-tile-contractions=false"],
                                   ("random", [[n, n], [n, n]]), {"model": "matmul", "n": n})

@@ -99,6 +99,13 @@ static cl::opt<bool> gpuBlockReductions(
              "per output, combined in shared memory (kiln-gpu-block-reductions; default on). "
              "=false measures the GPU code without"),
     cl::init(true), cl::cat(kilncCat));
+static cl::opt<bool> gpuVectorizeElementwise(
+    "gpu-vectorize-elementwise",
+    cl::desc("GPU targets: elementwise ops and copies with 128-bit vector loads and stores, "
+             "several elements per thread, where the buffers are aligned for them "
+             "(kiln-gpu-vectorize-elementwise; default on). =false measures the GPU code "
+             "without"),
+    cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> gpuTileContractions(
     "gpu-tile-contractions",
     cl::desc("GPU targets: large matrix products and convolutions as shared-memory tiled "
@@ -333,6 +340,7 @@ static int kilncMain(int argc, char **argv) {
   opts.gpuSplitReductions = gpuSplitReductions;
   opts.gpuTileContractions = gpuTileContractions;
   opts.gpuBlockReductions = gpuBlockReductions;
+  opts.gpuVectorizeElementwise = gpuVectorizeElementwise;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

@@ -65,6 +65,8 @@ struct GpuLoweringOptions {
   bool tileContractions = true;
   /// Run kiln-gpu-block-reductions.
   bool blockReductions = true;
+  /// Run kiln-gpu-vectorize-elementwise.
+  bool vectorizeElementwise = true;
 };
 
 /// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->

@@ -518,6 +518,32 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
                            "mlir::arith::ArithDialect"];
 }
 
+def KilnGpuVectorizeElementwise
+    : Pass<"kiln-gpu-vectorize-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Elementwise ops as GPU threads of W elements with 128-bit vector accesses";
+  let description = [{
+    On bufferized linalg, after `kiln-gpu-block-reductions` and before
+    `kiln-gpu-loops` (NVPTX targets). A `linalg.generic` whose loops are
+    all parallel, on static memrefs, with an output map that is a
+    permutation, becomes an `scf.parallel` over the output's dims before G
+    and over G / W, G being the longest run of the output's innermost dims
+    that each operand either reads as its own innermost dims in the same
+    order, contiguously (it is read or written with `vector.load` /
+    `vector.store` of W elements, G collapsed to one dim), or does not read
+    (one `memref.load`, broadcast). W is the largest power of two with
+    W x element bits <= 128 that divides G's element count, the static
+    offset of each vector operand and each of its strides outside G; the
+    accesses carry that alignment (W x element bytes). None where W < 2,
+    where a vector operand has elements of under 8 bits, or where the body
+    holds an op that does not map elementwise onto vectors (or a
+    `linalg.index` of a dim in G); the op then keeps kiln-gpu-loops' one
+    thread per element. Also run by `kiln-run --gpu-tensor-passes`.
+  }];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 def KilnGpuBlockReductions : Pass<"kiln-gpu-block-reductions", "mlir::func::FuncOp"> {
   let summary = "Reductions with few outputs and long rows: one GPU block per output";
   let description = [{
