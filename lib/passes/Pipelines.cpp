@@ -91,6 +91,9 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());
   if (opts.gpuTensorPasses) { // and the GPU path's hand-built kernels, emulated
+    KilnGpuMmaContractionsOptions mma;
+    mma.emulate = true;
+    pm.addNestedPass<func::FuncOp>(createKilnGpuMmaContractions(mma));
     KilnGpuTileContractionsOptions tiles;
     tiles.emulate = true;
     tiles.minBlocks = 1;
@@ -136,7 +139,7 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   // No min/max bounds: with them the tiled bound is an affine.min and
   // convert-parallel-loops-to-gpu silently leaves the loop on the host.
   std::string tail =
-      "func.func(" +
+      "func.func(kiln-gpu-mma-contractions," +
       std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") +
       std::string(gpu.blockReductions ? "kiln-gpu-block-reductions," : "") +
       std::string(gpu.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise," : "") +

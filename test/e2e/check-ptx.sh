@@ -7,12 +7,7 @@
 # alone and loaded (cuda-object-load.c).
 set -eu
 kilnc=$1 model=$2 shapes=$3 cc=${4:-} runtime=${5:-} include=${6:-}
-ptxas=${PTXAS:-}
-if [ -z "$ptxas" ]; then
-  for p in "${CUDA_HOME:-/nonexistent}/bin/ptxas" /usr/local/cuda/bin/ptxas "$(command -v ptxas || true)"; do
-    if [ -x "$p" ]; then ptxas=$p; break; fi
-  done
-fi
+. "$(dirname "$0")/find-ptxas.sh"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$kilnc" "$model" --emit=ptx --no-cache --shapes-from "$shapes" -o "$out/model.ptx"

@@ -20,12 +20,7 @@ tiles=$(grep -Ec '^\s*\.shared \.align 4 \.b8 __wg_main_kernel(_[0-9]+)?_1\[4224
 [ "$(grep -c 'bar\.sync' "$out/m.ptx")" -ge 6 ]
 "$kilnc" "$out/m.onnx" --emit=ptx --no-cache --gpu-tile-contractions=false -o "$out/plain.ptx"
 if grep -q '\.shared' "$out/plain.ptx"; then echo "FAIL: shared memory without the pass"; exit 1; fi
-ptxas=${PTXAS:-}
-if [ -z "$ptxas" ]; then
-  for p in "${CUDA_HOME:-/nonexistent}/bin/ptxas" /usr/local/cuda/bin/ptxas "$(command -v ptxas || true)"; do
-    if [ -x "$p" ]; then ptxas=$p; break; fi
-  done
-fi
+. "$(dirname "$0")/find-ptxas.sh"
 if [ -z "$ptxas" ]; then
   echo "SKIP ptxas: no CUDA toolkit (set PTXAS or CUDA_HOME); the PTX has $tiles tiled kernels"
   exit 0

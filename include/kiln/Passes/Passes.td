@@ -477,6 +477,31 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "mlir::func::Func
                            "mlir::arith::ArithDialect"];
 }
 
+def KilnGpuMmaContractions : Pass<"kiln-gpu-mma-contractions", "mlir::func::FuncOp"> {
+  let summary = "f16 matrix products on tensor cores (WMMA fragments of 16x16x16)";
+  let description = [{
+    On bufferized linalg, before `kiln-gpu-tile-contractions` (NVPTX
+    targets). A `linalg.generic` C[batch][m][n] += A[batch][m][k] *
+    B[batch][k][n] in f16 (body `out + x * y`, one reduction dim; A and B
+    each with the batch dims or none) on static identity-layout memrefs,
+    with M, N and K multiples of 16 and no input in the output's memory,
+    becomes one `gpu.launch` of blocks of 4 warps, each warp computing a
+    16x16 tile of C with `gpu.subgroup_mma_load_matrix` (A with leading
+    dim K, B and C with N), `gpu.subgroup_mma_compute` per step of 16 along
+    k, and one `gpu.subgroup_mma_store_matrix`; grid (ceil(N / 64), M / 16,
+    batch). The accumulator starts as C, or as the value of a `linalg.fill`
+    of C right before the op (or of a fill copied into it), which is then
+    dropped. `emulate` builds the same grid, warps and steps for the CPU
+    with each fragment operation as loops (`kiln-run --gpu-tensor-passes`).
+  }];
+  let options = [
+    Option<"emulate", "emulate", "bool", /*default=*/"false",
+           "Build the kernel as CPU loops (testing the index arithmetic)">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::FuncOp"> {
   let summary = "Large matrix products and convolutions as shared-memory tiled GPU kernels";
   let description = [{

@@ -1,0 +1,319 @@
+// kiln-gpu-mma-contractions: f16 matrix products on tensor cores.
+//
+// Why: an f16 product on CUDA cores runs one FMA per thread per step; an
+// H100's tensor cores do a 16x16x16 product per warp instruction group,
+// several times the FP32 rate. This is the issue's "tensor cores for
+// f16/bf16 where the type allows".
+//
+// What qualifies: a linalg.generic C[batch][m][n] += A[batch][m][k] *
+// B[batch][k][n] in f16 (f16 accumulation, Kiln's semantics for an f16
+// MatMul on every path), one reduction dim, A and B with the batch dims
+// or none (a weight shared across the batch), on static row-major
+// (identity-layout) memrefs, with M, N and K multiples of 16 and no input
+// in the output's memory. bf16 is not taken: WMMA accumulates bf16 products
+// only in f32, which an f16-typed graph's bf16 MatMul does not ask for,
+// and Kiln has no bf16 model to check it on.
+//
+// The kernel (upstream's gpu.subgroup_mma_* ops, which convert-gpu-to-nvvm
+// lowers to wmma.load / wmma.mma / wmma.store, m16n16k16): blocks of four
+// warps, each warp one 16x16 tile of C along n; per step of 16 along k, a
+// warp loads its A and B fragments straight from global memory (leading
+// dims K and N) and multiply-adds them into its accumulator fragment,
+// which starts as C (or as the value of a fill of C right before the op,
+// which is taken over: no fill kernel) and is stored once. Fragment
+// addresses are multiples of 32 bytes from the buffers' starts (16-element
+// steps of f16 along rows whose lengths are multiples of 16), which the
+// device buffers' 64-byte alignment keeps aligned.
+// No shared-memory staging yet: each fragment is read from global memory
+// (L2) by the warp that needs it.
+//
+// emulate=true builds the same grid, warps and k steps for the CPU with the
+// fragment operations as scalar loops (the index arithmetic checked by
+// kiln-run --gpu-tensor-passes; the tensor cores' own rounding is not).
+#include "kiln/Passes/Passes.h"
+
+#include "GpuKernelBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUMMACONTRACTIONS
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kFragment = 16;
+constexpr int64_t kWarpsPerBlock = 4;
+constexpr int64_t kWarpSize = 32;
+
+struct MmaContraction {
+  linalg::GenericOp op;
+  SmallVector<int64_t> ranges;
+  SmallVector<unsigned> batch; // loop dims, outermost first
+  unsigned m, n, k;
+  bool aBatched, bBatched;
+  int64_t batchSize = 1;
+  codegen::InitFill fill;
+
+  int64_t M() const { return ranges[m]; }
+  int64_t N() const { return ranges[n]; }
+  int64_t K() const { return ranges[k]; }
+  int64_t tilesN() const { return N() / kFragment; }
+  int64_t gridX() const { return llvm::divideCeil(tilesN(), kWarpsPerBlock); }
+  Value a() { return op.getDpsInputOperand(0)->get(); }
+  Value b() { return op.getDpsInputOperand(1)->get(); }
+  Value c() { return op.getDpsInitOperand(0)->get(); }
+};
+
+/// Whether the body is `yield out + x * y` (either order of each).
+bool isMultiplyAdd(linalg::GenericOp op) {
+  Block *body = op.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body->getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value x = body->getArgument(0), y = body->getArgument(1);
+  return ((mul.getLhs() == x && mul.getRhs() == y) || (mul.getLhs() == y && mul.getRhs() == x)) &&
+         body->getOperations().size() == 3;
+}
+
+/// The dims of `map`'s results, if they are all plain dims.
+std::optional<SmallVector<unsigned>> dimsOf(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults()) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d)
+      return std::nullopt;
+    dims.push_back(d.getPosition());
+  }
+  return dims;
+}
+
+std::optional<MmaContraction> matchMma(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumReductionLoops() != 1 || !isMultiplyAdd(op))
+    return std::nullopt;
+  auto isF16 = [](Type t) { return t.isF16(); };
+  std::optional<SmallVector<int64_t>> ranges = codegen::kernelLoopRanges(op, isF16);
+  if (!ranges)
+    return std::nullopt;
+  for (OpOperand &x : op->getOpOperands())
+    if (!cast<MemRefType>(x.get().getType()).getLayout().isIdentity())
+      return std::nullopt;
+  auto out = dimsOf(op.getMatchingIndexingMap(op.getDpsInitOperand(0)));
+  auto a = dimsOf(op.getMatchingIndexingMap(op.getDpsInputOperand(0)));
+  auto b = dimsOf(op.getMatchingIndexingMap(op.getDpsInputOperand(1)));
+  if (!out || !a || !b || out->size() < 2 || a->size() < 2 || b->size() < 2)
+    return std::nullopt;
+  MmaContraction c{op, *ranges, {}, 0, 0, 0, false, false, 1, {}};
+  c.batch.assign(out->begin(), out->end() - 2);
+  c.m = (*out)[out->size() - 2];
+  c.n = out->back();
+  c.k = (*a).back();
+  if (linalg::isParallelIterator(op.getIteratorTypesArray()[c.k]))
+    return std::nullopt;
+  // A: [batch or none] m k; B: [batch or none] k n.
+  auto batchOk = [&](ArrayRef<unsigned> dims, bool &batched) {
+    batched = !dims.empty();
+    return dims.empty() || llvm::equal(dims, c.batch);
+  };
+  ArrayRef<unsigned> aDims = *a, bDims = *b;
+  if (aDims[aDims.size() - 2] != c.m || bDims[bDims.size() - 2] != c.k || bDims.back() != c.n ||
+      !batchOk(aDims.drop_back(2), c.aBatched) || !batchOk(bDims.drop_back(2), c.bBatched))
+    return std::nullopt;
+  if (c.M() % kFragment || c.N() % kFragment || c.K() % kFragment)
+    return std::nullopt;
+  for (unsigned d : c.batch)
+    c.batchSize *= c.ranges[d];
+  if (c.batchSize > 65535 || c.M() / kFragment > 65535)
+    return std::nullopt;
+  c.fill = codegen::initFill(op);
+  return c;
+}
+
+/// Indices of the fragment at (row, col) of a batched or unbatched operand.
+SmallVector<Value> fragmentAt(ArrayRef<Value> batchIv, bool batched, Value row, Value col) {
+  SmallVector<Value> idx;
+  if (batched)
+    llvm::append_range(idx, batchIv);
+  idx.push_back(row);
+  idx.push_back(col);
+  return idx;
+}
+
+/// The loop indices of the batch dims from the flattened block index.
+SmallVector<Value> batchIndices(OpBuilder &b, Location loc, const MmaContraction &c, Value z) {
+  SmallVector<Value> iv(c.ranges.size());
+  codegen::delinearizeLoops(b, loc, z, c.batch, c.ranges, iv);
+  SmallVector<Value> out;
+  for (unsigned d : c.batch)
+    out.push_back(iv[d]);
+  return out;
+}
+
+/// The tile of C that warp `warp` of block `bx` computes (along n), and
+/// whether it is inside C (a whole warp is in or out: WMMA needs all 32
+/// threads).
+std::pair<Value, Value> warpTile(OpBuilder &b, Location loc, const MmaContraction &c, Value bx,
+                                 Value warp) {
+  Value tile = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bx, codegen::indexConstant(b, loc, kWarpsPerBlock)),
+      warp);
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tile,
+                                       codegen::indexConstant(b, loc, c.tilesN()));
+  return {tile, inside};
+}
+
+/// Where a tile starts: its first row (from the block's y), its first
+/// column, and the batch indices (from the block's z).
+struct TileOrigin {
+  Value m0, n0;
+  SmallVector<Value> batchIv;
+};
+
+TileOrigin tileOrigin(OpBuilder &b, Location loc, const MmaContraction &c, Value tile, Value by,
+                      Value bz) {
+  Value sixteen = codegen::indexConstant(b, loc, kFragment);
+  return {arith::MulIOp::create(b, loc, by, sixteen), arith::MulIOp::create(b, loc, tile, sixteen),
+          batchIndices(b, loc, c, bz)};
+}
+
+void buildLaunch(OpBuilder &b, MmaContraction &c) {
+  Location loc = c.op.getLoc();
+  auto cst = [&](OpBuilder &ob, int64_t v) { return codegen::indexConstant(ob, loc, v); };
+  Value one = cst(b, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, cst(b, c.gridX()), cst(b, c.M() / kFragment),
+                                      cst(b, c.batchSize), cst(b, kWarpsPerBlock * kWarpSize),
+                                      one, one);
+  OpBuilder kb = OpBuilder::atBlockBegin(&launch.getBody().front());
+  Type f16 = kb.getF16Type();
+  auto fragment = [&](StringRef kind) {
+    return gpu::MMAMatrixType::get({kFragment, kFragment}, f16, kind);
+  };
+  Value warp = arith::DivUIOp::create(kb, loc, launch.getThreadIds().x, cst(kb, kWarpSize));
+  auto [tile, inside] = warpTile(kb, loc, c, launch.getBlockIds().x, warp);
+  auto ifOp = scf::IfOp::create(kb, loc, inside, /*withElseRegion=*/false);
+  OpBuilder ib = ifOp.getThenBodyBuilder();
+  auto [m0, n0, batchIv] =
+      tileOrigin(ib, loc, c, tile, launch.getBlockIds().y, launch.getBlockIds().z);
+  auto ld = [&](int64_t v) { return ib.getIndexAttr(v); };
+  SmallVector<Value> cAt = fragmentAt(batchIv, true, m0, n0);
+  Value init = c.fill ? Value(gpu::SubgroupMmaConstantMatrixOp::create(ib, loc, fragment("COp"),
+                                                                       c.fill.value))
+                      : Value(gpu::SubgroupMmaLoadMatrixOp::create(ib, loc, fragment("COp"), c.c(),
+                                                                   cAt, ld(c.N()), UnitAttr()));
+  auto steps = scf::ForOp::create(
+      ib, loc, cst(ib, 0), cst(ib, c.K()), cst(ib, kFragment), ValueRange{init},
+      [&](OpBuilder &lb, Location, Value k0, ValueRange acc) {
+        Value a = gpu::SubgroupMmaLoadMatrixOp::create(
+            lb, loc, fragment("AOp"), c.a(), fragmentAt(batchIv, c.aBatched, m0, k0),
+            lb.getIndexAttr(c.K()), UnitAttr());
+        Value bf = gpu::SubgroupMmaLoadMatrixOp::create(
+            lb, loc, fragment("BOp"), c.b(), fragmentAt(batchIv, c.bBatched, k0, n0),
+            lb.getIndexAttr(c.N()), UnitAttr());
+        Value sum = gpu::SubgroupMmaComputeOp::create(lb, loc, fragment("COp"), a, bf, acc[0],
+                                                      UnitAttr(), UnitAttr());
+        scf::YieldOp::create(lb, loc, sum);
+      });
+  gpu::SubgroupMmaStoreMatrixOp::create(ib, loc, steps.getResult(0), c.c(), cAt, ld(c.N()),
+                                        UnitAttr());
+  kb.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(kb, loc);
+}
+
+/// The same grid, warps and k steps for the CPU (emulate=true), each
+/// fragment operation a loop over its 16x16 elements.
+void buildEmulation(OpBuilder &b, MmaContraction &c) {
+  Location loc = c.op.getLoc();
+  auto cst = [&](OpBuilder &ob, int64_t v) { return codegen::indexConstant(ob, loc, v); };
+  auto forEach = [&](OpBuilder &ob, int64_t n, function_ref<void(OpBuilder &, Value)> fn) {
+    codegen::emulationLoop(ob, loc, n, fn);
+  };
+  Value acc = memref::AllocOp::create(
+      b, loc, MemRefType::get({kFragment, kFragment}, b.getF16Type()));
+  forEach(b, c.batchSize, [&](OpBuilder &b1, Value bz) {
+    forEach(b1, c.M() / kFragment, [&](OpBuilder &b2, Value by) {
+      forEach(b2, c.gridX(), [&](OpBuilder &b3, Value bx) {
+        forEach(b3, kWarpsPerBlock, [&](OpBuilder &wb, Value warp) {
+          auto [tile, inside] = warpTile(wb, loc, c, bx, warp);
+          auto ifOp = scf::IfOp::create(wb, loc, inside, /*withElseRegion=*/false);
+          OpBuilder ib = ifOp.getThenBodyBuilder();
+          auto [m0, n0, batchIv] = tileOrigin(ib, loc, c, tile, by, bz);
+          auto at = [&](OpBuilder &ob, Value base, Value i) {
+            return arith::AddIOp::create(ob, loc, base, i).getResult();
+          };
+          forEach(ib, kFragment, [&](OpBuilder &rb, Value i) {
+            forEach(rb, kFragment, [&](OpBuilder &eb, Value j) {
+              Value v = c.fill ? c.fill.value
+                               : memref::LoadOp::create(
+                                     eb, loc, c.c(),
+                                     fragmentAt(batchIv, true, at(eb, m0, i), at(eb, n0, j)));
+              memref::StoreOp::create(eb, loc, v, acc, ValueRange{i, j});
+            });
+          });
+          scf::ForOp::create(
+              ib, loc, cst(ib, 0), cst(ib, c.K()), cst(ib, kFragment), ValueRange{},
+              [&](OpBuilder &lb, Location, Value k0, ValueRange) {
+                forEach(lb, kFragment, [&](OpBuilder &rb, Value i) {
+                  forEach(rb, kFragment, [&](OpBuilder &eb, Value j) {
+                    forEach(eb, kFragment, [&](OpBuilder &kb, Value kk) {
+                      Value x = memref::LoadOp::create(
+                          kb, loc, c.a(),
+                          fragmentAt(batchIv, c.aBatched, at(kb, m0, i), at(kb, k0, kk)));
+                      Value y = memref::LoadOp::create(
+                          kb, loc, c.b(),
+                          fragmentAt(batchIv, c.bBatched, at(kb, k0, kk), at(kb, n0, j)));
+                      Value s = memref::LoadOp::create(kb, loc, acc, ValueRange{i, j});
+                      Value p = arith::MulFOp::create(kb, loc, x, y);
+                      memref::StoreOp::create(kb, loc, arith::AddFOp::create(kb, loc, s, p), acc,
+                                              ValueRange{i, j});
+                    });
+                  });
+                });
+                scf::YieldOp::create(lb, loc);
+              });
+          forEach(ib, kFragment, [&](OpBuilder &rb, Value i) {
+            forEach(rb, kFragment, [&](OpBuilder &eb, Value j) {
+              Value v = memref::LoadOp::create(eb, loc, acc, ValueRange{i, j});
+              memref::StoreOp::create(eb, loc, v, c.c(),
+                                      fragmentAt(batchIv, true, at(eb, m0, i), at(eb, n0, j)));
+            });
+          });
+        });
+      });
+    });
+  });
+  memref::DeallocOp::create(b, loc, acc);
+}
+
+struct GpuMmaContractionsPass : impl::KilnGpuMmaContractionsBase<GpuMmaContractionsPass> {
+  using KilnGpuMmaContractionsBase::KilnGpuMmaContractionsBase;
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> ops;
+    getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    for (linalg::GenericOp op : ops) {
+      std::optional<MmaContraction> c = matchMma(op);
+      if (!c)
+        continue;
+      OpBuilder b(op);
+      if (emulate)
+        buildEmulation(b, *c);
+      else
+        buildLaunch(b, *c);
+      op.erase();
+      if (c->fill)
+        codegen::eraseInitProducer(c->fill);
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln
