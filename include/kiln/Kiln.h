@@ -299,6 +299,10 @@ struct EmitOptions {
   /// aligned (kiln-gpu-vectorize-elementwise; kilnc
   /// --gpu-vectorize-elementwise=false keeps one thread per element).
   bool gpuVectorizeElementwise = true;
+  /// GPU targets: f16 matrix products on tensor cores (WMMA;
+  /// kiln-gpu-mma-contractions; kilnc --gpu-mma-contractions=false keeps
+  /// them on CUDA cores).
+  bool gpuMmaContractions = true;
   /// GPU targets: large matrix products and convolutions as shared-memory
   /// tiled kernels (kiln-gpu-tile-contractions; kilnc
   /// --gpu-tile-contractions=false keeps kiln-gpu-loops' kernels for them).

@@ -362,6 +362,7 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   gpu.tileContractions = choices.tileContractions;
   gpu.blockReductions = choices.blockReductions;
   gpu.vectorizeElementwise = choices.vectorizeElementwise;
+  gpu.mmaContractions = choices.mmaContractions;
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
@@ -382,7 +383,7 @@ static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &c
 
 GpuPassChoices gpuPassChoicesOf(const EmitOptions &options) {
   return {options.gpuSplitReductions, options.gpuTileContractions, options.gpuBlockReductions,
-          options.gpuVectorizeElementwise};
+          options.gpuVectorizeElementwise, options.gpuMmaContractions};
 }
 
 Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,

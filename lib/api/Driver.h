@@ -116,6 +116,7 @@ struct GpuPassChoices {
   bool tileContractions = true;  // kiln-gpu-tile-contractions
   bool blockReductions = true;   // kiln-gpu-block-reductions
   bool vectorizeElementwise = true; // kiln-gpu-vectorize-elementwise
+  bool mmaContractions = true;      // kiln-gpu-mma-contractions
 };
 GpuPassChoices gpuPassChoicesOf(const EmitOptions &options);
 

@@ -47,7 +47,8 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   k.add(options.entryName).add(options.bundleName).add(options.externalWeights ? 1 : 0);
   k.add(options.profile ? 1 : 0).add(options.gpuSplitReductions ? 1 : 0)
       .add(options.gpuTileContractions ? 1 : 0).add(options.gpuBlockReductions ? 1 : 0)
-      .add(options.gpuVectorizeElementwise ? 1 : 0);
+      .add(options.gpuVectorizeElementwise ? 1 : 0)
+      .add(options.gpuMmaContractions ? 1 : 0);
   // A bundle's header names the model file.
   k.add(llvm::sys::path::filename(path).str());
   key = k.digest();

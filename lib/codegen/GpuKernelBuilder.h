@@ -13,6 +13,11 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <numeric>
 
 namespace kiln::codegen {
 
@@ -172,6 +177,56 @@ inline void emulationLoop(mlir::OpBuilder &b, mlir::Location loc, int64_t n,
                              mlir::scf::YieldOp::create(lb, loc);
                            });
 }
+
+/// What the buffers' first bytes are known to be aligned to: a buffer's
+/// root (rootBuffer) is an argument (an output: 64 bytes, the
+/// entry point's ABI, which kiln_cuda_model_run checks; an input: only its
+/// element size, callers may pass any pointer), a workspace view (gcd(shift,
+/// 64)), a global (`globals`, or
+/// its own alignment attribute) or an allocation (its attribute).
+struct BufferAlignment {
+  llvm::DenseSet<mlir::Value> writtenArgs;
+  int64_t globals = 0;
+
+  BufferAlignment(mlir::func::FuncOp func, int64_t globals) : globals(globals) {
+    func.walk([&](mlir::MemoryEffectOpInterface op) {
+      llvm::SmallVector<mlir::MemoryEffects::EffectInstance> effects;
+      op.getEffects(effects);
+      for (auto &e : effects)
+        if (llvm::isa<mlir::MemoryEffects::Write>(e.getEffect()) && e.getValue())
+          if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(rootBuffer(e.getValue())))
+            writtenArgs.insert(arg);
+    });
+  }
+
+  /// In bytes; `elementBytes` when nothing more is known.
+  int64_t of(mlir::Value mem, int64_t elementBytes) const {
+    mlir::Value root = rootBuffer(mem);
+    int64_t known = 0;
+    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(root)) {
+      known = writtenArgs.contains(arg) ? kOutputAlignment : 0;
+    } else if (auto view = root.getDefiningOp<mlir::memref::ViewOp>()) {
+      // The planned workspace (an argument: 64 bytes by the ABI).
+      llvm::APInt shift;
+      if (mlir::matchPattern(view.getByteShift(), mlir::m_ConstantInt(&shift)))
+        known = std::gcd(shift.getSExtValue(), llvm::isa<mlir::BlockArgument>(view.getSource())
+                                                   ? kWorkspaceAlignment
+                                                   : of(view.getSource(), 1));
+    } else if (auto get = root.getDefiningOp<mlir::memref::GetGlobalOp>()) {
+      known = globals;
+      if (!known)
+        if (auto global = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::memref::GlobalOp>(
+                get, get.getNameAttr()))
+          known = global.getAlignment().value_or(0);
+    } else if (auto alloc = root.getDefiningOp<mlir::memref::AllocOp>()) {
+      known = alloc.getAlignment().value_or(0);
+    }
+    return std::max(known, elementBytes);
+  }
+
+  static constexpr int64_t kOutputAlignment = 64;
+  static constexpr int64_t kWorkspaceAlignment = 64;
+};
 
 } // namespace kiln::codegen
 

@@ -22,14 +22,17 @@
 // which starts as C (or as the value of a fill of C right before the op,
 // which is taken over: no fill kernel) and is stored once. Fragment
 // addresses are multiples of 32 bytes from the buffers' starts (16-element
-// steps of f16 along rows whose lengths are multiples of 16), which the
-// device buffers' 64-byte alignment keeps aligned.
+// steps of f16 along rows whose lengths are multiples of 16); A's and B's
+// buffers must start at multiples of 32 bytes too (planned buffers, weights,
+// outputs: codegen::BufferAlignment), so a product that reads a model
+// input, which may be at any address, keeps the CUDA-core kernels.
 // No shared-memory staging yet: each fragment is read from global memory
 // (L2) by the warp that needs it.
 //
 // emulate=true builds the same grid, warps and k steps for the CPU with the
-// fragment operations as scalar loops (the index arithmetic checked by
-// kiln-run --gpu-tensor-passes; the tensor cores' own rounding is not).
+// fragment operations as scalar loops that address each element as WMMA
+// does (fragment origin, leading dimension), checked by kiln-run
+// --gpu-tensor-passes; the tensor cores' own rounding is not.
 #include "kiln/Passes/Passes.h"
 
 #include "GpuKernelBuilder.h"
@@ -98,8 +101,10 @@ std::optional<SmallVector<unsigned>> dimsOf(AffineMap map) {
   return dims;
 }
 
-std::optional<MmaContraction> matchMma(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 2 || op.getNumReductionLoops() != 1 || !isMultiplyAdd(op))
+std::optional<MmaContraction> matchMma(linalg::GenericOp op,
+                                      const codegen::BufferAlignment &buffers) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
+      !isMultiplyAdd(op))
     return std::nullopt;
   auto isF16 = [](Type t) { return t.isF16(); };
   std::optional<SmallVector<int64_t>> ranges = codegen::kernelLoopRanges(op, isF16);
@@ -129,7 +134,13 @@ std::optional<MmaContraction> matchMma(linalg::GenericOp op) {
   if (aDims[aDims.size() - 2] != c.m || bDims[bDims.size() - 2] != c.k || bDims.back() != c.n ||
       !batchOk(aDims.drop_back(2), c.aBatched) || !batchOk(bDims.drop_back(2), c.bBatched))
     return std::nullopt;
-  if (c.M() % kFragment || c.N() % kFragment || c.K() % kFragment)
+  if (c.M() % kFragment || c.N() % kFragment || c.K() % kFragment || !c.M() || !c.N() || !c.K())
+    return std::nullopt;
+  // WMMA's A and B fragments must start at multiples of 32 bytes, C's of
+  // 16 (PTX ISA, "Matrix Storage for WMMA"). Inside a buffer they do (16-
+  // element steps along rows of multiples of 16 f16); the buffers' starts
+  // must too, which a model input's need not.
+  if (buffers.of(c.a(), 2) < 32 || buffers.of(c.b(), 2) < 32 || buffers.of(c.c(), 2) < 16)
     return std::nullopt;
   for (unsigned d : c.batch)
     c.batchSize *= c.ranges[d];
@@ -138,6 +149,10 @@ std::optional<MmaContraction> matchMma(linalg::GenericOp op) {
   c.fill = codegen::initFill(op);
   return c;
 }
+
+/// The row stride of a row-major operand, which WMMA takes as the leading
+/// dimension: its innermost extent.
+int64_t leadDimension(Value mem) { return cast<MemRefType>(mem.getType()).getShape().back(); }
 
 /// Indices of the fragment at (row, col) of a batched or unbatched operand.
 SmallVector<Value> fragmentAt(ArrayRef<Value> batchIv, bool batched, Value row, Value col) {
@@ -204,33 +219,56 @@ void buildLaunch(OpBuilder &b, MmaContraction &c) {
   OpBuilder ib = ifOp.getThenBodyBuilder();
   auto [m0, n0, batchIv] =
       tileOrigin(ib, loc, c, tile, launch.getBlockIds().y, launch.getBlockIds().z);
-  auto ld = [&](int64_t v) { return ib.getIndexAttr(v); };
+  auto ld = [&](Value mem) { return ib.getIndexAttr(leadDimension(mem)); };
   SmallVector<Value> cAt = fragmentAt(batchIv, true, m0, n0);
   Value init = c.fill ? Value(gpu::SubgroupMmaConstantMatrixOp::create(ib, loc, fragment("COp"),
                                                                        c.fill.value))
                       : Value(gpu::SubgroupMmaLoadMatrixOp::create(ib, loc, fragment("COp"), c.c(),
-                                                                   cAt, ld(c.N()), UnitAttr()));
+                                                                   cAt, ld(c.c()), UnitAttr()));
   auto steps = scf::ForOp::create(
       ib, loc, cst(ib, 0), cst(ib, c.K()), cst(ib, kFragment), ValueRange{init},
       [&](OpBuilder &lb, Location, Value k0, ValueRange acc) {
         Value a = gpu::SubgroupMmaLoadMatrixOp::create(
             lb, loc, fragment("AOp"), c.a(), fragmentAt(batchIv, c.aBatched, m0, k0),
-            lb.getIndexAttr(c.K()), UnitAttr());
+            lb.getIndexAttr(leadDimension(c.a())), UnitAttr());
         Value bf = gpu::SubgroupMmaLoadMatrixOp::create(
             lb, loc, fragment("BOp"), c.b(), fragmentAt(batchIv, c.bBatched, k0, n0),
-            lb.getIndexAttr(c.N()), UnitAttr());
+            lb.getIndexAttr(leadDimension(c.b())), UnitAttr());
         Value sum = gpu::SubgroupMmaComputeOp::create(lb, loc, fragment("COp"), a, bf, acc[0],
                                                       UnitAttr(), UnitAttr());
         scf::YieldOp::create(lb, loc, sum);
       });
-  gpu::SubgroupMmaStoreMatrixOp::create(ib, loc, steps.getResult(0), c.c(), cAt, ld(c.N()),
+  gpu::SubgroupMmaStoreMatrixOp::create(ib, loc, steps.getResult(0), c.c(), cAt, ld(c.c()),
                                         UnitAttr());
   kb.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(kb, loc);
 }
 
+/// Where WMMA finds element (i, j) of the fragment at `origin` of `mem`:
+/// i rows of leadDimension(mem) elements and j elements past the
+/// fragment's first element, in the buffer flattened to one dim.
+std::pair<Value, Value> fragmentElement(OpBuilder &b, Location loc, Value mem,
+                                        ArrayRef<Value> origin, Value i, Value j) {
+  auto type = cast<MemRefType>(mem.getType());
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  Value flat = memref::CollapseShapeOp::create(b, loc, mem, ArrayRef<ReassociationIndices>{all});
+  Value at = codegen::indexConstant(b, loc, 0);
+  int64_t stride = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    at = arith::AddIOp::create(
+        b, loc, at, arith::MulIOp::create(b, loc, origin[d], codegen::indexConstant(b, loc, stride)));
+    stride *= type.getDimSize(d);
+  }
+  Value row = arith::MulIOp::create(b, loc, i, codegen::indexConstant(b, loc, leadDimension(mem)));
+  at = arith::AddIOp::create(b, loc, at, arith::AddIOp::create(b, loc, row, j));
+  return {flat, at};
+}
+
 /// The same grid, warps and k steps for the CPU (emulate=true), each
-/// fragment operation a loop over its 16x16 elements.
+/// fragment operation a loop over its 16x16 elements, addressed as WMMA
+/// addresses them (fragmentElement).
 void buildEmulation(OpBuilder &b, MmaContraction &c) {
   Location loc = c.op.getLoc();
   auto cst = [&](OpBuilder &ob, int64_t v) { return codegen::indexConstant(ob, loc, v); };
@@ -247,15 +285,14 @@ void buildEmulation(OpBuilder &b, MmaContraction &c) {
           auto ifOp = scf::IfOp::create(wb, loc, inside, /*withElseRegion=*/false);
           OpBuilder ib = ifOp.getThenBodyBuilder();
           auto [m0, n0, batchIv] = tileOrigin(ib, loc, c, tile, by, bz);
-          auto at = [&](OpBuilder &ob, Value base, Value i) {
-            return arith::AddIOp::create(ob, loc, base, i).getResult();
+          auto load = [&](OpBuilder &ob, Value mem, ArrayRef<Value> origin, Value i, Value j) {
+            auto [flat, at] = fragmentElement(ob, loc, mem, origin, i, j);
+            return memref::LoadOp::create(ob, loc, flat, at).getResult();
           };
+          SmallVector<Value> cAt = fragmentAt(batchIv, true, m0, n0);
           forEach(ib, kFragment, [&](OpBuilder &rb, Value i) {
             forEach(rb, kFragment, [&](OpBuilder &eb, Value j) {
-              Value v = c.fill ? c.fill.value
-                               : memref::LoadOp::create(
-                                     eb, loc, c.c(),
-                                     fragmentAt(batchIv, true, at(eb, m0, i), at(eb, n0, j)));
+              Value v = c.fill ? c.fill.value : load(eb, c.c(), cAt, i, j);
               memref::StoreOp::create(eb, loc, v, acc, ValueRange{i, j});
             });
           });
@@ -265,12 +302,8 @@ void buildEmulation(OpBuilder &b, MmaContraction &c) {
                 forEach(lb, kFragment, [&](OpBuilder &rb, Value i) {
                   forEach(rb, kFragment, [&](OpBuilder &eb, Value j) {
                     forEach(eb, kFragment, [&](OpBuilder &kb, Value kk) {
-                      Value x = memref::LoadOp::create(
-                          kb, loc, c.a(),
-                          fragmentAt(batchIv, c.aBatched, at(kb, m0, i), at(kb, k0, kk)));
-                      Value y = memref::LoadOp::create(
-                          kb, loc, c.b(),
-                          fragmentAt(batchIv, c.bBatched, at(kb, k0, kk), at(kb, n0, j)));
+                      Value x = load(kb, c.a(), fragmentAt(batchIv, c.aBatched, m0, k0), i, kk);
+                      Value y = load(kb, c.b(), fragmentAt(batchIv, c.bBatched, k0, n0), kk, j);
                       Value s = memref::LoadOp::create(kb, loc, acc, ValueRange{i, j});
                       Value p = arith::MulFOp::create(kb, loc, x, y);
                       memref::StoreOp::create(kb, loc, arith::AddFOp::create(kb, loc, s, p), acc,
@@ -283,8 +316,8 @@ void buildEmulation(OpBuilder &b, MmaContraction &c) {
           forEach(ib, kFragment, [&](OpBuilder &rb, Value i) {
             forEach(rb, kFragment, [&](OpBuilder &eb, Value j) {
               Value v = memref::LoadOp::create(eb, loc, acc, ValueRange{i, j});
-              memref::StoreOp::create(eb, loc, v, c.c(),
-                                      fragmentAt(batchIv, true, at(eb, m0, i), at(eb, n0, j)));
+              auto [flat, at] = fragmentElement(eb, loc, c.c(), cAt, i, j);
+              memref::StoreOp::create(eb, loc, v, flat, at);
             });
           });
         });
@@ -297,10 +330,11 @@ void buildEmulation(OpBuilder &b, MmaContraction &c) {
 struct GpuMmaContractionsPass : impl::KilnGpuMmaContractionsBase<GpuMmaContractionsPass> {
   using KilnGpuMmaContractionsBase::KilnGpuMmaContractionsBase;
   void runOnOperation() override {
+    codegen::BufferAlignment buffers(getOperation(), globalAlignment);
     SmallVector<linalg::GenericOp> ops;
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     for (linalg::GenericOp op : ops) {
-      std::optional<MmaContraction> c = matchMma(op);
+      std::optional<MmaContraction> c = matchMma(op, buffers);
       if (!c)
         continue;
       OpBuilder b(op);

@@ -132,8 +132,13 @@ bool vectorizableBody(linalg::GenericOp op, ArrayRef<unsigned> group) {
         return false;
       continue;
     }
-    if (!matchPattern(&inner, m_Constant()) && !OpTrait::hasElementwiseMappableTraits(&inner))
+    Attribute value;
+    if (matchPattern(&inner, m_Constant(&value))) {
+      if (!isa<IntegerAttr, FloatAttr>(value))
+        return false; // (a splat of it is built; ub.poison has none)
+    } else if (!OpTrait::hasElementwiseMappableTraits(&inner)) {
       return false;
+    }
     if (inner.getNumRegions() != 0 ||
         llvm::any_of(inner.getResultTypes(),
                      [](Type t) { return !VectorType::isValidElementType(t); }))
@@ -142,8 +147,9 @@ bool vectorizableBody(linalg::GenericOp op, ArrayRef<unsigned> group) {
   return true;
 }
 
-std::optional<ElementwisePlan> planElementwise(linalg::GenericOp op) {
-  if (op.getNumLoops() == 0 || op.getNumReductionLoops() != 0 || !op.hasPureBufferSemantics())
+std::optional<ElementwisePlan> planElementwise(linalg::GenericOp op,
+                                               const codegen::BufferAlignment &buffers) {
+  if (op.getNumLoops() == 0 || op.getNumDpsInits() == 0 || op.getNumReductionLoops() != 0 || !op.hasPureBufferSemantics())
     return std::nullopt;
   ElementwisePlan plan;
   plan.ranges = op.getStaticLoopRanges();
@@ -191,35 +197,43 @@ std::optional<ElementwisePlan> planElementwise(linalg::GenericOp op) {
     }
     if (!ok || !vectorizableBody(op, group))
       continue;
-    int64_t width = kVectorBits / maxBits;
-    while (width >= 2 && elements % width != 0)
-      width /= 2;
-    if (width < 2)
-      continue;
     // An operand whose W-element steps are not W-aligned (a copy into a
     // padded buffer's interior, at an odd offset) is accessed with the
     // alignment it has: NVPTX splits those accesses, the others stay
-    // 16-byte ones. Unless none is W-aligned: then the one thread per
-    // element of kiln-gpu-loops is no worse.
-    SmallVector<int64_t> aligned;
-    bool anyFull = false;
-    for (auto [x, along] : llvm::zip(op->getOpOperands(), vector)) {
-      int64_t a = along ? alignedWidth(cast<MemRefType>(x.get().getType()), group.size(), width)
-                        : width;
-      if (a == 0) {
-        ok = false;
-        break;
+    // 16-byte ones. Unless none is W-aligned: then a smaller W may be (a
+    // slice at an even offset), and at none the one thread per element of
+    // kiln-gpu-loops is no worse.
+    for (int64_t width = kVectorBits / maxBits; width >= 2; width /= 2) {
+      if (elements % width != 0)
+        continue;
+      SmallVector<int64_t> aligned;
+      bool anyFull = false;
+      for (auto [x, along] : llvm::zip(op->getOpOperands(), vector)) {
+        int64_t a = width;
+        if (along) {
+          auto type = cast<MemRefType>(x.get().getType());
+          int64_t bytes = type.getElementTypeBitWidth() / 8;
+          a = alignedWidth(type, group.size(), width);
+          while (a > 1 && a * bytes > buffers.of(x.get(), bytes))
+            a /= 2;
+        }
+        if (a == 0) {
+          ok = false;
+          break;
+        }
+        anyFull |= along && a == width;
+        aligned.push_back(a);
       }
-      anyFull |= along && a == width;
-      aligned.push_back(a);
+      if (!ok)
+        break;
+      if (!anyFull)
+        continue;
+      plan.group = std::move(group);
+      plan.vector = std::move(vector);
+      plan.aligned = std::move(aligned);
+      plan.width = width;
+      return plan;
     }
-    if (!ok || !anyFull)
-      continue;
-    plan.group = std::move(group);
-    plan.vector = std::move(vector);
-    plan.aligned = std::move(aligned);
-    plan.width = width;
-    return plan;
   }
   return std::nullopt;
 }
@@ -345,7 +359,7 @@ void vectorize(RewriterBase &rw, linalg::GenericOp op, const ElementwisePlan &pl
 
 /// Vectorizes `named` (a linalg.map, fill or copy) through its generic
 /// form; leaves it as it is if that does not qualify. Whether it did.
-bool vectorizeNamed(RewriterBase &rw, linalg::LinalgOp named) {
+bool vectorizeNamed(RewriterBase &rw, linalg::LinalgOp named, const codegen::BufferAlignment &buffers) {
   rw.setInsertionPoint(named);
   auto clone = cast<linalg::LinalgOp>(rw.clone(*named.getOperation()));
   FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rw, clone);
@@ -353,7 +367,7 @@ bool vectorizeNamed(RewriterBase &rw, linalg::LinalgOp named) {
     rw.eraseOp(clone);
     return false;
   }
-  std::optional<ElementwisePlan> plan = planElementwise(*generic);
+  std::optional<ElementwisePlan> plan = planElementwise(*generic, buffers);
   if (!plan) {
     rw.eraseOp(*generic);
     return false;
@@ -369,8 +383,10 @@ bool outsideKernels(Operation *op) {
 
 struct GpuVectorizeElementwisePass
     : impl::KilnGpuVectorizeElementwiseBase<GpuVectorizeElementwisePass> {
+  using KilnGpuVectorizeElementwiseBase::KilnGpuVectorizeElementwiseBase;
   void runOnOperation() override {
     IRRewriter rw(&getContext());
+    codegen::BufferAlignment buffers(getOperation(), globalAlignment);
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](linalg::LinalgOp op) {
       if (outsideKernels(op))
@@ -378,11 +394,11 @@ struct GpuVectorizeElementwisePass
     });
     for (linalg::LinalgOp op : ops) {
       if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
-        if (std::optional<ElementwisePlan> plan = planElementwise(generic))
+        if (std::optional<ElementwisePlan> plan = planElementwise(generic, buffers))
           vectorize(rw, generic, *plan);
       } else if (isa<linalg::MapOp, linalg::FillOp, linalg::CopyOp>(op.getOperation())) {
         // A padded buffer's zeros are a linalg.map or linalg.fill.
-        vectorizeNamed(rw, op);
+        vectorizeNamed(rw, op, buffers);
       }
     }
     // Copies (a concat's parts, a slice, a pad's interior) are elementwise
@@ -396,7 +412,7 @@ struct GpuVectorizeElementwisePass
     for (memref::CopyOp copy : copies) {
       rw.setInsertionPoint(copy);
       auto named = linalg::CopyOp::create(rw, copy.getLoc(), copy.getSource(), copy.getTarget());
-      if (vectorizeNamed(rw, named))
+      if (vectorizeNamed(rw, named, buffers))
         rw.eraseOp(copy);
       else
         rw.eraseOp(named);

@@ -132,6 +132,14 @@ kiln_status *kiln_cuda_model_run(kiln_cuda_model *model, const kiln_cuda_ptr *bu
                 modelName(m) + " takes " + std::to_string(m->num_inputs) + " inputs and " +
                     std::to_string(m->num_outputs) + " outputs, got " +
                     std::to_string(num_buffers) + " buffers");
+  // The kernels store outputs with 16-byte accesses where the compiler
+  // knows them aligned: the entry point's ABI (kiln/runtime.h) promises 64.
+  for (size_t i = m->num_inputs; i < num_buffers; ++i)
+    if (buffers[i] % 64 != 0)
+      return fail(KILN_INVALID_ARGUMENT,
+                  modelName(m) + ": output " + std::to_string(i - m->num_inputs) +
+                      " is not 64-byte aligned (device address " + std::to_string(buffers[i]) +
+                      "); outputs must be, as cuMemAlloc's are");
   if (kiln_status *s = kiln_cuda_program_run(model->program, m->entry, buffers, num_buffers))
     return s;
   return kiln_cuda_synchronize(model->device);

@@ -106,6 +106,12 @@ static cl::opt<bool> gpuVectorizeElementwise(
              "(kiln-gpu-vectorize-elementwise; default on). =false measures the GPU code "
              "without"),
     cl::init(true), cl::cat(kilncCat));
+static cl::opt<bool> gpuMmaContractions(
+    "gpu-mma-contractions",
+    cl::desc("GPU targets: f16 matrix products (M, N, K multiples of 16, aligned buffers) on "
+             "tensor cores with WMMA (kiln-gpu-mma-contractions; default on). =false keeps "
+             "them on CUDA cores"),
+    cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> gpuTileContractions(
     "gpu-tile-contractions",
     cl::desc("GPU targets: large matrix products and convolutions as shared-memory tiled "
@@ -341,6 +347,7 @@ static int kilncMain(int argc, char **argv) {
   opts.gpuTileContractions = gpuTileContractions;
   opts.gpuBlockReductions = gpuBlockReductions;
   opts.gpuVectorizeElementwise = gpuVectorizeElementwise;
+  opts.gpuMmaContractions = gpuMmaContractions;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

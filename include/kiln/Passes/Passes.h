@@ -67,6 +67,8 @@ struct GpuLoweringOptions {
   bool blockReductions = true;
   /// Run kiln-gpu-vectorize-elementwise.
   bool vectorizeElementwise = true;
+  /// Run kiln-gpu-mma-contractions.
+  bool mmaContractions = true;
 };
 
 /// kiln (static shapes) -> linalg (no CPU kernels) -> bufferization ->

@@ -491,12 +491,19 @@ def KilnGpuMmaContractions : Pass<"kiln-gpu-mma-contractions", "mlir::func::Func
     k, and one `gpu.subgroup_mma_store_matrix`; grid (ceil(N / 64), M / 16,
     batch). The accumulator starts as C, or as the value of a `linalg.fill`
     of C right before the op (or of a fill copied into it), which is then
-    dropped. `emulate` builds the same grid, warps and steps for the CPU
-    with each fragment operation as loops (`kiln-run --gpu-tensor-passes`).
+    dropped. A and B must start at multiples of 32 bytes and C of 16
+    (WMMA's rule; what each buffer's start is known to be aligned to, as
+    for `kiln-gpu-vectorize-elementwise`: a model input is not). `emulate`
+    builds the same grid, warps and steps for the CPU with each fragment
+    operation as loops that address elements as WMMA does (`kiln-run
+    --gpu-tensor-passes`).
   }];
   let options = [
     Option<"emulate", "emulate", "bool", /*default=*/"false",
            "Build the kernel as CPU loops (testing the index arithmetic)">,
+    Option<"globalAlignment", "global-alignment", "int64_t", /*default=*/"0",
+           "Bytes every global's data is aligned to (the GPU's weights: 256); "
+           "0: each global's own alignment attribute">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
@@ -562,8 +569,18 @@ def KilnGpuVectorizeElementwise
     where a vector operand has elements of under 8 bits, or where the body
     holds an op that does not map elementwise onto vectors (or a
     `linalg.index` of a dim in G); the op then keeps kiln-gpu-loops' one
-    thread per element. Also run by `kiln-run --gpu-tensor-passes`.
+    thread per element. The alignment also respects what each buffer's
+    start is known to be aligned to: an output argument 64 bytes (the
+    entry point's ABI), an input argument only its element size, a
+    workspace view the gcd of its byte shift and 64, a global
+    `global-alignment` bytes (0: its own alignment attribute), an
+    allocation its attribute. Also run by `kiln-run --gpu-tensor-passes`.
   }];
+  let options = [
+    Option<"globalAlignment", "global-alignment", "int64_t", /*default=*/"0",
+           "Bytes every global's data is aligned to (the GPU's weights: 256); "
+           "0: each global's own alignment attribute">,
+  ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::linalg::LinalgDialect",
                            "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];

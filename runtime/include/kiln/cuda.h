@@ -76,7 +76,8 @@ kiln_status *kiln_cuda_program_create(kiln_cuda_device *device, const char *ptx,
 void kiln_cuda_program_free(kiln_cuda_program *program);
 
 /* Runs the compiled host function `entry` on device buffers (inputs, then
- * outputs; the program appends its workspace and weights). The kernels are
+ * outputs, outputs at least 64-byte aligned as kiln_cuda_model_run checks;
+ * the program appends its workspace and weights). The kernels are
  * queued on the device's stream: kiln_cuda_synchronize, or a copy to the
  * host, waits for them. The first failed launch is the result, and the
  * rest of the run is skipped. Runs of one program are serialised. */
@@ -161,7 +162,9 @@ kiln_status *kiln_cuda_model_execute(kiln_cuda_model *model, const kiln_tensor *
                                      size_t num_inputs, kiln_tensor **outputs,
                                      size_t num_outputs);
 /* Runs on device buffers the caller owns (inputs, then outputs, each of
- * the signature's size) and waits for the kernels. */
+ * the signature's size) and waits for the kernels. Outputs must be at least
+ * 64-byte aligned, as for the CPU entry point (cuMemAlloc's are); inputs
+ * may be at any address. */
 kiln_status *kiln_cuda_model_run(kiln_cuda_model *model, const kiln_cuda_ptr *buffers,
                                  size_t num_buffers);
 
