@@ -79,7 +79,9 @@ def inputs_and_refs(kit, entry):
             out.append((ins, refs))
     else:
         rng = np.random.default_rng(0)
-        ins = [rng.standard_normal(s, dtype=np.float32) for s in entry["shapes"]]
+        scale = entry["baseline"].get("scale", 1.0)
+        ins = [rng.standard_normal(s, dtype=np.float32) * np.float32(scale)
+               for s in entry["shapes"]]
         import torch
         a, b = (torch.from_numpy(x).cuda().double() for x in ins)
         out.append((ins, [(a @ b).float().cpu().numpy()]))
@@ -150,6 +152,13 @@ def torch_model(spec):
     if m == "mlp_gelu":
         return nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)), \
             [torch.randn(64, 1024)]
+    if m == "matmul_f16":
+        n = spec["n"]
+
+        class MM16(nn.Module):
+            def forward(self, a, b):
+                return torch.matmul(a.half(), b.half()).float()
+        return MM16(), [torch.randn(n, n), torch.randn(n, n)]
     if m == "matmul":
         n = spec["n"]
 
@@ -179,7 +188,7 @@ def torch_time(net, xs, runs, tf32):
 
 def flops(entry):
     b = entry["baseline"]
-    if b["model"] == "matmul":
+    if b["model"] in ("matmul", "matmul_f16"):
         return 2.0 * b["n"] ** 3
     return None
 
@@ -240,7 +249,9 @@ def main():
                 rc, text, secs, argv = run_runner(d, runner, weights, ins, refs)
                 item = {"rc": rc, "secs": round(secs, 2), "log": text[-2000:]}
                 if rc == 0:
-                    item["ok"], item["max_abs_err"] = check(d, refs)
+                    tol = e["baseline"]
+                    item["ok"], item["max_abs_err"] = check(d, refs, tol.get("atol", 1e-3),
+                                                            tol.get("rtol", 1e-3))
                 else:
                     item["ok"] = False
                 r["sets"].append(item)

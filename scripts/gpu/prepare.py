@@ -59,6 +59,32 @@ def matmul(n):
     return path
 
 
+def matmul_f16(n):
+    """An f16 product of two buffers of Kiln's: the f32 inputs cast to f16
+    (kiln-gpu-mma-contractions needs operands at multiples of 32 bytes,
+    which a model input need not be), the result cast back to f32."""
+    import onnx
+    from onnx import TensorProto, helper
+    path = os.path.join(MADE, f"matmul_f16_{n}.onnx")
+    if not os.path.exists(path):
+        half = helper.make_attribute("to", TensorProto.FLOAT16)
+        full = helper.make_attribute("to", TensorProto.FLOAT)
+        nodes = [helper.make_node("Cast", ["a"], ["a16"], name="a_to_f16"),
+                 helper.make_node("Cast", ["b"], ["b16"], name="b_to_f16"),
+                 helper.make_node("MatMul", ["a16", "b16"], ["c16"], name="matmul"),
+                 helper.make_node("Cast", ["c16"], ["c"], name="c_to_f32")]
+        nodes[0].attribute.append(half)
+        nodes[1].attribute.append(half)
+        nodes[3].attribute.append(full)
+        g = helper.make_graph(
+            nodes, f"matmul_f16_{n}",
+            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
+             helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
+            [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 def shared(name):
     return os.path.join(SHARED, name, "model.onnx")
 
@@ -104,6 +130,15 @@ def specs():
         shared("encoder4"),
         ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0")] + novec,
         ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
+    # f16 products on tensor cores (kiln-gpu-mma-contractions) and without
+    # (--gpu-mma-contractions=false: kiln-gpu-loops' kernels), against
+    # torch.matmul in f16 (cuBLAS, tensor cores). Inputs scaled by 1/8 and
+    # a looser check: the products accumulate in f16.
+    for n in [1024, 4096]:
+        for suffix, flags in [("", []), ("_nomma", ["--gpu-mma-contractions=false"])]:
+            d[f"matmul_f16_{n}{suffix}"] = (
+                lambda n=n: matmul_f16(n), flags, ("random", [[n, n], [n, n]]),
+                {"model": "matmul_f16", "n": n, "scale": 0.125, "atol": 0.05, "rtol": 0.05})
     for n in [1024, 4096]:
         d[f"matmul{n}_notile"] = (lambda n=n: matmul(n), ["--gpu-tile-contractions=false"],
                                   ("random", [[n, n], [n, n]]), {"model": "matmul", "n": n})
