@@ -19,11 +19,14 @@
 //
 // Where aligned: a vector access is W * element-size bytes, W the largest
 // power of two with W * bits <= 128 over the vector operands that divides
-// G's element count, each operand's static offset and each of its strides
-// outside G, so that every access is at a multiple of its own size from
-// the buffer's start. Buffers start at least 64-byte aligned on the device
-// (cuMemAlloc: 256; the workspace plan: 64; weights: 256), and the vector
-// ops carry that alignment, which is what lets NVPTX emit ld.global.v4.
+// G's element count. Each operand's accesses carry the alignment they
+// have: the largest power of two dividing W, its static offset and its
+// strides outside G (in elements), capped by what its buffer's start is
+// known to be aligned to (codegen::BufferAlignment: planned buffers 64
+// bytes, weights 256, outputs 64 by the ABI, model inputs only their
+// element size). Where that is the full W * size, NVPTX emits
+// ld/st.global.v4 (v2); elsewhere it splits the access. At least one
+// operand must be fully aligned, or a smaller W is tried.
 // Elements of fewer than 8 bits (i1) are only ever read as broadcast
 // scalars: a vector of i1 is bit-packed in LLVM, the buffer is not.
 //

@@ -556,19 +556,21 @@ def KilnGpuVectorizeElementwise
   let description = [{
     On bufferized linalg, after `kiln-gpu-block-reductions` and before
     `kiln-gpu-loops` (NVPTX targets). A `linalg.generic` whose loops are
-    all parallel, on static memrefs, with an output map that is a
+    all parallel (or a `linalg.map`, `linalg.fill` or `memref.copy`, as
+    its generic), on static memrefs, with an output map that is a
     permutation, becomes an `scf.parallel` over the output's dims before G
     and over G / W, G being the longest run of the output's innermost dims
     that each operand either reads as its own innermost dims in the same
     order, contiguously (it is read or written with `vector.load` /
     `vector.store` of W elements, G collapsed to one dim), or does not read
     (one `memref.load`, broadcast). W is the largest power of two with
-    W x element bits <= 128 that divides G's element count, the static
-    offset of each vector operand and each of its strides outside G; the
-    accesses carry that alignment (W x element bytes). None where W < 2,
-    where a vector operand has elements of under 8 bits, or where the body
-    holds an op that does not map elementwise onto vectors (or a
-    `linalg.index` of a dim in G); the op then keeps kiln-gpu-loops' one
+    W x element bits <= 128 that divides G's element count and at which at
+    least one vector operand is fully aligned; each access carries the
+    alignment its operand has (the largest power of two dividing W, its
+    static offset and its strides outside G, times the element bytes). None
+    where W < 2, where a vector operand has elements of under 8 bits, or
+    where the body holds an op that does not map elementwise onto vectors
+    (or a `linalg.index` of a dim in G); the op then keeps kiln-gpu-loops' one
     thread per element. The alignment also respects what each buffer's
     start is known to be aligned to: an output argument 64 bytes (the
     entry point's ABI), an input argument only its element size, a
