@@ -25,10 +25,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// CUDA's allocation granularity; offsets of weights keep that alignment so
-/// that kernels may load them as wide as they like.
-constexpr int64_t kConstantAlignment = 256;
-
 struct GpuHostCallsPass : impl::KilnGpuHostCallsBase<GpuHostCallsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -86,7 +82,7 @@ struct GpuHostCallsPass : impl::KilnGpuHostCallsBase<GpuHostCallsPass> {
         return WalkResult::interrupt();
       }
       if (!offsets.count(global)) {
-        size = llvm::alignTo(size, kConstantAlignment);
+        size = llvm::alignTo(size, kGpuWeightAlignment);
         offsets[global] = size;
         size += (int64_t)layout.getTypeSize(global.getGlobalType());
       }

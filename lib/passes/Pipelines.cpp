@@ -93,9 +93,9 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   if (opts.gpuTensorPasses) { // and the GPU path's hand-built kernels, emulated
     KilnGpuMmaContractionsOptions mma;
     mma.emulate = true;
-    // The choice the GPU makes (its weights at multiples of 256 bytes); the
+    // The choice the GPU makes (its weights at kGpuWeightAlignment); the
     // emulation's loops need no alignment.
-    mma.globalAlignment = 256;
+    mma.globalAlignment = kGpuWeightAlignment;
     pm.addNestedPass<func::FuncOp>(createKilnGpuMmaContractions(mma));
     KilnGpuTileContractionsOptions tiles;
     tiles.emulate = true;
@@ -139,17 +139,15 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
 
   std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
+  std::string weights = "{global-alignment=" + std::to_string(kGpuWeightAlignment) + "},";
   // No min/max bounds: with them the tiled bound is an affine.min and
   // convert-parallel-loops-to-gpu silently leaves the loop on the host.
   std::string tail =
       "func.func(" +
-      std::string(gpu.mmaContractions ? "kiln-gpu-mma-contractions{global-alignment=256}," : "") +
+      (gpu.mmaContractions ? "kiln-gpu-mma-contractions" + weights : "") +
       std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") +
       std::string(gpu.blockReductions ? "kiln-gpu-block-reductions," : "") +
-      std::string(gpu.vectorizeElementwise
-                      // kiln-gpu-host-calls places each weight at a multiple of 256 bytes.
-                      ? "kiln-gpu-vectorize-elementwise{global-alignment=256},"
-                      : "") +
+      (gpu.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise" + weights : "") +
       "kiln-gpu-loops,"
       "scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 no-min-max-bounds=true},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"

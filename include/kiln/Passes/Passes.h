@@ -52,6 +52,11 @@ struct LoweringOptions {
   bool gpuSplitReductions = false;
 };
 
+/// Where kiln-gpu-host-calls places each weight in the device's weights
+/// buffer: at a multiple of this many bytes (CUDA's allocation
+/// granularity), which the GPU kernel passes rely on (`global-alignment`).
+constexpr int64_t kGpuWeightAlignment = 256;
+
 /// Options of the lowering to PTX (NVPTX targets).
 struct GpuLoweringOptions {
   std::string chip = "sm_80";
