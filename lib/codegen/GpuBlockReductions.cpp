@@ -265,14 +265,9 @@ struct GpuBlockReductionsPass : impl::KilnGpuBlockReductionsBase<GpuBlockReducti
       std::optional<RowReduction> r = matchRowReduction(op, maxOutputs, minRow);
       if (!r)
         continue;
-      OpBuilder b(op);
-      if (emulate)
-        buildEmulation(b, *r);
-      else
-        buildLaunch(b, *r);
-      op.erase();
-      if (r->fill)
-        codegen::eraseInitProducer(r->fill);
+      codegen::replaceWithKernel(op, r->fill, [&](OpBuilder &b) {
+        emulate ? buildEmulation(b, *r) : buildLaunch(b, *r);
+      });
     }
   }
 };

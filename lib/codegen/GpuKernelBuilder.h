@@ -165,6 +165,18 @@ inline void eraseInitProducer(const InitFill &taken) {
       fill->erase();
 }
 
+/// Replaces `op` by the kernel `build` emits right before it, then drops
+/// the fill or copy that the kernel took over (after `op`, its last
+/// reader). What every hand-built kernel pass does once it has matched.
+inline void replaceWithKernel(mlir::linalg::GenericOp op, const InitFill &taken,
+                              llvm::function_ref<void(mlir::OpBuilder &)> build) {
+  mlir::OpBuilder b(op);
+  build(b);
+  op.erase();
+  if (taken)
+    eraseInitProducer(taken);
+}
+
 /// for (i = 0; i < n; ++i) fn(i): the CPU emulation's sequential blocks
 /// and threads.
 inline void emulationLoop(mlir::OpBuilder &b, mlir::Location loc, int64_t n,

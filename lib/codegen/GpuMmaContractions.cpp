@@ -337,14 +337,9 @@ struct GpuMmaContractionsPass : impl::KilnGpuMmaContractionsBase<GpuMmaContracti
       std::optional<MmaContraction> c = matchMma(op, buffers);
       if (!c)
         continue;
-      OpBuilder b(op);
-      if (emulate)
-        buildEmulation(b, *c);
-      else
-        buildLaunch(b, *c);
-      op.erase();
-      if (c->fill)
-        codegen::eraseInitProducer(c->fill);
+      codegen::replaceWithKernel(op, c->fill, [&](OpBuilder &b) {
+        emulate ? buildEmulation(b, *c) : buildLaunch(b, *c);
+      });
     }
   }
 };

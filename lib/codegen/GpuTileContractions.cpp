@@ -470,14 +470,9 @@ struct GpuTileContractionsPass : impl::KilnGpuTileContractionsBase<GpuTileContra
       std::optional<BlockTile> tile = chooseTile(*c, minBlocks);
       if (!tile)
         continue;
-      OpBuilder b(op);
-      if (emulate)
-        buildEmulation(b, *c, *tile);
-      else
-        buildLaunch(b, *c, *tile);
-      op.erase();
-      if (c->fill)
-        codegen::eraseInitProducer(c->fill);
+      codegen::replaceWithKernel(op, c->fill, [&](OpBuilder &b) {
+        emulate ? buildEmulation(b, *c, *tile) : buildLaunch(b, *c, *tile);
+      });
     }
   }
 };
