@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -141,6 +142,29 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// The IEEE half nearest `x` (ties to even), for finite |x| < 65520.
+static uint16_t halfBits(double x) {
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  double a = std::fabs(x);
+  if (a < std::ldexp(1.0, -14)) // subnormal: units of 2^-24 (1024 of them is the least normal)
+    return sign | (uint16_t)std::nearbyint(std::ldexp(a, 24));
+  int e = std::ilogb(a);
+  double q = std::nearbyint(std::ldexp(a, 10 - e)); // in [1024, 2048]
+  if (q == 2048.0) {
+    q = 1024.0;
+    ++e;
+  }
+  return sign | (uint16_t)((e + 15) << 10) | (uint16_t)(q - 1024.0);
+}
+
+/// The bfloat16 nearest `x` (ties to even): float's upper half, rounded.
+static uint16_t bfloatBits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  u += 0x7FFF + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+
 /// A tensor of `info`'s dtype and `dims`, zeros or uniform random values.
 static kiln::Tensor madeUpInput(const kiln::TensorInfo &info, const std::vector<int64_t> &dims,
                                 bool random, std::mt19937_64 &gen) {
@@ -156,6 +180,11 @@ static kiln::Tensor madeUpInput(const kiln::TensorInfo &info, const std::vector<
     switch (info.dtype) {
     case KILN_FLOAT32: t.data<float>()[i] = (float)real(gen); break;
     case KILN_FLOAT64: t.data<double>()[i] = real(gen); break;
+    case KILN_FLOAT16: t.data<uint16_t>()[i] = halfBits(real(gen)); break;
+    case KILN_BFLOAT16: t.data<uint16_t>()[i] = bfloatBits((float)real(gen)); break;
+    case KILN_UINT64: t.data<uint64_t>()[i] = (uint64_t)small(gen); break;
+    case KILN_UINT32: t.data<uint32_t>()[i] = (uint32_t)small(gen); break;
+    case KILN_UINT16: t.data<uint16_t>()[i] = (uint16_t)small(gen); break;
     case KILN_INT64: t.data<int64_t>()[i] = small(gen); break;
     case KILN_INT32: t.data<int32_t>()[i] = small(gen); break;
     case KILN_INT16: t.data<int16_t>()[i] = (int16_t)small(gen); break;
