@@ -1,4 +1,4 @@
-// kiln-gpu-mma-contractions: f16 matrix products on tensor cores.
+// kiln-gpu-mma-contractions: f16 and bf16 matrix products on tensor cores.
 //
 // Why: an f16 product on CUDA cores runs one FMA per thread per step; an
 // H100's tensor cores do a 16x16x16 product per warp instruction group,
@@ -6,15 +6,15 @@
 // f16/bf16 where the type allows".
 //
 // What qualifies: a linalg.generic C[batch][m][n] += A[batch][m][k] *
-// B[batch][k][n] in f16 (f16 accumulation, Kiln's semantics for an f16
-// MatMul on every path), one reduction dim, A and B with the batch dims
+// B[batch][k][n] in f16 or bf16, one reduction dim, A and B with the batch dims
 // or none (a weight shared across the batch), on static row-major
 // (identity-layout) memrefs, with M, N and K multiples of 16 and no input
-// in the output's memory. bf16 is not taken: WMMA accumulates bf16 products
-// only in f32, which an f16-typed graph's bf16 MatMul does not ask for,
-// and Kiln has no bf16 model to check it on.
+// in the output's memory. bf16 products are built by GpuMmaSyncBf16.cpp
+// (mma.sync, f32 accumulators: WMMA and upstream's gpu.mma_matrix have no
+// bf16); what follows is the f16 kernel (f16 accumulation, Kiln's
+// semantics for an f16 MatMul on every path).
 //
-// The kernel (upstream's gpu.subgroup_mma_* ops, which convert-gpu-to-nvvm
+// The f16 kernel (upstream's gpu.subgroup_mma_* ops, which convert-gpu-to-nvvm
 // lowers to wmma.load / wmma.mma / wmma.store, m16n16k16): blocks of four
 // warps, each warp one 16x16 tile of C along n; per step of 16 along k, a
 // warp loads its A and B fragments straight from global memory (leading
@@ -35,9 +35,11 @@
 // --gpu-tensor-passes; the tensor cores' own rounding is not.
 #include "kiln/Passes/Passes.h"
 
-#include "GpuKernelBuilder.h"
+#include "GpuMmaContractions.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNGPUMMACONTRACTIONS
@@ -46,31 +48,8 @@ namespace kiln {
 
 using namespace mlir;
 
-namespace kiln {
+namespace kiln::mma {
 namespace {
-
-constexpr int64_t kFragment = 16;
-constexpr int64_t kWarpsPerBlock = 4;
-constexpr int64_t kWarpSize = 32;
-
-struct MmaContraction {
-  linalg::GenericOp op;
-  SmallVector<int64_t> ranges;
-  SmallVector<unsigned> batch; // loop dims, outermost first
-  unsigned m, n, k;
-  bool aBatched, bBatched;
-  int64_t batchSize = 1;
-  codegen::InitFill fill;
-
-  int64_t M() const { return ranges[m]; }
-  int64_t N() const { return ranges[n]; }
-  int64_t K() const { return ranges[k]; }
-  int64_t tilesN() const { return N() / kFragment; }
-  int64_t gridX() const { return llvm::divideCeil(tilesN(), kWarpsPerBlock); }
-  Value a() { return op.getDpsInputOperand(0)->get(); }
-  Value b() { return op.getDpsInputOperand(1)->get(); }
-  Value c() { return op.getDpsInitOperand(0)->get(); }
-};
 
 /// Whether the body is `yield out + x * y` (either order of each).
 bool isMultiplyAdd(linalg::GenericOp op) {
@@ -101,13 +80,16 @@ std::optional<SmallVector<unsigned>> dimsOf(AffineMap map) {
   return dims;
 }
 
-std::optional<MmaContraction> matchMma(linalg::GenericOp op,
-                                      const codegen::BufferAlignment &buffers) {
+std::optional<MmaContraction> matchMma(linalg::GenericOp op, const codegen::BufferAlignment &buffers,
+                                      bool bf16) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
       !isMultiplyAdd(op))
     return std::nullopt;
-  auto isF16 = [](Type t) { return t.isF16(); };
-  std::optional<SmallVector<int64_t>> ranges = codegen::kernelLoopRanges(op, isF16);
+  Type element = getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
+  if (!element.isF16() && !(bf16 && element.isBF16()))
+    return std::nullopt;
+  auto same = [&](Type t) { return t == element; };
+  std::optional<SmallVector<int64_t>> ranges = codegen::kernelLoopRanges(op, same);
   if (!ranges)
     return std::nullopt;
   for (OpOperand &x : op->getOpOperands())
@@ -139,8 +121,12 @@ std::optional<MmaContraction> matchMma(linalg::GenericOp op,
   // WMMA's A and B fragments must start at multiples of 32 bytes, C's of
   // 16 (PTX ISA, "Matrix Storage for WMMA"). Inside a buffer they do (16-
   // element steps along rows of multiples of 16 f16); the buffers' starts
-  // must too, which a model input's need not.
-  if (buffers.of(c.a(), 2) < 32 || buffers.of(c.b(), 2) < 32 || buffers.of(c.c(), 2) < 16)
+  // must too, which a model input's need not. The bf16 kernel reads A and
+  // reads and writes C as pairs of elements (even columns): 4 bytes.
+  bool ok = element.isF16() ? buffers.of(c.a(), 2) >= 32 && buffers.of(c.b(), 2) >= 32 &&
+                                  buffers.of(c.c(), 2) >= 16
+                            : buffers.of(c.a(), 2) >= 4 && buffers.of(c.c(), 2) >= 4;
+  if (!ok)
     return std::nullopt;
   for (unsigned d : c.batch)
     c.batchSize *= c.ranges[d];
@@ -150,11 +136,12 @@ std::optional<MmaContraction> matchMma(linalg::GenericOp op,
   return c;
 }
 
+} // namespace
+
 /// The row stride of a row-major operand, which WMMA takes as the leading
 /// dimension: its innermost extent.
-int64_t leadDimension(Value mem) { return cast<MemRefType>(mem.getType()).getShape().back(); }
+static int64_t leadDimension(Value mem) { return cast<MemRefType>(mem.getType()).getShape().back(); }
 
-/// Indices of the fragment at (row, col) of a batched or unbatched operand.
 SmallVector<Value> fragmentAt(ArrayRef<Value> batchIv, bool batched, Value row, Value col) {
   SmallVector<Value> idx;
   if (batched)
@@ -165,7 +152,7 @@ SmallVector<Value> fragmentAt(ArrayRef<Value> batchIv, bool batched, Value row, 
 }
 
 /// The loop indices of the batch dims from the flattened block index.
-SmallVector<Value> batchIndices(OpBuilder &b, Location loc, const MmaContraction &c, Value z) {
+static SmallVector<Value> batchIndices(OpBuilder &b, Location loc, const MmaContraction &c, Value z) {
   SmallVector<Value> iv(c.ranges.size());
   codegen::delinearizeLoops(b, loc, z, c.batch, c.ranges, iv);
   SmallVector<Value> out;
@@ -174,9 +161,6 @@ SmallVector<Value> batchIndices(OpBuilder &b, Location loc, const MmaContraction
   return out;
 }
 
-/// The tile of C that warp `warp` of block `bx` computes (along n), and
-/// whether it is inside C (a whole warp is in or out: WMMA needs all 32
-/// threads).
 std::pair<Value, Value> warpTile(OpBuilder &b, Location loc, const MmaContraction &c, Value bx,
                                  Value warp) {
   Value tile = arith::AddIOp::create(
@@ -187,13 +171,6 @@ std::pair<Value, Value> warpTile(OpBuilder &b, Location loc, const MmaContractio
   return {tile, inside};
 }
 
-/// Where a tile starts: its first row (from the block's y), its first
-/// column, and the batch indices (from the block's z).
-struct TileOrigin {
-  Value m0, n0;
-  SmallVector<Value> batchIv;
-};
-
 TileOrigin tileOrigin(OpBuilder &b, Location loc, const MmaContraction &c, Value tile, Value by,
                       Value bz) {
   Value sixteen = codegen::indexConstant(b, loc, kFragment);
@@ -201,13 +178,21 @@ TileOrigin tileOrigin(OpBuilder &b, Location loc, const MmaContraction &c, Value
           batchIndices(b, loc, c, bz)};
 }
 
+gpu::LaunchOp launchGrid(OpBuilder &b, const MmaContraction &c) {
+  Location loc = c.op->getLoc();
+  auto cst = [&](int64_t v) { return codegen::indexConstant(b, loc, v); };
+  Value one = cst(1);
+  return gpu::LaunchOp::create(b, loc, cst(c.gridX()), cst(c.M() / kFragment), cst(c.batchSize),
+                               cst(kWarpsPerBlock * kWarpSize), one, one);
+}
+
+namespace {
+
+/// The f16 kernel: WMMA fragments, f16 accumulators.
 void buildLaunch(OpBuilder &b, MmaContraction &c) {
   Location loc = c.op.getLoc();
   auto cst = [&](OpBuilder &ob, int64_t v) { return codegen::indexConstant(ob, loc, v); };
-  Value one = cst(b, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, cst(b, c.gridX()), cst(b, c.M() / kFragment),
-                                      cst(b, c.batchSize), cst(b, kWarpsPerBlock * kWarpSize),
-                                      one, one);
+  gpu::LaunchOp launch = launchGrid(b, c);
   OpBuilder kb = OpBuilder::atBlockBegin(&launch.getBody().front());
   Type f16 = kb.getF16Type();
   auto fragment = [&](StringRef kind) {
@@ -217,8 +202,10 @@ void buildLaunch(OpBuilder &b, MmaContraction &c) {
   auto [tile, inside] = warpTile(kb, loc, c, launch.getBlockIds().x, warp);
   auto ifOp = scf::IfOp::create(kb, loc, inside, /*withElseRegion=*/false);
   OpBuilder ib = ifOp.getThenBodyBuilder();
-  auto [m0, n0, batchIv] =
+  TileOrigin origin =
       tileOrigin(ib, loc, c, tile, launch.getBlockIds().y, launch.getBlockIds().z);
+  Value m0 = origin.m0, n0 = origin.n0;
+  ArrayRef<Value> batchIv = origin.batchIv;
   auto ld = [&](Value mem) { return ib.getIndexAttr(leadDimension(mem)); };
   SmallVector<Value> cAt = fragmentAt(batchIv, true, m0, n0);
   Value init = c.fill ? Value(gpu::SubgroupMmaConstantMatrixOp::create(ib, loc, fragment("COp"),
@@ -284,7 +271,9 @@ void buildEmulation(OpBuilder &b, MmaContraction &c) {
           auto [tile, inside] = warpTile(wb, loc, c, bx, warp);
           auto ifOp = scf::IfOp::create(wb, loc, inside, /*withElseRegion=*/false);
           OpBuilder ib = ifOp.getThenBodyBuilder();
-          auto [m0, n0, batchIv] = tileOrigin(ib, loc, c, tile, by, bz);
+          TileOrigin origin = tileOrigin(ib, loc, c, tile, by, bz);
+          Value m0 = origin.m0, n0 = origin.n0;
+          ArrayRef<Value> batchIv = origin.batchIv;
           auto load = [&](OpBuilder &ob, Value mem, ArrayRef<Value> origin, Value i, Value j) {
             auto [flat, at] = fragmentElement(ob, loc, mem, origin, i, j);
             return memref::LoadOp::create(ob, loc, flat, at).getResult();
@@ -334,15 +323,18 @@ struct GpuMmaContractionsPass : impl::KilnGpuMmaContractionsBase<GpuMmaContracti
     SmallVector<linalg::GenericOp> ops;
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     for (linalg::GenericOp op : ops) {
-      std::optional<MmaContraction> c = matchMma(op, buffers);
+      std::optional<MmaContraction> c = matchMma(op, buffers, bf16);
       if (!c)
         continue;
       codegen::replaceWithKernel(op, c->fill, [&](OpBuilder &b) {
-        emulate ? buildEmulation(b, *c) : buildLaunch(b, *c);
+        if (c->element().isBF16())
+          emulate ? buildBf16Emulation(b, *c) : buildBf16Launch(b, *c);
+        else
+          emulate ? buildEmulation(b, *c) : buildLaunch(b, *c);
       });
     }
   }
 };
 
 } // namespace
-} // namespace kiln
+} // namespace kiln::mma

@@ -140,11 +140,16 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
 
   std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
   std::string weights = "{global-alignment=" + std::to_string(kGpuWeightAlignment) + "},";
+  // mma.sync with bf16 operands is sm_80's (sm_75 has f16 only).
+  bool bf16TensorCores = std::atoi(gpu.chip.c_str() + 3) >= 80;
   // No min/max bounds: with them the tiled bound is an affine.min and
   // convert-parallel-loops-to-gpu silently leaves the loop on the host.
   std::string tail =
       "func.func(" +
-      (gpu.mmaContractions ? "kiln-gpu-mma-contractions" + weights : "") +
+      (gpu.mmaContractions ? "kiln-gpu-mma-contractions{global-alignment=" +
+                                 std::to_string(kGpuWeightAlignment) +
+                                 " bf16=" + (bf16TensorCores ? "true" : "false") + "},"
+                           : "") +
       std::string(gpu.tileContractions ? "kiln-gpu-tile-contractions," : "") +
       std::string(gpu.blockReductions ? "kiln-gpu-block-reductions," : "") +
       (gpu.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise" + weights : "") +

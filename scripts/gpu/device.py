@@ -152,12 +152,13 @@ def torch_model(spec):
     if m == "mlp_gelu":
         return nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)), \
             [torch.randn(64, 1024)]
-    if m == "matmul_f16":
+    if m in ("matmul_f16", "matmul_bf16"):
         n = spec["n"]
+        half = torch.float16 if m == "matmul_f16" else torch.bfloat16
 
         class MM16(nn.Module):
             def forward(self, a, b):
-                return torch.matmul(a.half(), b.half()).float()
+                return torch.matmul(a.to(half), b.to(half)).float()
         return MM16(), [torch.randn(n, n), torch.randn(n, n)]
     if m == "matmul":
         n = spec["n"]
@@ -188,7 +189,7 @@ def torch_time(net, xs, runs, tf32):
 
 def flops(entry):
     b = entry["baseline"]
-    if b["model"] in ("matmul", "matmul_f16"):
+    if b["model"] in ("matmul", "matmul_f16", "matmul_bf16"):
         return 2.0 * b["n"] ** 3
     return None
 

@@ -59,25 +59,26 @@ def matmul(n):
     return path
 
 
-def matmul_f16(n):
-    """An f16 product of two buffers of Kiln's: the f32 inputs cast to f16
-    (kiln-gpu-mma-contractions needs operands at multiples of 32 bytes,
-    which a model input need not be), the result cast back to f32."""
+def matmul_half(n, kind="f16"):
+    """An f16 or bf16 product of two buffers of Kiln's: the f32 inputs cast
+    (kiln-gpu-mma-contractions needs operands at known alignments, which a
+    model input need not be), the result cast back to f32."""
     import onnx
     from onnx import TensorProto, helper
-    path = os.path.join(MADE, f"matmul_f16_{n}.onnx")
+    path = os.path.join(MADE, f"matmul_{kind}_{n}.onnx")
     if not os.path.exists(path):
-        half = helper.make_attribute("to", TensorProto.FLOAT16)
+        half = helper.make_attribute(
+            "to", TensorProto.FLOAT16 if kind == "f16" else TensorProto.BFLOAT16)
         full = helper.make_attribute("to", TensorProto.FLOAT)
-        nodes = [helper.make_node("Cast", ["a"], ["a16"], name="a_to_f16"),
-                 helper.make_node("Cast", ["b"], ["b16"], name="b_to_f16"),
+        nodes = [helper.make_node("Cast", ["a"], ["a16"], name=f"a_to_{kind}"),
+                 helper.make_node("Cast", ["b"], ["b16"], name=f"b_to_{kind}"),
                  helper.make_node("MatMul", ["a16", "b16"], ["c16"], name="matmul"),
                  helper.make_node("Cast", ["c16"], ["c"], name="c_to_f32")]
         nodes[0].attribute.append(half)
         nodes[1].attribute.append(half)
         nodes[3].attribute.append(full)
         g = helper.make_graph(
-            nodes, f"matmul_f16_{n}",
+            nodes, f"matmul_{kind}_{n}",
             [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
              helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
             [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])])
@@ -130,15 +131,19 @@ def specs():
         shared("encoder4"),
         ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0")] + novec,
         ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
-    # f16 products on tensor cores (kiln-gpu-mma-contractions) and without
-    # (--gpu-mma-contractions=false: kiln-gpu-loops' kernels), against
-    # torch.matmul in f16 (cuBLAS, tensor cores). Inputs scaled by 1/8 and
-    # a looser check: the products accumulate in f16.
-    for n in [1024, 4096]:
-        for suffix, flags in [("", []), ("_nomma", ["--gpu-mma-contractions=false"])]:
-            d[f"matmul_f16_{n}{suffix}"] = (
-                lambda n=n: matmul_f16(n), flags, ("random", [[n, n], [n, n]]),
-                {"model": "matmul_f16", "n": n, "scale": 0.125, "atol": 0.05, "rtol": 0.05})
+    # f16 and bf16 products on tensor cores (kiln-gpu-mma-contractions) and
+    # without (--gpu-mma-contractions=false: kiln-gpu-loops' kernels),
+    # against torch.matmul in the same type (cuBLAS, tensor cores). Inputs
+    # scaled by 1/8 and a looser check: f16 products accumulate in f16,
+    # and bf16 inputs keep 8 bits.
+    for kind in ["f16", "bf16"]:
+        for n in [1024, 4096]:
+            for suffix, flags in [("", []), ("_nomma", ["--gpu-mma-contractions=false"])]:
+                d[f"matmul_{kind}_{n}{suffix}"] = (
+                    lambda n=n, kind=kind: matmul_half(n, kind), flags,
+                    ("random", [[n, n], [n, n]]),
+                    {"model": f"matmul_{kind}", "n": n, "scale": 0.125, "atol": 0.05,
+                     "rtol": 0.05})
     for n in [1024, 4096]:
         d[f"matmul{n}_notile"] = (lambda n=n: matmul(n), ["--gpu-tile-contractions=false"],
                                   ("random", [[n, n], [n, n]]), {"model": "matmul", "n": n})

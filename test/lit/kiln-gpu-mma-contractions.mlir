@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --kiln-gpu-mma-contractions --canonicalize --cse --split-input-file | FileCheck %s
 // RUN: kiln-opt %s --kiln-gpu-mma-contractions=emulate=1 --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=EMU
+// RUN: kiln-opt %s --kiln-gpu-mma-contractions=bf16=0 --split-input-file | FileCheck %s --check-prefix=NOBF16
 
 // A 64x96 by 96x80 f16 product after a fill of C with zeros: blocks of 4
 // warps (128 threads), each warp one 16x16 tile along n (5 tiles: 2
@@ -155,6 +156,88 @@ func.func @input_operand(%a: memref<32x32xf16>, %ws: memref<65536xi8>, %c: memre
     %p = arith.mulf %x, %y : f16
     %s = arith.addf %o, %p : f16
     linalg.yield %s : f16
+  }
+  return
+}
+
+// -----
+
+// A 32x64 by 64x48 bf16 product whose C is not filled first: mma.sync
+// m16n8k16 (WMMA has no bf16), f32 accumulators. Per lane: 8 accumulators
+// from C's elements (pairs along a row, widened), per 16-step 4 A registers
+// (pairs along a row, one 4-byte load each) and per 16x8 half 2 B
+// registers (pairs down a column), one mma.sync per half; the sums rounded
+// to bf16 and stored as pairs. Grid: 3 tiles of 16 along n (one block,
+// its last warp idle), 2 along m.
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+// CHECK-LABEL: func.func @bf16_product
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128,
+// CHECK: arith.cmpi ult, %{{.*}}, %c3
+// CHECK: vector.load %arg1[{{.*}}] {alignment = 4 : i64} : memref<32x48xbf16>, vector<2xbf16>
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 4 : i64} : memref<32x64xbf16>, vector<2xbf16>
+// CHECK: memref.load %{{.*}} : memref<64x48xbf16>
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: vector.store %{{.*}} {alignment = 4 : i64} : memref<32x48xbf16>, vector<2xbf16>
+
+// The emulation: the warp's registers as scratch memory (A's per lane, B's
+// per half and lane, the accumulators), loaded by the same per-lane code,
+// each mma.sync as loops over the half's 16x8 elements and k.
+// EMU-LABEL: func.func @bf16_product
+// EMU-NOT: gpu.
+// EMU-NOT: nvvm.
+// EMU: memref.alloc() : memref<32x4xi32>
+// EMU: memref.alloc() : memref<2x32x2xi32>
+// EMU: memref.alloc() : memref<32x8xf32>
+// EMU: vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+// EMU: scf.for %{{.*}} = %c0 to %c8 step %c1
+// EMU: vector.bitcast %{{.*}} : vector<1xi32> to vector<2xbf16>
+// EMU: arith.mulf %{{.*}} : f32
+
+// Without bf16 (sm_75's tensor cores have none) the product is left alone.
+// NOBF16-LABEL: func.func @bf16_product
+// NOBF16-NOT: nvvm.mma.sync
+// NOBF16: linalg.generic
+func.func @bf16_product(%ws: memref<65536xi8>, %c: memref<32x48xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c4096 = arith.constant 4096 : index
+  %a = memref.view %ws[%c0][] : memref<65536xi8> to memref<32x64xbf16>
+  %b = memref.view %ws[%c4096][] : memref<65536xi8> to memref<64x48xbf16>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<32x64xbf16>, memref<64x48xbf16>) outs(%c : memref<32x48xbf16>) {
+  ^bb0(%x: bf16, %y: bf16, %o: bf16):
+    %p = arith.mulf %x, %y : bf16
+    %s = arith.addf %o, %p : bf16
+    linalg.yield %s : bf16
+  }
+  return
+}
+
+// -----
+
+// A bf16 product reading a model input as A (2-byte aligned at best: no
+// 4-byte pair loads) is left on CUDA cores.
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+// CHECK-LABEL: func.func @bf16_input_operand
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: linalg.generic
+func.func @bf16_input_operand(%a: memref<32x32xbf16>, %ws: memref<65536xi8>, %c: memref<32x32xbf16>) {
+  %c0 = arith.constant 0 : index
+  %b = memref.view %ws[%c0][] : memref<65536xi8> to memref<32x32xbf16>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<32x32xbf16>, memref<32x32xbf16>) outs(%c : memref<32x32xbf16>) {
+  ^bb0(%x: bf16, %y: bf16, %o: bf16):
+    %p = arith.mulf %x, %y : bf16
+    %s = arith.addf %o, %p : bf16
+    linalg.yield %s : bf16
   }
   return
 }

@@ -108,9 +108,9 @@ static cl::opt<bool> gpuVectorizeElementwise(
     cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> gpuMmaContractions(
     "gpu-mma-contractions",
-    cl::desc("GPU targets: f16 matrix products (M, N, K multiples of 16, aligned buffers) on "
-             "tensor cores with WMMA (kiln-gpu-mma-contractions; default on). =false keeps "
-             "them on CUDA cores"),
+    cl::desc("GPU targets: f16 and bf16 matrix products (M, N, K multiples of 16, aligned "
+             "buffers) on tensor cores, f16 with WMMA, bf16 with mma.sync on sm_80 and later "
+             "(kiln-gpu-mma-contractions; default on). =false keeps them on CUDA cores"),
     cl::init(true), cl::cat(kilncCat));
 static cl::opt<bool> gpuTileContractions(
     "gpu-tile-contractions",

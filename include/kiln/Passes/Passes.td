@@ -478,25 +478,34 @@ def KilnGpuSplitReductions : Pass<"kiln-gpu-split-reductions", "mlir::func::Func
 }
 
 def KilnGpuMmaContractions : Pass<"kiln-gpu-mma-contractions", "mlir::func::FuncOp"> {
-  let summary = "f16 matrix products on tensor cores (WMMA fragments of 16x16x16)";
+  let summary = "f16 and bf16 matrix products on tensor cores (WMMA m16n16k16, mma.sync m16n8k16)";
   let description = [{
     On bufferized linalg, before `kiln-gpu-tile-contractions` (NVPTX
     targets). A `linalg.generic` C[batch][m][n] += A[batch][m][k] *
-    B[batch][k][n] in f16 (body `out + x * y`, one reduction dim; A and B
-    each with the batch dims or none) on static identity-layout memrefs,
-    with M, N and K multiples of 16 and no input in the output's memory,
-    becomes one `gpu.launch` of blocks of 4 warps, each warp computing a
-    16x16 tile of C with `gpu.subgroup_mma_load_matrix` (A with leading
-    dim K, B and C with N), `gpu.subgroup_mma_compute` per step of 16 along
-    k, and one `gpu.subgroup_mma_store_matrix`; grid (ceil(N / 64), M / 16,
-    batch). The accumulator starts as C, or as the value of a `linalg.fill`
-    of C right before the op (or of a fill copied into it), which is then
-    dropped. A and B must start at multiples of 32 bytes and C of 16
-    (WMMA's rule; what each buffer's start is known to be aligned to, as
-    for `kiln-gpu-vectorize-elementwise`: a model input is not). `emulate`
-    builds the same grid, warps and steps for the CPU with each fragment
-    operation as loops that address elements as WMMA does (`kiln-run
-    --gpu-tensor-passes`).
+    B[batch][k][n] in f16 or bf16 (body `out + x * y`, one reduction dim; A
+    and B each with the batch dims or none) on static identity-layout
+    memrefs, with M, N and K multiples of 16 and no input in the output's
+    memory, becomes one `gpu.launch` of blocks of 4 warps, each warp
+    computing a 16x16 tile of C; grid (ceil(N / 64), M / 16, batch). The
+    accumulators start as C, or as the value of a `linalg.fill` of C right
+    before the op (or of a fill copied into it), which is then dropped.
+    - f16: `gpu.subgroup_mma_load_matrix` (A with leading dim K, B and C
+      with N), `gpu.subgroup_mma_compute` per step of 16 along k, one
+      `gpu.subgroup_mma_store_matrix`; f16 accumulators. A and B must start
+      at multiples of 32 bytes and C of 16 (WMMA's rule; what each buffer's
+      start is known to be aligned to, as for
+      `kiln-gpu-vectorize-elementwise`: a model input is not).
+    - bf16 (option `bf16`, sm_80 and later): per step of 16 along k and
+      16x8 half of the tile, one `nvvm.mma.sync` m16n8k16 bf16 with f32
+      accumulators, its registers loaded per lane in the PTX fragment layout
+      (A as 4-byte pairs along rows, B as pairs of elements down columns),
+      rounded to bf16 once at the store. A and C must start at multiples of
+      4 bytes.
+    `emulate` builds the same grid, warps and steps for the CPU (`kiln-run
+    --gpu-tensor-passes`): f16 fragment operations as loops that address
+    elements as WMMA does; for bf16 the same per-lane loads and stores,
+    with each mma.sync computed from all lanes' registers through the
+    inverse of the fragment layout.
   }];
   let options = [
     Option<"emulate", "emulate", "bool", /*default=*/"false",
@@ -504,9 +513,13 @@ def KilnGpuMmaContractions : Pass<"kiln-gpu-mma-contractions", "mlir::func::Func
     Option<"globalAlignment", "global-alignment", "int64_t", /*default=*/"0",
            "Bytes every global's data is aligned to (the GPU's weights: 256); "
            "0: each global's own alignment attribute">,
+    Option<"bf16", "bf16", "bool", /*default=*/"true",
+           "Take bf16 products too (mma.sync bf16 needs sm_80 or later)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::LLVM::LLVMDialect"];
 }
 
 def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::FuncOp"> {
