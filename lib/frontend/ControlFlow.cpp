@@ -48,6 +48,13 @@ const onnx::GraphProto *graphAttr(NodeImporter &n, StringRef name) {
   return &a->g();
 }
 
+/// A type as MLIR prints it (i16, f32, ...), for diagnostics.
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream(s) << t;
+  return s;
+}
+
 /// The one element of a one-element tensor, as a scalar.
 Value toScalar(NodeImporter &n, Value t, StringRef what) {
   auto type = NodeImporter::rankedType(t);
@@ -229,6 +236,10 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       tripScalar = arith::ConstantIntOp::create(b, loc, *trip, 64);
     } else if (!(tripScalar = toScalar(n, n.input(0), "the trip count M"))) {
       return failure();
+    } else if (!tripScalar.getType().isInteger(64)) {
+      // The loop compares it with its int64 iteration number.
+      return n.error("the trip count M must be an int64 tensor, not of " +
+                     typeName(tripScalar.getType()));
     }
   }
   std::optional<bool> condInit = n.hasInput(1) ? getConstantBool(n.input(1)) : true;
@@ -236,6 +247,9 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
                               : toScalar(n, n.input(1), "the condition");
   if (!condScalar)
     return failure();
+  if (!condScalar.getType().isInteger(1))
+    return n.error("the condition must be a bool tensor, not of " +
+                   typeName(condScalar.getType()));
 
   // Scan outputs are preallocated with one row per iteration, so their
   // number must be known now.
