@@ -122,7 +122,7 @@ std::optional<MmaContraction> matchMma(linalg::GenericOp op, const codegen::Buff
   // 16 (PTX ISA, "Matrix Storage for WMMA"). Inside a buffer they do (16-
   // element steps along rows of multiples of 16 f16); the buffers' starts
   // must too, which a model input's need not. The bf16 kernel reads A and
-  // reads and writes C as pairs of elements (even columns): 4 bytes.
+  // writes C as pairs of elements (even columns): 4 bytes.
   bool ok = element.isF16() ? buffers.of(c.a(), 2) >= 32 && buffers.of(c.b(), 2) >= 32 &&
                                   buffers.of(c.c(), 2) >= 16
                             : buffers.of(c.a(), 2) >= 4 && buffers.of(c.c(), 2) >= 4;

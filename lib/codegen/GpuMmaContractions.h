@@ -57,7 +57,7 @@ struct TileOrigin {
 TileOrigin tileOrigin(mlir::OpBuilder &b, mlir::Location loc, const MmaContraction &c,
                       mlir::Value tile, mlir::Value by, mlir::Value bz);
 
-/// The launch of the f16 kernel's grid: (ceil(N / 64), M / 16, batch)
+/// The launch of both kernels' grid: (ceil(N / 64), M / 16, batch)
 /// blocks of four warps.
 mlir::gpu::LaunchOp launchGrid(mlir::OpBuilder &b, const MmaContraction &c);
 

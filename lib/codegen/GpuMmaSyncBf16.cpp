@@ -19,8 +19,11 @@
 // four A registers (pairs of consecutive elements of a row: one 4-byte
 // load each) and, per half, its two B registers (pairs down a column: two
 // 2-byte loads each) straight from global memory, and issues one mma.sync
-// per half. The eight f32 accumulators start as C (or a fill's value) and
-// are rounded to bf16 and stored once, as pairs.
+// per half. The eight f32 accumulators start as C (or the value of a fill
+// right before, which is taken over) and are rounded to bf16 and stored
+// once, as pairs. (ONNX products always start from a fill, but when the
+// memory plan leaves a buffer holding a fill from before, as in encoder4's
+// last layer, the product starts from C.)
 //
 // emulate=true runs the same per-lane loads and stores for the CPU, with
 // each mma.sync computed from all 32 lanes' registers through the inverse
@@ -103,6 +106,11 @@ struct LaneProgram {
   Location loc;
   TileOrigin origin;
   Lane lane;
+  /// What A's and C's pair accesses are aligned to: 4 bytes on the GPU
+  /// (matchMma); the emulation's CPU buffers promise only their element
+  /// size (CPU globals carry no alignment), and unaligned pairs are fine
+  /// there.
+  llvm::MaybeAlign pairAlign;
 
   /// Element (row, col) of the tile's 16x16 window of C at column half h.
   SmallVector<Value> cAt(OpBuilder &b, Value row, Value col, int64_t h) {
@@ -126,7 +134,7 @@ struct LaneProgram {
         }
         auto [row, col] = cElement(b, loc, lane, r);
         Value pair = vector::LoadOp::create(b, loc, pairType(c), c.c(), cAt(b, row, col, h),
-                                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+                                            /*nontemporal=*/false, pairAlign);
         for (int64_t e = 0; e < 2; ++e)
           acc.push_back(arith::ExtFOp::create(
               b, loc, f32, Value(vector::ExtractOp::create(b, loc, pair, ArrayRef<int64_t>{e}))));
@@ -144,7 +152,7 @@ struct LaneProgram {
           pair.push_back(arith::TruncFOp::create(b, loc, c.element(), acc[kAccumulators * h + r + e]));
         Value v = vector::FromElementsOp::create(b, loc, pairType(c), pair);
         vector::StoreOp::create(b, loc, v, c.c(), cAt(b, row, col, h), /*nontemporal=*/false,
-                                llvm::MaybeAlign(4));
+                                pairAlign);
       }
   }
 
@@ -157,7 +165,7 @@ struct LaneProgram {
       SmallVector<Value> idx =
           fragmentAt(origin.batchIv, c.aBatched, add(b, loc, origin.m0, row), add(b, loc, k0, col));
       Value pair = vector::LoadOp::create(b, loc, pairType(c), c.a(), idx, /*nontemporal=*/false,
-                                          llvm::MaybeAlign(4));
+                                          pairAlign);
       regs.push_back(packPair(b, loc, pair));
     }
     return regs;
@@ -184,15 +192,15 @@ struct LaneProgram {
 
 /// The warp's tile and lane program, inside `if (the warp's tile is in C)`.
 template <typename Fn>
-void forWarpTile(OpBuilder &b, MmaContraction &c, Value bx, Value by, Value bz, Value warp,
-                 Value lane, Fn body) {
+void forWarpTile(OpBuilder &b, MmaContraction &c, bool emulate, Value bx, Value by, Value bz,
+                 Value warp, Value lane, Fn body) {
   Location loc = c.op.getLoc();
   auto [tile, inside] = warpTile(b, loc, c, bx, warp);
   auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
   OpBuilder ib = ifOp.getThenBodyBuilder();
   TileOrigin origin = tileOrigin(ib, loc, c, tile, by, bz);
   body(ib, [&](OpBuilder &lb, Value l) {
-    return LaneProgram{c, loc, origin, laneOf(lb, loc, l)};
+    return LaneProgram{c, loc, origin, laneOf(lb, loc, l), llvm::MaybeAlign(emulate ? 2 : 4)};
   }, lane);
 }
 
@@ -207,7 +215,7 @@ void buildBf16Launch(OpBuilder &b, MmaContraction &c) {
   Value lane = arith::RemUIOp::create(kb, loc, tid, cst(kb, loc, kWarpSize));
   Type f32 = kb.getF32Type();
   auto dType = LLVM::LLVMStructType::getLiteral(kb.getContext(), SmallVector<Type>(4, f32));
-  forWarpTile(kb, c, launch.getBlockIds().x, launch.getBlockIds().y, launch.getBlockIds().z, warp,
+  forWarpTile(kb, c, /*emulate=*/false, launch.getBlockIds().x, launch.getBlockIds().y, launch.getBlockIds().z, warp,
               lane, [&](OpBuilder &ib, auto programOf, Value l) {
                 LaneProgram p = programOf(ib, l);
                 SmallVector<Value> init = p.initialAccumulators(ib);
@@ -305,7 +313,7 @@ void buildBf16Emulation(OpBuilder &b, MmaContraction &c) {
     forEach(b1, c.M() / kFragment, [&](OpBuilder &b2, Value by) {
       forEach(b2, c.gridX(), [&](OpBuilder &b3, Value bx) {
         forEach(b3, kWarpsPerBlock, [&](OpBuilder &wb, Value warp) {
-          forWarpTile(wb, c, bx, by, bz, warp, Value(), [&](OpBuilder &ib, auto programOf, Value) {
+          forWarpTile(wb, c, /*emulate=*/true, bx, by, bz, warp, Value(), [&](OpBuilder &ib, auto programOf, Value) {
             forEach(ib, kWarpSize, [&](OpBuilder &lb, Value l) {
               SmallVector<Value> init = programOf(lb, l).initialAccumulators(lb);
               for (auto [e, v] : llvm::enumerate(init))

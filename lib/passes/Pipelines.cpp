@@ -93,8 +93,9 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   if (opts.gpuTensorPasses) { // and the GPU path's hand-built kernels, emulated
     KilnGpuMmaContractionsOptions mma;
     mma.emulate = true;
-    // The choice the GPU makes (its weights at kGpuWeightAlignment); the
-    // emulation's loops need no alignment.
+    // The choice the GPU makes (its weights at kGpuWeightAlignment), so the
+    // same products qualify; the emulation's own accesses claim only
+    // element alignment.
     mma.globalAlignment = kGpuWeightAlignment;
     pm.addNestedPass<func::FuncOp>(createKilnGpuMmaContractions(mma));
     KilnGpuTileContractionsOptions tiles;

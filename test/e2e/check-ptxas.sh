@@ -3,7 +3,8 @@
 # (the f16 products: WMMA loads, products and stores; the bf16 products:
 # mma.sync m16n8k16 with f32 accumulators; the elementwise model: 16-byte
 # global loads and stores), is accepted by ptxas for sm_80 and sm_90
-# without spills. Skips the ptxas half, saying why, without the CUDA
+# without spills, and the bf16 products' sm_75 PTX (CUDA cores) for sm_75.
+# Skips the ptxas half, saying why, without the CUDA
 # toolkit.
 # Usage: check-ptxas.sh KILNC F16_PRODUCTS.textproto ELEMENTWISE.textproto BF16_PRODUCTS.textproto
 set -eu
@@ -17,11 +18,14 @@ encode "$bf16" "$out/bf16.onnx"
 "$kilnc" "$out/products.onnx" --emit=ptx --no-cache -o "$out/products.ptx"
 "$kilnc" "$out/elementwise.onnx" --emit=ptx --no-cache -o "$out/elementwise.ptx"
 "$kilnc" "$out/bf16.onnx" --emit=ptx --no-cache -o "$out/bf16.ptx"
+"$kilnc" "$out/bf16.onnx" --emit=ptx --mcpu=sm_75 --no-cache -o "$out/bf16_sm75.ptx"
 for op in wmma.load.a wmma.load.b wmma.mma wmma.store.d; do
   grep -q "$op" "$out/products.ptx" || { echo "FAIL: no $op in the f16 products' PTX"; exit 1; }
 done
 grep -q "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" "$out/bf16.ptx" ||
   { echo "FAIL: no bf16 mma.sync in the bf16 products' PTX"; exit 1; }
+! grep -q "mma.sync" "$out/bf16_sm75.ptx" ||
+  { echo "FAIL: bf16 mma.sync in sm_75 PTX (sm_75 has no bf16 tensor cores)"; exit 1; }
 for op in ld.global.v4 st.global.v4; do
   grep -q "$op" "$out/elementwise.ptx" || { echo "FAIL: no $op in the elementwise PTX"; exit 1; }
 done
@@ -39,4 +43,7 @@ for model in products bf16 elementwise; do
     fi
   done
 done
+# sm_75 keeps the bf16 products on CUDA cores: that PTX must assemble too.
+"$ptxas" --gpu-name sm_75 "$out/bf16_sm75.ptx" -o "$out/bf16.sm_75.cubin" ||
+  { echo "FAIL: ptxas rejects the bf16 products' sm_75 PTX"; exit 1; }
 echo "ok: ptxas accepts the WMMA and bf16 mma.sync kernels and the 16-byte accesses for sm_80 and sm_90"
