@@ -64,6 +64,17 @@ Value add(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::AddIOp::create(b, loc, x, y);
 }
 
+/// Index arithmetic by constants, for the layout formulas below.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value div(Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, cst(b, loc, d)); }
+  Value rem(Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, cst(b, loc, d)); }
+  Value mul(Value x, int64_t d) { return arith::MulIOp::create(b, loc, x, cst(b, loc, d)); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value plus(Value x, int64_t d) { return kiln::mma::plus(b, loc, x, d); }
+};
+
 Lane laneOf(OpBuilder &b, Location loc, Value lane) {
   return {arith::DivUIOp::create(b, loc, lane, cst(b, loc, 4)),
           arith::RemUIOp::create(b, loc, lane, cst(b, loc, 4))};
@@ -79,16 +90,16 @@ Lane laneOf(OpBuilder &b, Location loc, Value lane) {
 /// - C and D (16x8, f32): element r, row g + 8 (r / 2), column 2t + r % 2.
 /// Each returns (row, column) of the first element, in the fragment.
 std::pair<Value, Value> aRegister(OpBuilder &b, Location loc, Lane l, int64_t r) {
-  Value twoT = arith::MulIOp::create(b, loc, l.t, cst(b, loc, 2));
-  return {plus(b, loc, l.g, 8 * (r % 2)), plus(b, loc, twoT, 8 * (r / 2))};
+  IndexMath m{b, loc};
+  return {m.plus(l.g, 8 * (r % 2)), m.plus(m.mul(l.t, 2), 8 * (r / 2))};
 }
 std::pair<Value, Value> bRegister(OpBuilder &b, Location loc, Lane l, int64_t r) {
-  Value twoT = arith::MulIOp::create(b, loc, l.t, cst(b, loc, 2));
-  return {plus(b, loc, twoT, 8 * r), l.g};
+  IndexMath m{b, loc};
+  return {m.plus(m.mul(l.t, 2), 8 * r), l.g};
 }
 std::pair<Value, Value> cElement(OpBuilder &b, Location loc, Lane l, int64_t r) {
-  Value twoT = arith::MulIOp::create(b, loc, l.t, cst(b, loc, 2));
-  return {plus(b, loc, l.g, 8 * (r / 2)), plus(b, loc, twoT, r % 2)};
+  IndexMath m{b, loc};
+  return {m.plus(l.g, 8 * (r / 2)), m.plus(m.mul(l.t, 2), r % 2)};
 }
 
 VectorType pairType(MmaContraction &c) { return VectorType::get({2}, c.element()); }
@@ -254,26 +265,19 @@ struct Slot {
   Value lane, reg, half;
 };
 Slot aSlot(OpBuilder &b, Location loc, Value i, Value kk) {
-  auto div = [&](Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, cst(b, loc, d)); };
-  auto rem = [&](Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, cst(b, loc, d)); };
-  auto mul = [&](Value x, int64_t d) { return arith::MulIOp::create(b, loc, x, cst(b, loc, d)); };
-  Value lane = add(b, loc, mul(rem(i, 8), 4), div(rem(kk, 8), 2));
-  Value reg = add(b, loc, div(i, 8), mul(div(kk, 8), 2));
-  return {lane, reg, rem(kk, 2)};
+  IndexMath m{b, loc};
+  return {m.add(m.mul(m.rem(i, 8), 4), m.div(m.rem(kk, 8), 2)),
+          m.add(m.div(i, 8), m.mul(m.div(kk, 8), 2)), m.rem(kk, 2)};
 }
 Slot bSlot(OpBuilder &b, Location loc, Value kk, Value j) {
-  auto div = [&](Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, cst(b, loc, d)); };
-  auto rem = [&](Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, cst(b, loc, d)); };
-  auto mul = [&](Value x, int64_t d) { return arith::MulIOp::create(b, loc, x, cst(b, loc, d)); };
-  return {add(b, loc, mul(j, 4), div(rem(kk, 8), 2)), div(kk, 8), rem(kk, 2)};
+  IndexMath m{b, loc};
+  return {m.add(m.mul(j, 4), m.div(m.rem(kk, 8), 2)), m.div(kk, 8), m.rem(kk, 2)};
 }
 /// And which lane and accumulator hold D's element (i, j) of a 16x8 half
 /// (`half` unused: accumulators are whole f32).
 Slot cSlot(OpBuilder &b, Location loc, Value i, Value j) {
-  auto div = [&](Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, cst(b, loc, d)); };
-  auto rem = [&](Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, cst(b, loc, d)); };
-  auto mul = [&](Value x, int64_t d) { return arith::MulIOp::create(b, loc, x, cst(b, loc, d)); };
-  return {add(b, loc, mul(rem(i, 8), 4), div(j, 2)), add(b, loc, mul(div(i, 8), 2), rem(j, 2)),
+  IndexMath m{b, loc};
+  return {m.add(m.mul(m.rem(i, 8), 4), m.div(j, 2)), m.add(m.mul(m.div(i, 8), 2), m.rem(j, 2)),
           Value()};
 }
 
