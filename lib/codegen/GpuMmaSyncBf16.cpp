@@ -71,7 +71,7 @@ struct IndexMath {
   Value div(Value x, int64_t d) { return arith::DivUIOp::create(b, loc, x, cst(b, loc, d)); }
   Value rem(Value x, int64_t d) { return arith::RemUIOp::create(b, loc, x, cst(b, loc, d)); }
   Value mul(Value x, int64_t d) { return arith::MulIOp::create(b, loc, x, cst(b, loc, d)); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return kiln::mma::add(b, loc, x, y); }
   Value plus(Value x, int64_t d) { return kiln::mma::plus(b, loc, x, d); }
 };
 
@@ -204,7 +204,7 @@ struct LaneProgram {
 /// The warp's tile and lane program, inside `if (the warp's tile is in C)`.
 template <typename Fn>
 void forWarpTile(OpBuilder &b, MmaContraction &c, bool emulate, Value bx, Value by, Value bz,
-                 Value warp, Value lane, Fn body) {
+                 Value warp, Fn body) {
   Location loc = c.op.getLoc();
   auto [tile, inside] = warpTile(b, loc, c, bx, warp);
   auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
@@ -212,7 +212,7 @@ void forWarpTile(OpBuilder &b, MmaContraction &c, bool emulate, Value bx, Value 
   TileOrigin origin = tileOrigin(ib, loc, c, tile, by, bz);
   body(ib, [&](OpBuilder &lb, Value l) {
     return LaneProgram{c, loc, origin, laneOf(lb, loc, l), llvm::MaybeAlign(emulate ? 2 : 4)};
-  }, lane);
+  });
 }
 
 } // namespace
@@ -227,8 +227,8 @@ void buildBf16Launch(OpBuilder &b, MmaContraction &c) {
   Type f32 = kb.getF32Type();
   auto dType = LLVM::LLVMStructType::getLiteral(kb.getContext(), SmallVector<Type>(4, f32));
   forWarpTile(kb, c, /*emulate=*/false, launch.getBlockIds().x, launch.getBlockIds().y, launch.getBlockIds().z, warp,
-              lane, [&](OpBuilder &ib, auto programOf, Value l) {
-                LaneProgram p = programOf(ib, l);
+              [&](OpBuilder &ib, auto programOf) {
+                LaneProgram p = programOf(ib, lane);
                 SmallVector<Value> init = p.initialAccumulators(ib);
                 auto steps = scf::ForOp::create(
                     ib, loc, cst(ib, loc, 0), cst(ib, loc, c.K()), cst(ib, loc, kFragment), init,
@@ -317,7 +317,7 @@ void buildBf16Emulation(OpBuilder &b, MmaContraction &c) {
     forEach(b1, c.M() / kFragment, [&](OpBuilder &b2, Value by) {
       forEach(b2, c.gridX(), [&](OpBuilder &b3, Value bx) {
         forEach(b3, kWarpsPerBlock, [&](OpBuilder &wb, Value warp) {
-          forWarpTile(wb, c, /*emulate=*/true, bx, by, bz, warp, Value(), [&](OpBuilder &ib, auto programOf, Value) {
+          forWarpTile(wb, c, /*emulate=*/true, bx, by, bz, warp, [&](OpBuilder &ib, auto programOf) {
             forEach(ib, kWarpSize, [&](OpBuilder &lb, Value l) {
               SmallVector<Value> init = programOf(lb, l).initialAccumulators(lb);
               for (auto [e, v] : llvm::enumerate(init))
