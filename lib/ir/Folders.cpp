@@ -569,6 +569,61 @@ OpFoldResult GatherOp::fold(FoldAdaptor a) {
   return bad ? Attribute() : result;
 }
 
+/// Elements of `v` broadcast to the static shape of `rt`, bounded like the
+/// other data-moving folds.
+static std::optional<SmallVector<Attribute>> broadcastValues(DenseElementsAttr v,
+                                                             RankedTensorType rt) {
+  if (rt.getNumElements() > kMaxGenericFoldElements)
+    return std::nullopt;
+  ArrayRef<int64_t> in = v.getType().getShape(), out = rt.getShape();
+  SmallVector<Attribute> values(v.getValues<Attribute>()), result;
+  result.reserve(rt.getNumElements());
+  for (int64_t i = 0; i < rt.getNumElements(); ++i)
+    result.push_back(values.size() == 1 ? values[0]
+                                        : values[broadcastSourceIndex(in, out, i)]);
+  return result;
+}
+
+// Where on shapes: PyTorch exports `expand(n, -1, -1)` and `view(-1, ...)`
+// as Where(Equal(shape, -1), ones, shape), so shape arithmetic stops at a
+// select unless it folds.
+OpFoldResult SelectOp::fold(FoldAdaptor a) {
+  auto c = dense(a.getCondition());
+  if (c && c.isSplat()) {
+    Value picked = c.getSplatValue<bool>() ? getLhs() : getRhs();
+    if (picked.getType() == getType())
+      return picked;
+  }
+  auto l = dense(a.getLhs()), r = dense(a.getRhs());
+  auto rt = staticType(getType());
+  if (!c || !l || !r || !rt)
+    return {};
+  auto lv = broadcastValues(l, rt), rv = broadcastValues(r, rt);
+  if (!lv || !rv)
+    return {};
+  SmallVector<bool> cond(c.getValues<bool>());
+  ArrayRef<int64_t> cs = c.getType().getShape();
+  SmallVector<Attribute> out;
+  for (int64_t i = 0; i < rt.getNumElements(); ++i) {
+    bool pick = cond.size() == 1 ? cond[0] : cond[broadcastSourceIndex(cs, rt.getShape(), i)];
+    out.push_back(pick ? (*lv)[i] : (*rv)[i]);
+  }
+  return DenseElementsAttr::get(rt, out);
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor a) {
+  if (getInput().getType() == getType() && staticType(getType()))
+    return getInput();
+  auto in = dense(a.getInput());
+  auto rt = staticType(getType());
+  if (!in || !rt)
+    return {};
+  if (in.isSplat()) // a splat costs nothing to store, whatever its size
+    return DenseElementsAttr::get(rt, in.getSplatValue<Attribute>());
+  auto v = broadcastValues(in, rt);
+  return v ? DenseElementsAttr::get(rt, *v) : Attribute();
+}
+
 OpFoldResult ShapeOp::fold(FoldAdaptor) {
   auto it = dyn_cast<RankedTensorType>(getInput().getType());
   auto rt = staticType(getType());

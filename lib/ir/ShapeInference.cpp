@@ -580,6 +580,13 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location>
                   : (types.push_back(tensorOf(SmallVector<int64_t>(target->size(), kDyn), elt)),
                      success());
       d = it.getDimSize(i);
+      // A copied dimension that is not known yet is unknown in the result
+      // too; its sentinel must not be read as a size (it is negative).
+      if (ShapedType::isDynamic(d)) {
+        shape.push_back(kDyn);
+        known = -1;
+        continue;
+      }
     }
     if (d == -1) {
       if (inferAt >= 0)
@@ -859,6 +866,8 @@ LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location
                                            Adaptor a, SmallVectorImpl<Type> &types) {
   Type elt = elementTypeOf(a.getInput());
   auto it = ranked(a.getInput()), xt = ranked(a.getIndices());
+  if (xt && xt.getRank() == 0)
+    return fail(loc, "gather_nd indices must have rank 1 or more");
   if (!it || !xt || xt.isDynamicDim(xt.getRank() - 1)) {
     types.push_back(UnrankedTensorType::get(elt));
     return success();

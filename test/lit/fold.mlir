@@ -184,3 +184,60 @@ func.func @signed_int_to_float() -> (tensor<f32>, tensor<f32>) {
   %c = kiln.ceil %d : (tensor<f32>) -> tensor<f32>
   return %fa, %c : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// PyTorch's `expand(n, -1, -1)`: Where(Equal(shape, -1), ones, shape) on a
+// constant shape folds, so the Expand's target is a constant.
+// CHECK-LABEL: func.func @select_shape
+// CHECK-NEXT: %[[C:.*]] = kiln.constant {value = dense<[2, 1, 768]> : tensor<3xi64>}
+// CHECK-NEXT: return %[[C]]
+func.func @select_shape() -> tensor<3xi64> {
+  %s = kiln.constant {value = dense<[2, -1, -1]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %m = kiln.constant {value = dense<-1> : tensor<i64>} : () -> tensor<i64>
+  %one = kiln.constant {value = dense<1> : tensor<3xi64>} : () -> tensor<3xi64>
+  %other = kiln.constant {value = dense<[7, 1, 768]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %eq = kiln.equal %s, %m : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
+  %w = kiln.select %eq, %one, %s : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %n = kiln.constant {value = dense<[1, 1, 768]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %r = kiln.max %w, %n : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  return %r : tensor<3xi64>
+}
+
+// -----
+
+// A select with a broadcast condition picks element by element.
+// CHECK-LABEL: func.func @select_broadcast
+// CHECK: dense<{{\[}}[1, 20], [3, 40]]> : tensor<2x2xi64>
+func.func @select_broadcast() -> tensor<2x2xi64> {
+  %c = kiln.constant {value = dense<[true, false]> : tensor<2xi1>} : () -> tensor<2xi1>
+  %a = kiln.constant {value = dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>} : () -> tensor<2x2xi64>
+  %b = kiln.constant {value = dense<[[10, 20], [30, 40]]> : tensor<2x2xi64>} : () -> tensor<2x2xi64>
+  %r = kiln.select %c, %a, %b : (tensor<2xi1>, tensor<2x2xi64>, tensor<2x2xi64>) -> tensor<2x2xi64>
+  return %r : tensor<2x2xi64>
+}
+
+// -----
+
+// A select whose condition is a splat is the operand it picks, constant or not.
+// CHECK-LABEL: func.func @select_splat
+// CHECK-NEXT: return %arg1
+func.func @select_splat(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  %c = kiln.constant {value = dense<false> : tensor<3xi1>} : () -> tensor<3xi1>
+  %r = kiln.select %c, %a, %b : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}
+
+// -----
+
+// Expand of a constant by a constant shape folds; not a non-constant input.
+// CHECK-LABEL: func.func @expand_fold
+// CHECK: dense<{{\[}}[1, 2], [1, 2], [1, 2]]> : tensor<3x2xi64>
+// CHECK: kiln.expand %arg0
+func.func @expand_fold(%x: tensor<1x2xf32>) -> (tensor<3x2xi64>, tensor<3x2xf32>) {
+  %v = kiln.constant {value = dense<[[1, 2]]> : tensor<1x2xi64>} : () -> tensor<1x2xi64>
+  %s = kiln.constant {value = dense<[3, 1]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %e = kiln.expand %v, %s : (tensor<1x2xi64>, tensor<2xi64>) -> tensor<3x2xi64>
+  %f = kiln.expand %x, %s : (tensor<1x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  return %e, %f : tensor<3x2xi64>, tensor<3x2xf32>
+}

@@ -66,3 +66,27 @@ func.func @bad_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<*xf32> 
   %0 = kiln.add %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
+
+// -----
+
+// A 0 in a reshape target copies the input's dimension; an unknown one stays
+// unknown (its sentinel is no size: it used to fail as "reshape shape has
+// negative dimension -9223372036854775808" on a BiLSTM's Reshape).
+// CHECK-LABEL: func.func @reshape_copies_unknown_dim
+// CHECK-SAME: -> tensor<?x40x2x48xf32>
+func.func @reshape_copies_unknown_dim(%x: tensor<?x40x96xf32>) -> tensor<*xf32> {
+  %s = kiln.constant {value = dense<[0, 40, 2, 48]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %r = kiln.reshape %x, %s {allowzero = false} : (tensor<?x40x96xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %r : tensor<*xf32>
+}
+
+// -----
+
+// With a -1 beside a copied unknown dimension, neither is known.
+// CHECK-LABEL: func.func @reshape_copies_unknown_dim_and_infers
+// CHECK-SAME: -> tensor<?x?x48xf32>
+func.func @reshape_copies_unknown_dim_and_infers(%x: tensor<?x40x96xf32>) -> tensor<*xf32> {
+  %s = kiln.constant {value = dense<[0, -1, 48]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %r = kiln.reshape %x, %s {allowzero = false} : (tensor<?x40x96xf32>, tensor<3xi64>) -> tensor<*xf32>
+  return %r : tensor<*xf32>
+}

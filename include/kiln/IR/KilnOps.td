@@ -242,6 +242,7 @@ def Kiln_SelectOp : Kiln_Op<"select"> {
   }];
   let arguments = (ins AnyTensor:$condition, AnyTensor:$lhs, AnyTensor:$rhs);
   let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
 }
 
 def Kiln_CastOp : Kiln_Op<"cast"> {
@@ -602,6 +603,7 @@ def Kiln_ExpandOp : Kiln_Op<"expand"> {
   }];
   let arguments = (ins AnyTensor:$input, AnyTensor:$shape);
   let results = (outs AnyTensor:$output);
+  let hasFolder = 1;
 }
 
 def Kiln_TileOp : Kiln_Op<"tile"> {
