@@ -88,15 +88,25 @@ std::optional<bool> getConstantBool(Value v) {
 
 Value NodeImporter::foldConstantOperands(Operation *op) {
   Value result = op->getResult(0);
-  if (op->getNumResults() != 1 || op->getNumOperands() == 0 ||
-      !llvm::all_of(op->getOperands(), [](Value v) {
-        return matchPattern(v, m_Constant());
-      }))
+  if (op->getNumResults() != 1 || op->getNumOperands() == 0)
     return result;
+  // Fold with whatever operands are constant: some folders need none (Shape
+  // of a tensor of static shape, a Select whose condition is a splat), and
+  // Resize sizes or a Loop's trip count computed from shapes must be
+  // constants while the rule that reads them runs, not only after
+  // kiln-infer-shapes.
+  SmallVector<Attribute> operands;
+  for (Value v : op->getOperands()) {
+    Attribute a;
+    operands.push_back(matchPattern(v, m_Constant(&a)) ? a : Attribute());
+  }
   SmallVector<OpFoldResult> folded;
-  if (mlir::failed(op->fold(folded)) || folded.size() != 1)
+  if (mlir::failed(op->fold(operands, folded)) || folded.size() != 1)
     return result;
-  if (auto same = dyn_cast_if_present<Value>(folded[0]); same && same.getType() == result.getType()) {
+  if (auto same = dyn_cast_if_present<Value>(folded[0])) {
+    // An in-place fold (the op updated itself) keeps the op.
+    if (same == result || same.getType() != result.getType())
+      return result;
     op->erase();
     return same;
   }

@@ -125,10 +125,11 @@ public:
   bool failed() const { return failed_; }
 
 private:
-  /// `op`'s result, or a constant in its place when all its operands are
-  /// constants and it folds: shape arithmetic on constants (and on inputs
-  /// the executable is specialised on) stays visible to later rules that
-  /// need a constant, such as a Loop's trip count or a Reshape's target.
+  /// `op`'s result, or what it folds to given the operands that are
+  /// constants (a constant, or one of its operands): shape arithmetic on
+  /// static shapes and constants (and on inputs the executable is
+  /// specialised on) stays visible to later rules that need a constant, such
+  /// as a Loop's trip count or Resize's sizes.
   mlir::Value foldConstantOperands(mlir::Operation *op);
 
   llvm::ArrayRef<mlir::Value> inputs;

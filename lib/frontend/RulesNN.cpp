@@ -20,7 +20,7 @@ LogicalResult resolvePads(NodeImporter &n, RankedTensorType in, ArrayRef<int64_t
   constexpr int64_t kMaxWindow = int64_t(1) << 24;
   auto inRange = [&](ArrayRef<int64_t> v, int64_t lo, StringRef what) -> LogicalResult {
     for (int64_t x : v)
-      if (x < lo || x > kMaxWindow)
+      if (!ShapedType::isDynamic(x) && (x < lo || x > kMaxWindow)) // a weight's unknown dim
         return n.error(what + " " + Twine(x) + " is outside [" + Twine(lo) + ", 2^24]");
     return success();
   };
@@ -44,8 +44,8 @@ LogicalResult resolvePads(NodeImporter &n, RankedTensorType in, ArrayRef<int64_t
     return n.error("unknown auto_pad '" + autoPad + "'");
   for (size_t i = 0; i < spatial; ++i) {
     int64_t dim = in.getDimSize(2 + i);
-    if (ShapedType::isDynamic(dim))
-      return n.error("auto_pad SAME needs static spatial dimensions");
+    if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(kernel[i]))
+      return n.error("auto_pad SAME needs static spatial dimensions and kernel");
     int64_t out = (dim + strides[i] - 1) / strides[i];
     int64_t total =
         std::max<int64_t>((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - dim, 0);

@@ -176,7 +176,7 @@ struct Recurrence {
       if (lens && llvm::any_of(*lens, [&](int64_t l) { return l < 0 || l > seq; }))
         return n.error("sequence_lens must be between 0 and the sequence length " + Twine(seq));
       auto lt = NodeImporter::rankedType(n.input(4));
-      if (!lt || lt.getRank() != 1 || lt.getDimSize(0) != batch)
+      if (!lt || lt.getRank() != 1 || (!lt.isDynamicDim(0) && lt.getDimSize(0) != batch))
         return n.error("sequence_lens must be a vector of the batch size " + Twine(batch));
       if (!lens || llvm::any_of(*lens, [&](int64_t l) { return l != seq; }))
         lengths = n.make<ReshapeOp>(n.make<CastOp>(n.input(4), TypeAttr::get(n.b.getI64Type())),

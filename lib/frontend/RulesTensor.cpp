@@ -515,9 +515,15 @@ LogicalResult dropout(NodeImporter &n, Outs &out) {
   if (n.node.output_size() > 1 && !n.node.output(1).empty()) {
     // The mask of an inference-mode dropout keeps everything.
     auto t = NodeImporter::rankedType(x);
-    if (!t || !t.hasStaticShape())
-      return n.error("Dropout's mask output needs an input of static shape");
-    out.push_back(n.constant(DenseElementsAttr::get(t.clone(n.b.getI1Type()), true)));
+    if (t && t.hasStaticShape()) {
+      out.push_back(n.constant(DenseElementsAttr::get(t.clone(n.b.getI1Type()), true)));
+    } else {
+      // The shape is known only later (or at run time): all-true of x's shape.
+      auto one = DenseElementsAttr::get(RankedTensorType::get({1}, n.b.getI1Type()), true);
+      Value shape = n.make<ShapeOp>(x, n.b.getI64IntegerAttr(0),
+                                    n.b.getI64IntegerAttr(std::numeric_limits<int64_t>::max()));
+      out.push_back(n.make<ConstantOfShapeOp>(shape, one));
+    }
   }
   return success();
 }
@@ -535,7 +541,8 @@ LogicalResult reverseSequence(NodeImporter &n, Outs &out) {
     return n.error("ReverseSequence needs time_axis and batch_axis to be 0 and 1 (got " +
                    Twine(timeAxis) + " and " + Twine(batchAxis) + ")");
   auto lt = NodeImporter::rankedType(lens);
-  if (!lt || lt.getRank() != 1 || lt.getDimSize(0) != t.getDimSize(batchAxis))
+  if (!lt || lt.getRank() != 1 ||
+      (!lt.isDynamicDim(0) && lt.getDimSize(0) != t.getDimSize(batchAxis)))
     return n.error("ReverseSequence's sequence_lens must be a vector of the batch size " +
                    Twine(t.getDimSize(batchAxis)));
   int64_t rank = t.getRank();
