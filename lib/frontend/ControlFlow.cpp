@@ -9,8 +9,10 @@
 // block is then moved into the op. Subgraphs read values of the enclosing
 // graphs directly (scf regions are not isolated from above).
 //
-// Limits, each reported as an error at the node: branch results must have
-// the same static type in both branches; loop-carried values keep their
+// Limits, each reported as an error at the node: an If result takes the
+// more general type of its two branches (dims that differ become dynamic,
+// each branch's value cast to it), and branches of different rank need a
+// condition known while compiling; loop-carried values keep their
 // type from one iteration to the next; a Loop with scan outputs needs its
 // number of iterations when compiling (a constant trip count and initial
 // condition, and a body that cannot end early), since its outputs have
@@ -133,6 +135,22 @@ LogicalResult checkCarried(NodeImporter &n, const onnx::GraphProto &body, size_t
 // If
 //===----------------------------------------------------------------------===//
 
+/// The type of an If result whose branches give `a` and `b`: the same rank
+/// and element type, with the dims that differ unknown. Null when the ranks
+/// or element types differ (or either is not a ranked tensor).
+Type joinBranchTypes(Type a, Type b) {
+  if (a == b)
+    return a;
+  auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+  if (!ta || !tb || ta.getRank() != tb.getRank() ||
+      ta.getElementType() != tb.getElementType())
+    return {};
+  SmallVector<int64_t> shape;
+  for (auto [da, db] : llvm::zip(ta.getShape(), tb.getShape()))
+    shape.push_back(da == db ? da : ShapedType::kDynamic);
+  return RankedTensorType::get(shape, ta.getElementType());
+}
+
 LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Value> &outputs,
                        SequenceSlots *seqOutputs) {
   const onnx::GraphProto *thenGraph = graphAttr(n, "then_branch");
@@ -164,16 +182,27 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
                    Twine(elseValues.size()));
   SmallVector<Type> types;
   for (auto [i, t, e] : llvm::enumerate(thenValues, elseValues)) {
-    if (t.getType() != e.getType())
+    Type joined = joinBranchTypes(t.getType(), e.getType());
+    if (!joined)
+      // Different ranks or element types: no one tensor type holds both.
+      // The condition must then be known while compiling; kiln::Model
+      // retries with small inputs' values (a sample rate, a mode flag), so
+      // that only the branch taken is imported.
       return n.error("output " + Twine(i) + " is " + typeString(t.getType()) +
                      " in then_branch but " + typeString(e.getType()) +
-                     " in else_branch; Kiln needs both branches to give the same static type");
-    types.push_back(t.getType());
+                     " in else_branch; branches of different rank need a condition that "
+                     "must be a constant while compiling (it depends on graph inputs "
+                     "other than small scalars, or on computed values)");
+    types.push_back(joined);
   }
   for (auto [block, values] : {std::pair{thenBlock.get(), &thenValues},
                                std::pair{elseBlock.get(), &elseValues}}) {
     OpBuilder::InsertionGuard guard(n.b);
     n.b.setInsertionPointToEnd(block);
+    // Each branch's value takes the If's more general type.
+    for (size_t i = 0; i < types.size(); ++i)
+      if ((*values)[i].getType() != types[i])
+        (*values)[i] = tensor::CastOp::create(n.b, n.loc, types[i], (*values)[i]);
     scf::YieldOp::create(n.b, n.loc, *values);
   }
   auto ifOp = scf::IfOp::create(n.b, n.loc, types, c, /*addThenBlock=*/true,
