@@ -109,6 +109,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   }
   pm.addPass(createKilnOutlineLoopNests());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
+  pm.addNestedPass<func::FuncOp>(createKilnEmptyArguments());
 
   std::string tail =
       "func.func(convert-linalg-to-loops),"
@@ -138,6 +139,7 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   // order, so buffers with disjoint live ranges may share bytes there too.
   pm.addPass(createKilnPlanMemory());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
+  pm.addNestedPass<func::FuncOp>(createKilnEmptyArguments());
 
   std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
   std::string weights = "{global-alignment=" + std::to_string(kGpuWeightAlignment) + "},";

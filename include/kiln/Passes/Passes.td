@@ -366,6 +366,29 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
+def KilnEmptyArguments : Pass<"kiln-empty-arguments", "mlir::func::FuncOp"> {
+  let summary = "Pass buffers of zero elements to a public function as memref<0xT>";
+  let description = [{
+    The entry point takes each buffer as a bare pointer, which upstream's
+    func-to-llvm gives only to memrefs whose layout it can express as
+    strides; a static shape with a zero after the first dimension (an empty
+    KV cache `1x4x0x16`, a zero-length sequence) is not one, and the whole
+    function then stays unconverted. A buffer with no elements is never read
+    or written, so each such argument of a public function becomes
+    `memref<0xT>` (one pointer in the ABI, as before) and its uses take a
+    zero-sized `memref.alloca` of the original type.
+
+    ```mlir
+    func.func @main(%past: memref<1x4x0x16xf32>, ...)
+    // becomes
+    func.func @main(%past: memref<0xf32>, ...) {
+      %0 = memref.alloca() : memref<1x4x0x16xf32>
+      ... uses of %past use %0 ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def KilnFlattenGlobals : Pass<"kiln-flatten-globals", "mlir::ModuleOp"> {
   let summary = "Store N-d constant memref.globals as 1-D, viewed through expand_shape";
   let description = [{
