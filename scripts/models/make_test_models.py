@@ -20,6 +20,9 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | masked_select | TorchScript export of `x[x > t]` and `torch.nonzero(x > 0)` with a threshold computed from the input: NonZero, Transpose and GatherND on run-time values, outputs whose length depends on the data |
 | qlinear_cnn | the QOperator form: QuantizeLinear, two QLinearConv (per-channel int8 weights, int32 biases, 16 channels on 14x14) and DequantizeLinear; Kiln runs them on the f32 kernels where the integer sums are exact in f32, so outputs must match ONNX Runtime's integer kernels to the quantum |
 | qdq_convnet | the QDQ form with two 64-channel 3x3 convolutions (one with a Relu before a non-zero output zero point) and a per-column quantized MatMul, which Kiln fuses into integer kernels; checked to the bit |
+| gpt2_kv | a GPT-2-style decoder step with a KV cache: past and new lengths, batch dynamic; run from an empty past (0-length cache), then with 7 cached and 1 new token |
+| bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
+| if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -430,7 +433,124 @@ def qdq_convnet(folder):
             ([rng.uniform(-2, 4, (1, 16, 16, 16)).astype(np.float32)], None)]
 
 
-MODELS = {"loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
+def gpt2_kv(folder):
+    """A GPT-2-style decoder step with a KV cache (export_shape_models.py's
+    Gpt2Decoder, smaller), exported with dynamic batch, past and new lengths;
+    run from an empty past (P = 0, the first call of every generation), then
+    with a past of 7 and one new token, then with a past of 2 and 3 new."""
+    import export_shape_models as esm
+    torch.manual_seed(0)
+    model = esm.Gpt2Decoder(vocab=40, d=32, heads=2, layers=2, max_pos=32).eval()
+    names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(2) for kv in ("key", "value")]
+    outs = ["logits"] + [f"present_{kv}_{i}" for i in range(2) for kv in ("key", "value")]
+    dyn = {"input_ids": {0: "batch", 1: "new"}, "logits": {0: "batch", 1: "new"}}
+    for i in range(2):
+        for kv in ("key", "value"):
+            dyn[f"past_{kv}_{i}"] = {0: "batch", 2: "past"}
+            dyn[f"present_{kv}_{i}"] = {0: "batch", 2: "total"}
+    gen = torch.Generator().manual_seed(1)
+
+    def inputs(b, t, p):
+        ids = torch.randint(0, 40, (b, t), generator=gen)
+        return [ids] + [torch.randn(b, 2, p, 16, generator=gen) for _ in range(4)]
+
+    sets_in = [inputs(1, 5, 0), inputs(2, 1, 7), inputs(1, 3, 2)]
+    torch.onnx.export(model, tuple(sets_in[0]), os.path.join(folder, "model.onnx"),
+                      opset_version=17, input_names=names, output_names=outs, dynamic_axes=dyn,
+                      do_constant_folding=True, **no_dynamo())
+    sets = []
+    for xs in sets_in:
+        with torch.no_grad():
+            refs = [y.numpy() for y in model(*xs)]
+        sets.append(([x.numpy() for x in xs], refs))
+    return sets
+
+
+def bilstm_tagger(folder):
+    """A bidirectional LSTM tagger (embedding, BiLSTM, linear) with dynamic
+    batch and length: batch 1 of 40 tokens (where a Reshape copied an
+    unknown dimension's sentinel as a size) and batch 3 of 9."""
+    import export_shape_models as esm
+    torch.manual_seed(0)
+    model = esm.BiLstmTagger(vocab=30, emb=16, hidden=24, tags=5).eval()
+    gen = torch.Generator().manual_seed(1)
+    sets_in = [torch.randint(0, 30, (1, 40), generator=gen),
+               torch.randint(0, 30, (3, 9), generator=gen)]
+    torch.onnx.export(model, (sets_in[0],), os.path.join(folder, "model.onnx"), opset_version=13,
+                      input_names=["tokens"], output_names=["tags"],
+                      dynamic_axes={"tokens": {0: "batch", 1: "length"},
+                                    "tags": {0: "batch", 1: "length"}},
+                      do_constant_folding=True, **no_dynamo())
+    sets = []
+    for x in sets_in:
+        with torch.no_grad():
+            sets.append(([x.numpy()], [model(x).numpy()]))
+    return sets
+
+
+def if_sample_rate(folder):
+    """Built with ONNX's helpers, in the shape of the Silero voice-activity
+    detector that npm packages ship: If(Equal(sr, 16000)) whose branches give
+    results of different rank (a 3-D frame stack at 16 kHz, a 4-D one at
+    8 kHz), so the condition must be known while compiling: Kiln specialises
+    on the scalar input sr. A second If on sr picks between outputs of the
+    same rank and different lengths. References by hand (numpy)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])
+    sr = helper.make_tensor_value_info("sr", TensorProto.INT64, [])
+    # y leaves the If as 3-D or 4-D; flattened, the graph output is [n].
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, "k"])
+    flat = helper.make_tensor("flat", TensorProto.INT64, [1], [-1])
+    c16k = helper.make_tensor("c16k", TensorProto.INT64, [], [16000])
+
+    def branch(name, shape, scale, zlen):
+        s = helper.make_tensor(f"{name}_shape", TensorProto.INT64, [len(shape)], shape)
+        k = helper.make_tensor(f"{name}_k", TensorProto.FLOAT, [], [scale])
+        st = helper.make_tensor(f"{name}_st", TensorProto.INT64, [1], [0])
+        en = helper.make_tensor(f"{name}_en", TensorProto.INT64, [1], [zlen])
+        ax = helper.make_tensor(f"{name}_ax", TensorProto.INT64, [1], [1])
+        nodes = [helper.make_node("Reshape", ["x", f"{name}_shape"], [f"{name}_r"]),
+                 helper.make_node("Mul", [f"{name}_r", f"{name}_k"], [f"{name}_y"]),
+                 helper.make_node("Slice", ["x", f"{name}_st", f"{name}_en", f"{name}_ax"],
+                                  [f"{name}_z"])]
+        rank = len(shape)
+        return helper.make_graph(
+            nodes, name, [],
+            [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [None] * rank),
+             helper.make_tensor_value_info(f"{name}_z", TensorProto.FLOAT, [1, None])],
+            initializer=[s, k, st, en, ax])
+
+    nodes = [helper.make_node("Equal", ["sr", "c16k"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["frames", "z"], name="If_sr",
+                              then_branch=branch("then", [1, 4, -1], 2.0, 6),
+                              else_branch=branch("else", [1, 2, 2, -1], -1.0, 3)),
+             helper.make_node("Reshape", ["frames", "flat"], ["y"], name="flatten")]
+    graph = helper.make_graph(nodes, "if_sample_rate", [x, sr], [y, z],
+                              initializer=[c16k, flat])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    # No check_model: it wants a shape on every graph output, and y has none
+    # (its rank depends on the branch). ONNX Runtime loads it as it is.
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    rng = np.random.default_rng(0)
+    sets = []
+    for rate, n in ((16000, 16), (8000, 8)):
+        xv = rng.standard_normal((1, n)).astype(np.float32)
+        if rate == 16000:
+            refs = [(xv.reshape(1, 4, -1) * 2.0).reshape(-1), xv[:, :6]]
+        else:
+            refs = [(xv.reshape(1, 2, 2, -1) * -1.0).reshape(-1), xv[:, :3]]
+        sets.append(([xv, np.array(rate, dtype=np.int64)], refs))
+    return sets
+
+
+def no_dynamo():
+    import inspect
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
+
+MODELS = {"gpt2_kv": gpt2_kv, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
+          "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
           "qdq_convnet": qdq_convnet}
 
