@@ -115,6 +115,34 @@ struct LowerLoopGuard : OpRewritePattern<LoopGuardOp> {
   }
 };
 
+/// A kiln op whose results all have zero elements computes nothing: any
+/// tensor of each result's type serves its users. Replacing such ops before
+/// the patterns run spares every lowering, and the microkernels (which take
+/// no empty shapes), the empty case: a softmax over an empty KV cache, a
+/// MatMul of an empty batch, a Gather of no detections.
+void replaceEmptyResults(func::FuncOp func) {
+  auto isEmpty = [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.hasStaticShape() && r.getNumElements() == 0;
+  };
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isa<KilnDialect>(op->getDialect()) && !isa<ConstantOp, LoopGuardOp, CallKernelOp>(op) &&
+        op->getNumResults() > 0 && llvm::all_of(op->getResultTypes(), isEmpty))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    OpBuilder b(op);
+    SmallVector<Value> values;
+    for (Type t : op->getResultTypes()) {
+      auto r = cast<RankedTensorType>(t);
+      values.push_back(tensor::EmptyOp::create(b, op->getLoc(), r.getShape(), r.getElementType()));
+    }
+    op->replaceAllUsesWith(values);
+    op->erase();
+  }
+}
+
 struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
   using KilnLowerToLinalgBase::KilnLowerToLinalgBase;
   void runOnOperation() override {
@@ -144,6 +172,7 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
       ok &= succeeded(checkCodegenType(func, arg.getType(), "a model input"));
     if (!ok)
       return failure();
+    replaceEmptyResults(func);
 
     if (useKernels) {
       RewritePatternSet fused(&getContext());

@@ -20,7 +20,7 @@ LogicalResult resolvePads(NodeImporter &n, RankedTensorType in, ArrayRef<int64_t
   constexpr int64_t kMaxWindow = int64_t(1) << 24;
   auto inRange = [&](ArrayRef<int64_t> v, int64_t lo, StringRef what) -> LogicalResult {
     for (int64_t x : v)
-      if (!ShapedType::isDynamic(x) && (x < lo || x > kMaxWindow)) // a weight's unknown dim
+      if (x < lo || x > kMaxWindow)
         return n.error(what + " " + Twine(x) + " is outside [" + Twine(lo) + ", 2^24]");
     return success();
   };
@@ -82,6 +82,11 @@ Value buildConv(NodeImporter &n, Value x, Value w, Value bias) {
   SmallVector<int64_t> dilations = intsOr(n, "dilations", spatial, 1);
   if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial)
     return (void)n.error("kernel_shape/strides/dilations do not match the input rank"), Value();
+  // Without kernel_shape the window is the weight's spatial shape; an
+  // unknown one must not be read as a (negative) size.
+  if (llvm::any_of(kernel, ShapedType::isDynamic))
+    return (void)n.error("Conv without kernel_shape needs a weight of known spatial shape"),
+           Value();
   SmallVector<int64_t> pads;
   if (failed(resolvePads(n, xt, kernel, strides, dilations, pads)))
     return {};

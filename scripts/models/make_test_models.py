@@ -22,6 +22,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | qdq_convnet | the QDQ form with two 64-channel 3x3 convolutions (one with a Relu before a non-zero output zero point) and a per-column quantized MatMul, which Kiln fuses into integer kernels; checked to the bit |
 | gpt2_kv | a GPT-2-style decoder step with a KV cache: past and new lengths, batch dynamic; run from an empty past (0-length cache), then with 7 cached and 1 new token |
 | bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
+| empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
@@ -544,12 +545,61 @@ def if_sample_rate(folder):
     return sets
 
 
+def empty_tensors(folder):
+    """Built with ONNX's helpers: ops on tensors with a dimension of 0, as an
+    empty KV cache or an empty detection list gives them. MatMul and Gemm
+    with K = 0 (zeros; the bias), Concat with an empty part, reductions over
+    an empty axis (their identity), Softmax and LayerNormalization of an
+    empty tensor, Add broadcasting an empty tensor. The data sets give the
+    empty dimension at run time (k = 0 and, for comparison, k = 2)."""
+    F = TensorProto.FLOAT
+    a = helper.make_tensor_value_info("a", F, [2, "k"])
+    b = helper.make_tensor_value_info("b", F, ["k", 3])
+    c = helper.make_tensor_value_info("c", F, [2, 3])
+    outs = [("mm", [2, 3]), ("gemm", [2, 3]), ("cat", [2, None]), ("rsum", [2]),
+            ("rprod", [2]), ("rmax", [2]), ("soft", [2, None]), ("ln", [None, 3]),
+            ("add", [2, None]), ("lse", [2])]
+    ones = helper.make_tensor("ones", F, [1], [1.0])
+    zero = helper.make_tensor("zero", F, [1], [0.0])
+    ax1 = helper.make_tensor("ax1", TensorProto.INT64, [1], [1])
+    ones3 = helper.make_tensor("ones3", F, [3], [1.0, 0.5, 2.0])
+    zero3 = helper.make_tensor("zero3", F, [3], [0.0, 1.0, -1.0])
+    nodes = [
+        helper.make_node("MatMul", ["a", "b"], ["mm"], name="matmul"),
+        helper.make_node("Gemm", ["a", "b", "c"], ["gemm"], name="gemm"),
+        helper.make_node("Concat", ["a", "c"], ["cat"], axis=1, name="concat"),
+        helper.make_node("ReduceSum", ["a", "ax1"], ["rsum"], keepdims=0, name="reduce_sum"),
+        helper.make_node("ReduceProd", ["a"], ["rprod"], axes=[1], keepdims=0, name="reduce_prod"),
+        helper.make_node("ReduceMax", ["a"], ["rmax"], axes=[1], keepdims=0, name="reduce_max"),
+        helper.make_node("Softmax", ["a"], ["soft"], axis=-1, name="softmax"),
+        # ONNX Runtime refuses an empty normalised axis; an empty batch of rows:
+        helper.make_node("LayerNormalization", ["b", "ones3", "zero3"], ["ln"], axis=-1,
+                         name="layer_norm"),
+        helper.make_node("Add", ["a", "zero"], ["add"], name="add"),
+        helper.make_node("ReduceLogSumExp", ["a"], ["lse"], axes=[1], keepdims=0, name="lse"),
+    ]
+    graph = helper.make_graph(nodes, "empty_tensors", [a, b, c],
+                              [helper.make_tensor_value_info(n, F, sh) for n, sh in outs],
+                              initializer=[ones, zero, ax1, ones3, zero3])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    rng = np.random.default_rng(0)
+    sets = []
+    for k in (0, 2):
+        sets.append(([rng.standard_normal((2, k)).astype(np.float32),
+                      rng.standard_normal((k, 3)).astype(np.float32),
+                      rng.standard_normal((2, 3)).astype(np.float32)], None))
+    return sets
+
+
 def no_dynamo():
     import inspect
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
-MODELS = {"gpt2_kv": gpt2_kv, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
+MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
           "qdq_convnet": qdq_convnet}

@@ -252,3 +252,25 @@ func.func @loop_guard(%t: tensor<i64>) -> i1 {
   %go = kiln.loop_guard %i {node = "while"} : i1
   return %go : i1
 }
+
+// -----
+
+// Ops whose results have no elements compute nothing: a softmax over an empty
+// KV cache and a product with an empty batch become tensor.empty, with no
+// kernel call or linalg op (the microkernels take no empty shapes). A
+// product with K = 0 has elements (zeros) and is lowered as usual.
+// CHECK-LABEL: func.func @empty_results
+// CHECK-NOT: kiln.
+// CHECK-NOT: call @kiln_softmax
+// CHECK-DAG: tensor.empty() : tensor<2x4x0xf32>
+// CHECK-DAG: tensor.empty() : tensor<0x3xf32>
+// CHECK: linalg.fill
+// CHECK: return
+func.func @empty_results(%s: tensor<2x4x0xf32>, %a: tensor<0x5xf32>, %w: tensor<5x3xf32>,
+                         %x: tensor<2x0xf32>, %y: tensor<0x3xf32>)
+    -> (tensor<2x4x0xf32>, tensor<0x3xf32>, tensor<2x3xf32>) {
+  %p = kiln.softmax %s {axis = 2 : i64, log = false, scale = 1.0 : f32} : (tensor<2x4x0xf32>) -> tensor<2x4x0xf32>
+  %m = kiln.matmul %a, %w : (tensor<0x5xf32>, tensor<5x3xf32>) -> tensor<0x3xf32>
+  %k = kiln.matmul %x, %y : (tensor<2x0xf32>, tensor<0x3xf32>) -> tensor<2x3xf32>
+  return %p, %m, %k : tensor<2x4x0xf32>, tensor<0x3xf32>, tensor<2x3xf32>
+}
