@@ -653,6 +653,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   // empty optional none.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<SmallVector<std::string>> argDimNames;
   std::vector<const onnx::ValueInfoProto *> realInputs = modelInputs(*model.proto);
   if (!opts.inputLayout.empty() && opts.inputLayout.size() != realInputs.size()) {
     emitError(moduleLoc) << "the model has " << realInputs.size() << " inputs, but a layout for "
@@ -689,6 +690,16 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
         return {};
       argTypes.push_back(*t);
       argNames.push_back(layout >= 0 ? in->name() + "[" + std::to_string(k) + "]" : in->name());
+      // The names of unknown dims (ONNX dim_param), for kiln-symbolic-dims:
+      // two inputs that share "batch" share the symbol.
+      SmallVector<std::string> dimNames;
+      auto rt = dyn_cast<RankedTensorType>(*t);
+      if (rt && !rt.hasStaticShape() && element.has_tensor_type() &&
+          element.tensor_type().has_shape() &&
+          element.tensor_type().shape().dim_size() == rt.getRank())
+        for (const auto &dim : element.tensor_type().shape().dim())
+          dimNames.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+      argDimNames.push_back(std::move(dimNames));
     }
   }
   if (!opts.inputShapes.empty() && opts.inputShapes.size() != argTypes.size()) {
@@ -704,6 +715,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   SmallVector<Value> args;
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    if (auto type = dyn_cast<RankedTensorType>(argTypes[i]);
+        type && !type.hasStaticShape() && llvm::any_of(argDimNames[i], [](const std::string &n) {
+          return !n.empty();
+        }))
+      func.setArgAttr(i, "kiln.dim_names",
+                      b.getStrArrayAttr(llvm::to_vector_of<StringRef>(argDimNames[i])));
     args.push_back(entry->getArgument(i));
     auto fixed = opts.inputValues.find(i);
     if (fixed == opts.inputValues.end())

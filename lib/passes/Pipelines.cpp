@@ -21,6 +21,7 @@ namespace kiln {
 
 void buildKilnOptimizationPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnInferShapes());
+  pm.addNestedPass<func::FuncOp>(createKilnSymbolicDims());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

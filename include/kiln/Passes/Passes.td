@@ -17,6 +17,31 @@ def KilnInferShapes : Pass<"kiln-infer-shapes", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnSymbolicDims : Pass<"kiln-symbolic-dims", "mlir::func::FuncOp"> {
+  let summary = "Track unknown dims as expressions of the inputs' dims";
+  let description = [{
+    Runs the symbolic-dimension analysis (include/kiln/IR/SymbolicDims.h)
+    over each function in order: every unknown input dim is a symbol (named
+    by its ONNX dim_param, `kiln.dim_names` on the argument), and shape
+    arithmetic (Shape, Gather, Slice, Concat, Unsqueeze, integer Add/Sub/
+    Mul/Div/Max/Min, Where, Cast) carries expressions over them into the ops
+    that take shapes (Reshape, Expand, ConstantOfShape, Tile, Range) and
+    through elementwise, row, transpose, concat, gather and matmul ops.
+    A dim whose expression is a constant becomes static in the result type
+    (an Expand to [batch, 1, 768] has 1x768 known); each function result
+    with unknown dims gets `kiln.dims`, one string per dim saying how it
+    follows from the inputs ("batch", "past + new"). With concrete input
+    shapes there are no symbols and nothing changes.
+
+    ```mlir
+    func.func @main(%k: tensor<1x4x?x16xf32> {kiln.dim_names = ["", "", "past", ""]},
+                    %n: tensor<1x4x?x16xf32> {kiln.dim_names = ["", "", "new", ""]})
+        -> (tensor<1x4x?x16xf32> {kiln.dims = ["1", "4", "past + new", "16"]})
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnConvertLayout : Pass<"kiln-convert-layout", "mlir::func::FuncOp"> {
   let summary = "Move 2-D convolution chains to NHWC and fuse their epilogues";
   let description = [{

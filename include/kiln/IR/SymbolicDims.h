@@ -1,0 +1,69 @@
+// Symbolic dimensions: what each tensor's dims are, and what each small
+// integer tensor (a shape value) holds, as affine expressions over the
+// model's unknown input dims. An ONNX dim_param names a symbol (two inputs
+// that share "batch" share it); an unnamed unknown dim gets its own. With
+// concrete input shapes every expression is a constant; without them the
+// analysis says how a result's dims follow from the inputs' (a KV cache's
+// `past + new`, a reshape's `batch * 12`), which is what compiling once for
+// every shape needs.
+//
+// Not included by widely used headers: it pulls in AffineExpr.
+#ifndef KILN_IR_SYMBOLICDIMS_H
+#define KILN_IR_SYMBOLICDIMS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AffineExpr.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// The attribute on a function argument naming its unknown dims (an array
+/// of strings, one per dim, "" for a known one); the importer sets it from
+/// the inputs' dim_param.
+constexpr llvm::StringLiteral kDimNamesAttr = "kiln.dim_names";
+/// The attribute the kiln-symbolic-dims pass sets on each function result
+/// of unknown dims: one string per dim, a number or an expression over the
+/// dim names ("past + new").
+constexpr llvm::StringLiteral kDimsAttr = "kiln.dims";
+
+class SymbolicDims {
+public:
+  /// A null expression is a dim (or value) nothing is known of.
+  using Exprs = llvm::SmallVector<mlir::AffineExpr, 4>;
+
+  /// Symbols for `func`'s arguments' unknown dims.
+  explicit SymbolicDims(mlir::func::FuncOp func);
+
+  /// Computes what `op`'s results are from what its operands are; ops are
+  /// visited in order (operands first), as kiln-infer-shapes does.
+  void visit(mlir::Operation *op);
+
+  /// The dims of a ranked tensor value (null entries unknown); empty for an
+  /// unranked or unvisited one.
+  Exprs dimsOf(mlir::Value v) const;
+  /// The elements of a small integer tensor of rank 0 or 1, when known.
+  std::optional<Exprs> contentsOf(mlir::Value v) const;
+
+  /// `e` with the symbols' names: "batch", "past + new", "12".
+  std::string print(mlir::AffineExpr e) const;
+
+private:
+  void setDims(mlir::Value v, Exprs dims);
+  mlir::AffineExpr symbolFor(const std::string &name);
+  mlir::AffineExpr constant(int64_t c) const;
+  mlir::AffineExpr simplify(mlir::AffineExpr e) const;
+  Exprs typeDims(mlir::Value v) const;
+  Exprs broadcast(llvm::ArrayRef<Exprs> operands, size_t rank) const;
+
+  mlir::MLIRContext *ctx;
+  llvm::DenseMap<mlir::Value, Exprs> dims, contents;
+  std::vector<std::string> names; // symbol position -> name
+};
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,474 @@
+// Symbolic dimensions (include/kiln/IR/SymbolicDims.h): the transfer rules
+// of shape arithmetic over affine expressions. Like onnx-mlir's DimAnalysis
+// it proves dims equal; like IREE's dims as SSA values it keeps how a dim is
+// computed (past + new). Expressions are MLIR's AffineExpr over symbols, so
+// sums, products by constants and floor divisions simplify on their own
+// (products of two symbols stay as semi-affine terms).
+#include "kiln/IR/SymbolicDims.h"
+#include "kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineExprVisitor.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Shape values longer than this are not tracked element by element.
+constexpr int64_t kMaxContents = 64;
+
+SymbolicDims::SymbolicDims(func::FuncOp func) : ctx(func.getContext()) {
+  for (BlockArgument arg : func.getArguments()) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (!t)
+      continue;
+    auto named = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kDimNamesAttr);
+    auto argName = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kiln.name");
+    Exprs d;
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (!t.isDynamicDim(i)) {
+        d.push_back(constant(t.getDimSize(i)));
+        continue;
+      }
+      std::string name;
+      if (named && i < (int64_t)named.size())
+        if (auto s = dyn_cast<StringAttr>(named[i]))
+          name = s.str();
+      // An unnamed dim is its own symbol, named after where it is.
+      if (name.empty())
+        name = (argName ? argName.str() : "arg" + std::to_string(arg.getArgNumber())) + "." +
+               std::to_string(i);
+      d.push_back(symbolFor(name));
+    }
+    setDims(arg, d);
+  }
+}
+
+AffineExpr SymbolicDims::symbolFor(const std::string &name) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return getAffineSymbolExpr(i, ctx);
+  names.push_back(name);
+  return getAffineSymbolExpr(names.size() - 1, ctx);
+}
+
+AffineExpr SymbolicDims::constant(int64_t c) const { return getAffineConstantExpr(c, ctx); }
+
+static std::optional<int64_t> constantOf(AffineExpr e) {
+  if (auto c = dyn_cast_if_present<AffineConstantExpr>(e))
+    return c.getValue();
+  return std::nullopt;
+}
+
+void SymbolicDims::setDims(Value v, Exprs d) { dims[v] = std::move(d); }
+
+SymbolicDims::Exprs SymbolicDims::typeDims(Value v) const {
+  Exprs d;
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    for (int64_t s : t.getShape())
+      d.push_back(ShapedType::isDynamic(s) ? AffineExpr() : constant(s));
+  return d;
+}
+
+SymbolicDims::Exprs SymbolicDims::dimsOf(Value v) const {
+  auto it = dims.find(v);
+  return it != dims.end() ? it->second : typeDims(v);
+}
+
+std::optional<SymbolicDims::Exprs> SymbolicDims::contentsOf(Value v) const {
+  auto it = contents.find(v);
+  if (it != contents.end())
+    return it->second;
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.getElementType().isSignlessInteger() || t.getRank() > 1 ||
+      !t.hasStaticShape() || t.getNumElements() > kMaxContents)
+    return std::nullopt;
+  if (auto values = getConstantInts(v)) {
+    Exprs out;
+    for (int64_t x : *values)
+      out.push_back(constant(x));
+    return out;
+  }
+  return std::nullopt;
+}
+
+/// ONNX multidirectional broadcasting of dims, aligned at the end: a 1
+/// takes the other side; two equal expressions (the same symbol) agree.
+SymbolicDims::Exprs SymbolicDims::broadcast(ArrayRef<Exprs> operands, size_t rank) const {
+  Exprs out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    AffineExpr acc;
+    bool known = true, any = false;
+    for (const Exprs &o : operands) {
+      if (i + o.size() < rank)
+        continue; // this operand has no such dim: a 1
+      AffineExpr d = o[i + o.size() - rank];
+      if (d && constantOf(d) == 1)
+        continue;
+      if (!d) {
+        known = false;
+        continue;
+      }
+      if (any && acc != d) {
+        known = false;
+        continue;
+      }
+      acc = d;
+      any = true;
+    }
+    // An unknown operand dim could be the 1 that the others broadcast over
+    // or the size itself; only a size other than 1 decides it.
+    if (any && (known || (constantOf(acc) && *constantOf(acc) != 1)))
+      out[i] = acc;
+    else if (!any && known)
+      out[i] = constant(1);
+  }
+  return out;
+}
+
+namespace {
+/// Prints an expression with the symbols' names.
+struct Printer : AffineExprVisitor<Printer, std::string> {
+  const std::vector<std::string> &names;
+  explicit Printer(const std::vector<std::string> &names) : names(names) {}
+  std::string visitSymbolExpr(AffineSymbolExpr e) { return names[e.getPosition()]; }
+  std::string visitDimExpr(AffineDimExpr e) { return "d" + std::to_string(e.getPosition()); }
+  std::string visitConstantExpr(AffineConstantExpr e) { return std::to_string(e.getValue()); }
+  std::string binary(AffineBinaryOpExpr e, StringRef op) {
+    auto wrap = [&](AffineExpr x) {
+      std::string s = visit(x);
+      return isa<AffineBinaryOpExpr>(x) ? "(" + s + ")" : s;
+    };
+    // a + -1 * b reads as a - b.
+    if (op == "+")
+      if (auto mul = dyn_cast<AffineBinaryOpExpr>(e.getRHS());
+          mul && mul.getKind() == AffineExprKind::Mul && constantOf(mul.getRHS()) &&
+          *constantOf(mul.getRHS()) < 0) {
+        int64_t k = -*constantOf(mul.getRHS());
+        return visit(e.getLHS()) + " - " + (k == 1 ? wrap(mul.getLHS()) :
+                                             wrap(mul.getLHS()) + " * " + std::to_string(k));
+      }
+    if (op == "+")
+      if (auto c = constantOf(e.getRHS()); c && *c < 0)
+        return visit(e.getLHS()) + " - " + std::to_string(-*c);
+    return (op == "+" ? visit(e.getLHS()) : wrap(e.getLHS())) + " " + op.str() + " " +
+           (op == "+" ? visit(e.getRHS()) : wrap(e.getRHS()));
+  }
+  std::string visitAddExpr(AffineBinaryOpExpr e) { return binary(e, "+"); }
+  std::string visitMulExpr(AffineBinaryOpExpr e) { return binary(e, "*"); }
+  std::string visitModExpr(AffineBinaryOpExpr e) { return binary(e, "mod"); }
+  std::string visitFloorDivExpr(AffineBinaryOpExpr e) { return binary(e, "floordiv"); }
+  std::string visitCeilDivExpr(AffineBinaryOpExpr e) { return binary(e, "ceildiv"); }
+};
+} // namespace
+
+std::string SymbolicDims::print(AffineExpr e) const {
+  if (!e)
+    return "?";
+  return Printer(names).visit(e);
+}
+
+/// Element-wise arithmetic on shape values. Division is ONNX's integer
+/// division (truncating), which is floor division for the non-negative
+/// values dims are; a constant divisor is required.
+static AffineExpr arith(Operation *op, AffineExpr a, AffineExpr b) {
+  if (!a || !b)
+    return {};
+  auto ca = constantOf(a), cb = constantOf(b);
+  if (isa<AddOp>(op))
+    return a + b;
+  if (isa<SubOp>(op))
+    return a - b;
+  if (isa<MulOp>(op))
+    return a * b;
+  if (isa<DivOp>(op)) {
+    if (ca && cb && *cb != 0)
+      return getAffineConstantExpr(*ca / *cb, a.getContext()); // truncating, like ONNX
+    return cb && *cb > 0 ? a.floorDiv(*cb) : AffineExpr();
+  }
+  if (isa<MaxOp>(op))
+    return ca && cb ? getAffineConstantExpr(std::max(*ca, *cb), a.getContext())
+                    : (a == b ? a : AffineExpr());
+  if (isa<MinOp>(op))
+    return ca && cb ? getAffineConstantExpr(std::min(*ca, *cb), a.getContext())
+                    : (a == b ? a : AffineExpr());
+  return {};
+}
+
+/// Elementwise ops (with broadcasting) and row ops: the result has the
+/// (broadcast) dims of the operands.
+static bool keepsOperandDims(Operation *op, int64_t rank) {
+  if (!isa<KilnDialect>(op->getDialect()) || op->getNumOperands() == 0)
+    return false;
+  for (Type t : op->getOperandTypes()) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    if (!r || r.getRank() > rank)
+      return false;
+  }
+  if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, SelectOp, EqualOp, LessOp, GreaterOp,
+          LessEqualOp, GreaterEqualOp, AndOp, OrOp, XorOp, CastOp, SoftmaxOp, LayerNormOp>(op))
+    return true;
+  // The unary elementwise ops (kiln's other one-operand ops that keep the
+  // element type change the shape and are handled before).
+  return op->getNumOperands() == 1 &&
+         op->hasTrait<OpTrait::SameOperandsAndResultElementType>() &&
+         !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp>(op);
+}
+
+void SymbolicDims::visit(Operation *op) {
+  if (op->getNumResults() != 1)
+    return;
+  Value result = op->getResult(0);
+  auto rt = dyn_cast<RankedTensorType>(result.getType());
+  if (!rt)
+    return;
+  Exprs d = typeDims(result);
+  auto setIfKnown = [&](size_t i, AffineExpr e) {
+    if (i < d.size() && e && !d[i])
+      d[i] = e;
+  };
+  auto fromContents = [&](Value shape) -> std::optional<Exprs> {
+    auto c = contentsOf(shape);
+    if (!c || c->size() != d.size())
+      return std::nullopt;
+    return c;
+  };
+
+  // ---- what the result holds (shape values) ----
+  std::optional<Exprs> held;
+  if (auto s = dyn_cast<ShapeOp>(op)) {
+    Exprs in = dimsOf(s.getInput());
+    auto [first, last] = shapeDimRange(in.size(), s.getStart(), s.getEnd());
+    if (!in.empty())
+      held = Exprs(in.begin() + first, in.begin() + last);
+  } else if (auto g = dyn_cast<GatherOp>(op)) {
+    auto data = contentsOf(g.getInput());
+    auto idx = getConstantInts(g.getIndices());
+    if (data && idx && g.getAxis() == 0) {
+      Exprs picked;
+      for (int64_t k : *idx) {
+        int64_t j = k < 0 ? k + (int64_t)data->size() : k;
+        if (j < 0 || j >= (int64_t)data->size())
+          break;
+        picked.push_back((*data)[j]);
+      }
+      if (picked.size() == idx->size())
+        held = picked;
+    }
+  } else if (auto c = dyn_cast<ConcatOp>(op)) {
+    Exprs all;
+    bool ok = true;
+    for (Value v : c.getInputs()) {
+      auto part = contentsOf(v);
+      if (!part) {
+        ok = false;
+        break;
+      }
+      llvm::append_range(all, *part);
+    }
+    if (ok && rt.getRank() == 1)
+      held = all;
+  } else if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, FlattenOp, CastOp>(op)) {
+    // Same elements in the same order (casts between integer types).
+    if (rt.getElementType().isSignlessInteger())
+      held = contentsOf(op->getOperand(0));
+  } else if (auto sl = dyn_cast<SliceOp>(op)) {
+    auto data = contentsOf(sl.getInput());
+    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
+         steps = getConstantInts(sl.getSteps());
+    if (data && starts && ends && steps && starts->size() == 1) {
+      if (auto b = computeSliceBounds(data->size(), (*starts)[0], (*ends)[0], (*steps)[0])) {
+        Exprs part;
+        for (int64_t k = 0, j = b->start; k < b->size; ++k, j += b->step)
+          part.push_back((*data)[j]);
+        held = part;
+      }
+    }
+  } else if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp>(op)) {
+    auto l = contentsOf(op->getOperand(0)), r = contentsOf(op->getOperand(1));
+    if (l && r && (l->size() == r->size() || l->size() == 1 || r->size() == 1)) {
+      size_t n = std::max(l->size(), r->size());
+      Exprs out;
+      for (size_t i = 0; i < n; ++i)
+        out.push_back(arith(op, (*l)[l->size() == 1 ? 0 : i], (*r)[r->size() == 1 ? 0 : i]));
+      held = out;
+    }
+  } else if (isa<EqualOp>(op)) {
+    // Dims are never negative: a dim against -1 (PyTorch's "keep this
+    // dim" marker) is known to differ.
+    auto l = contentsOf(op->getOperand(0)), r = contentsOf(op->getOperand(1));
+    if (l && r && (l->size() == r->size() || l->size() == 1 || r->size() == 1)) {
+      size_t n = std::max(l->size(), r->size());
+      Exprs out;
+      for (size_t i = 0; i < n; ++i) {
+        AffineExpr a = (*l)[l->size() == 1 ? 0 : i], b = (*r)[r->size() == 1 ? 0 : i];
+        auto ca = constantOf(a), cb = constantOf(b);
+        if (a && b && a == b)
+          out.push_back(constant(1));
+        else if ((ca && cb) || (ca && *ca < 0 && b) || (cb && *cb < 0 && a))
+          out.push_back(constant(0));
+        else
+          out.push_back(AffineExpr());
+      }
+      held = out;
+    }
+  } else if (auto sel = dyn_cast<SelectOp>(op)) {
+    auto c = contentsOf(sel.getCondition());
+    auto l = contentsOf(sel.getLhs()), r = contentsOf(sel.getRhs());
+    if (c && l && r) {
+      size_t n = std::max({c->size(), l->size(), r->size()});
+      Exprs out;
+      for (size_t i = 0; i < n; ++i) {
+        auto at = [&](const Exprs &v) { return v[v.size() == 1 ? 0 : std::min(i, v.size() - 1)]; };
+        auto pick = constantOf(at(*c));
+        out.push_back(!pick ? AffineExpr() : *pick ? at(*l) : at(*r));
+      }
+      held = out;
+    }
+  }
+  if (held)
+    for (AffineExpr &e : *held)
+      e = simplify(e);
+  if (held && (int64_t)held->size() <= kMaxContents &&
+      llvm::any_of(*held, [](AffineExpr e) { return (bool)e; }))
+    contents[result] = *held;
+
+  // ---- the result's dims ----
+  if (auto s = dyn_cast<ShapeOp>(op)) {
+    (void)s; // a 1-D tensor of known length: the type says it
+  } else if (auto r = dyn_cast<ReshapeOp>(op)) {
+    if (auto target = fromContents(r.getShape())) {
+      Exprs in = dimsOf(r.getInput());
+      for (size_t i = 0; i < d.size(); ++i) {
+        AffineExpr e = (*target)[i];
+        if (!r.getAllowzero() && constantOf(e) == 0)
+          e = i < in.size() ? in[i] : AffineExpr();
+        if (e && constantOf(e) == -1)
+          continue; // the inferred dim: its product is the input's
+        setIfKnown(i, e);
+      }
+    }
+  } else if (auto e = dyn_cast<ExpandOp>(op)) {
+    if (auto target = contentsOf(e.getShape())) {
+      Exprs b = broadcast({dimsOf(e.getInput()), *target}, d.size());
+      for (size_t i = 0; i < d.size(); ++i)
+        setIfKnown(i, b[i]);
+    }
+  } else if (auto c = dyn_cast<ConstantOfShapeOp>(op)) {
+    if (auto target = fromContents(c.getShape()))
+      for (size_t i = 0; i < d.size(); ++i)
+        setIfKnown(i, (*target)[i]);
+  } else if (auto t = dyn_cast<TileOp>(op)) {
+    Exprs in = dimsOf(t.getInput());
+    if (auto reps = fromContents(t.getRepeats()); reps && in.size() == d.size())
+      for (size_t i = 0; i < d.size(); ++i)
+        if (in[i] && (*reps)[i] && (constantOf(in[i]) || constantOf((*reps)[i])))
+          setIfKnown(i, in[i] * (*reps)[i]);
+  } else if (auto rg = dyn_cast<RangeOp>(op)) {
+    auto s = contentsOf(rg.getStart()), l = contentsOf(rg.getLimit());
+    auto delta = getConstantInts(rg.getDelta());
+    if (s && l && delta && s->size() == 1 && l->size() == 1 && (*s)[0] && (*l)[0] &&
+        delta->size() == 1 && (*delta)[0] > 0 && d.size() == 1)
+      setIfKnown(0, ((*l)[0] - (*s)[0]).ceilDiv((*delta)[0]));
+  } else if (auto t = dyn_cast<TransposeOp>(op)) {
+    Exprs in = dimsOf(t.getInput());
+    if (in.size() == d.size())
+      for (auto [i, p] : llvm::enumerate(t.getPerm()))
+        setIfKnown(i, in[p]);
+  } else if (auto c = dyn_cast<ConcatOp>(op)) {
+    int64_t axis = c.getAxis() < 0 ? c.getAxis() + d.size() : c.getAxis();
+    AffineExpr sum = constant(0);
+    for (Value v : c.getInputs()) {
+      Exprs in = dimsOf(v);
+      if (in.size() != d.size())
+        return setDims(result, d);
+      sum = sum && in[axis] ? sum + in[axis] : AffineExpr();
+      for (size_t i = 0; i < d.size(); ++i)
+        if ((int64_t)i != axis)
+          setIfKnown(i, in[i]);
+    }
+    setIfKnown(axis, sum);
+  } else if (auto u = dyn_cast<UnsqueezeOp>(op)) {
+    Exprs in = dimsOf(u.getInput());
+    SmallVector<bool> inserted(d.size(), false);
+    for (int64_t a : u.getAxes())
+      inserted[a < 0 ? a + d.size() : a] = true;
+    for (size_t i = 0, j = 0; i < d.size(); ++i)
+      if (!inserted[i] && j < in.size())
+        setIfKnown(i, in[j++]);
+  } else if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op)) {
+    Exprs in = dimsOf(op->getOperand(0));
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+    auto keep = op->getAttrOfType<BoolAttr>("keepdims");
+    if (axes && keep) {
+      Exprs out;
+      for (size_t i = 0; i < in.size(); ++i) {
+        bool reduced = llvm::is_contained(axes.asArrayRef(), (int64_t)i);
+        if (!reduced)
+          out.push_back(in[i]);
+        else if (keep.getValue())
+          out.push_back(constant(1));
+      }
+      if (out.size() == d.size())
+        for (size_t i = 0; i < d.size(); ++i)
+          setIfKnown(i, out[i]);
+    }
+  } else if (auto sl = dyn_cast<SliceOp>(op)) {
+    // The axes not sliced keep their dims (sliced ones: what the type says).
+    Exprs in = dimsOf(sl.getInput());
+    auto axes = getConstantInts(sl.getAxes());
+    if (axes && in.size() == d.size())
+      for (size_t i = 0; i < d.size(); ++i)
+        if (!llvm::is_contained(*axes, (int64_t)i) &&
+            !llvm::is_contained(*axes, (int64_t)i - (int64_t)d.size()))
+          setIfKnown(i, in[i]);
+  } else if (auto m = dyn_cast<MatMulOp>(op)) {
+    Exprs l = dimsOf(m.getLhs()), r = dimsOf(m.getRhs());
+    if (l.size() >= 2 && r.size() >= 2 && d.size() >= 2) {
+      setIfKnown(d.size() - 2, l[l.size() - 2]);
+      setIfKnown(d.size() - 1, r.back());
+      Exprs lb(l.begin(), l.end() - 2), rb(r.begin(), r.end() - 2);
+      Exprs b = broadcast({lb, rb}, d.size() - 2);
+      for (size_t i = 0; i + 2 < d.size(); ++i)
+        setIfKnown(i, b[i]);
+    }
+  } else if (isa<GatherOp>(op)) {
+    auto g = cast<GatherOp>(op);
+    Exprs in = dimsOf(g.getInput()), idx = dimsOf(g.getIndices());
+    int64_t axis = g.getAxis() < 0 ? g.getAxis() + in.size() : g.getAxis();
+    if (!in.empty() && in.size() + idx.size() == d.size() + 1) {
+      Exprs all(in.begin(), in.begin() + axis);
+      llvm::append_range(all, idx);
+      all.append(in.begin() + axis + 1, in.end());
+      for (size_t i = 0; i < d.size(); ++i)
+        setIfKnown(i, all[i]);
+    }
+  } else if (keepsOperandDims(op, rt.getRank())) {
+    // Elementwise (with broadcasting) and row ops keep their operands' dims.
+    SmallVector<Exprs> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(dimsOf(v));
+    if (isa<SoftmaxOp, LayerNormOp>(op))
+      operands.resize(1);
+    Exprs b = broadcast(operands, d.size());
+    for (size_t i = 0; i < d.size(); ++i)
+      setIfKnown(i, b[i]);
+  } else if (auto c = dyn_cast<tensor::CastOp>(op)) {
+    Exprs in = dimsOf(c.getSource());
+    if (in.size() == d.size())
+      for (size_t i = 0; i < d.size(); ++i)
+        setIfKnown(i, in[i]);
+  }
+  for (AffineExpr &e : d)
+    e = simplify(e);
+  setDims(result, d);
+}
+
+AffineExpr SymbolicDims::simplify(AffineExpr e) const {
+  // Flattening cancels terms (past + new - past is new); semi-affine
+  // products come back as they are.
+  return e ? simplifyAffineExpr(e, 0, names.size()) : e;
+}
+
+} // namespace kiln

@@ -1,0 +1,75 @@
+// kiln-symbolic-dims: unknown dims as expressions of the inputs' dims (the
+// analysis is lib/ir/SymbolicDims.cpp). Refines result dims whose
+// expression is a constant and annotates the function's results with how
+// their unknown dims follow from the inputs.
+#include "kiln/IR/SymbolicDims.h"
+#include "kiln/Passes/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNSYMBOLICDIMS
+#include "kiln/Passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct SymbolicDimsPass : impl::KilnSymbolicDimsBase<SymbolicDimsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    // Nothing is unknown: every dim is a number already.
+    auto isStatic = [](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return !r || r.hasStaticShape();
+    };
+    if (llvm::all_of(func.getArgumentTypes(), isStatic) &&
+        llvm::all_of(func.getResultTypes(), isStatic))
+      return;
+    SymbolicDims dims(func);
+    for (Block &block : func.getBody())
+      for (Operation &op : block) {
+        bool kiln = isa<KilnDialect>(op.getDialect());
+        // Operands refined earlier in the sweep may refine this op too.
+        if (kiln && failed(refineResultTypes(&op)))
+          return signalPassFailure();
+        dims.visit(&op);
+        if (!kiln || op.getNumResults() != 1)
+          continue;
+        Value result = op.getResult(0);
+        auto t = dyn_cast<RankedTensorType>(result.getType());
+        if (!t || t.hasStaticShape())
+          continue;
+        SymbolicDims::Exprs d = dims.dimsOf(result);
+        SmallVector<int64_t> shape(t.getShape());
+        bool changed = false;
+        for (size_t i = 0; i < shape.size() && i < d.size(); ++i)
+          if (auto c = dyn_cast_if_present<AffineConstantExpr>(d[i]);
+              c && ShapedType::isDynamic(shape[i]) && c.getValue() >= 0) {
+            shape[i] = c.getValue();
+            changed = true;
+          }
+        if (changed)
+          result.setType(RankedTensorType::get(shape, t.getElementType()));
+      }
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    func.setType(FunctionType::get(&getContext(), func.getArgumentTypes(),
+                                   ret.getOperandTypes()));
+    Builder b(&getContext());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t || t.hasStaticShape())
+        continue;
+      SymbolicDims::Exprs d = dims.dimsOf(v);
+      SmallVector<Attribute> names;
+      for (int64_t k = 0; k < t.getRank(); ++k)
+        names.push_back(b.getStringAttr(
+            t.isDynamicDim(k) ? (k < (int64_t)d.size() ? dims.print(d[k]) : std::string("?"))
+                              : std::to_string(t.getDimSize(k))));
+      func.setResultAttr(i, kDimsAttr, b.getArrayAttr(names));
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

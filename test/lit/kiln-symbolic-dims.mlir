@@ -1,0 +1,119 @@
+// RUN: kiln-opt %s --kiln-symbolic-dims --split-input-file | FileCheck %s
+
+// A KV cache: present = concat(past, new) along the sequence axis; its
+// length is past + new whatever the two are.
+// CHECK-LABEL: func.func @kv_cache
+// CHECK-SAME: kiln.dims = ["batch", "4", "past + new", "16"]
+func.func @kv_cache(%past: tensor<?x4x?x16xf32> {kiln.dim_names = ["batch", "", "past", ""]},
+                    %new: tensor<?x4x?x16xf32> {kiln.dim_names = ["batch", "", "new", ""]})
+    -> tensor<?x4x?x16xf32> {
+  %c = kiln.concat %past, %new {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %c : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Positions of the new tokens: Range(past, past + new) has new elements;
+// an embedding gather of them, added to the tokens' embedding, has
+// [batch, new, 8] (Shape -> Gather -> Add -> Range -> Unsqueeze).
+// CHECK-LABEL: func.func @positions
+// CHECK-SAME: kiln.dims = ["batch", "new", "8"]
+func.func @positions(%ids: tensor<?x?xi64> {kiln.dim_names = ["batch", "new"]},
+                     %past: tensor<?x4x?x16xf32> {kiln.dim_names = ["batch", "", "past", ""]},
+                     %table: tensor<32x8xf32>) -> tensor<?x?x8xf32> {
+  %sp = kiln.shape %past {start = 0 : i64, end = 4 : i64} : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %si = kiln.shape %ids {start = 0 : i64, end = 2 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %two = kiln.constant {value = dense<2> : tensor<i64>} : () -> tensor<i64>
+  %one = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %p = kiln.gather %sp, %two {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %t = kiln.gather %si, %one {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %end = kiln.add %p, %t : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = kiln.range %p, %end, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = kiln.unsqueeze %r {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+  %pe = kiln.gather %table, %pos {axis = 0 : i64} : (tensor<32x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %te = kiln.gather %table, %ids {axis = 0 : i64} : (tensor<32x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %x = kiln.add %te, %pe : (tensor<?x?x8xf32>, tensor<1x?x8xf32>) -> tensor<?x?x8xf32>
+  return %x : tensor<?x?x8xf32>
+}
+
+// -----
+
+// PyTorch's `cls.expand(n, -1, -1)`: Expand to Where(Equal(s, -1), 1, s)
+// with s = [batch, -1, -1]; the type inference sees a shape it cannot read
+// (all dims unknown), the symbolic one a [batch, 1, 768] broadcast.
+// CHECK-LABEL: func.func @expand_class_token
+// CHECK-SAME: -> (tensor<?x1x768xf32> {kiln.dims = ["n", "1", "768"]})
+// CHECK: kiln.expand {{.*}} -> tensor<?x1x768xf32>
+func.func @expand_class_token(%x: tensor<?x196x768xf32> {kiln.dim_names = ["n", "", ""]},
+                              %cls: tensor<1x1x768xf32>) -> tensor<*xf32> {
+  %s = kiln.shape %x {start = 0 : i64, end = 1 : i64} : (tensor<?x196x768xf32>) -> tensor<1xi64>
+  %rest = kiln.constant {value = dense<[-1, -1]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %target = kiln.concat %s, %rest {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+  %m = kiln.constant {value = dense<-1> : tensor<i64>} : () -> tensor<i64>
+  %eq = kiln.equal %target, %m : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
+  %ones = kiln.constant {value = dense<1> : tensor<3xi64>} : () -> tensor<3xi64>
+  %w = kiln.select %eq, %ones, %target : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %e = kiln.expand %cls, %w : (tensor<1x1x768xf32>, tensor<3xi64>) -> tensor<*xf32>
+  return %e : tensor<*xf32>
+}
+
+// -----
+
+// Reshape to [b, t, 4, 16] of x[b, t, 64], the target built from x's own
+// shape; then merging heads with [b, t * 4, 16] computed as a product.
+// CHECK-LABEL: func.func @heads
+// CHECK-SAME: kiln.dims = ["b", "t * 4", "16"]
+func.func @heads(%x: tensor<?x?x64xf32> {kiln.dim_names = ["b", "t", ""]}) -> tensor<?x?x16xf32> {
+  %s = kiln.shape %x {start = 0 : i64, end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %i1 = kiln.constant {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %i0 = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %b = kiln.gather %s, %i0 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %t = kiln.gather %s, %i1 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %four = kiln.constant {value = dense<[4]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %t4 = kiln.mul %t, %four : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %sixteen = kiln.constant {value = dense<[16]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %target = kiln.concat %b, %t4, %sixteen {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %r = kiln.reshape %x, %target {allowzero = false} : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  return %r : tensor<?x?x16xf32>
+}
+
+// -----
+
+// An unnamed unknown dim is its own symbol, named after the input; a
+// matmul keeps the rows of its left operand; dims nothing is known of stay
+// "?" (a NonZero's count).
+// CHECK-LABEL: func.func @unnamed
+// CHECK-SAME: kiln.dims = ["x.0", "5"]
+func.func @unnamed(%x: tensor<?x3xf32> {kiln.name = "x"}, %w: tensor<3x5xf32>) -> tensor<?x5xf32> {
+  %y = kiln.matmul %x, %w : (tensor<?x3xf32>, tensor<3x5xf32>) -> tensor<?x5xf32>
+  %z = kiln.relu %y : (tensor<?x5xf32>) -> tensor<?x5xf32>
+  return %z : tensor<?x5xf32>
+}
+
+// -----
+
+// With static shapes the pass changes nothing.
+// CHECK-LABEL: func.func @static
+// CHECK-NOT: kiln.dims
+func.func @static(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y = kiln.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Reductions keep (keepdims) or drop the reduced axes; a slice keeps the
+// dims of the axes it does not slice (a fused qkv projection split in three).
+// CHECK-LABEL: func.func @reduce_and_slice
+// CHECK-SAME: kiln.dims = ["b", "t", "1"]
+// CHECK-SAME: kiln.dims = ["b", "t", "64"]
+func.func @reduce_and_slice(%x: tensor<?x?x192xf32> {kiln.dim_names = ["b", "t", ""]})
+    -> (tensor<?x?x1xf32>, tensor<?x?x64xf32>) {
+  %m = kiln.reduce_mean %x {axes = array<i64: 2>, keepdims = true} : (tensor<?x?x192xf32>) -> tensor<?x?x1xf32>
+  %s = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %e = kiln.constant {value = dense<[64]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = kiln.constant {value = dense<[-1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %st = kiln.constant {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %q = kiln.slice %x, %s, %e, %a, %st : (tensor<?x?x192xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x64xf32>
+  return %m, %q : tensor<?x?x1xf32>, tensor<?x?x64xf32>
+}
