@@ -569,6 +569,122 @@ OpFoldResult GatherOp::fold(FoldAdaptor a) {
   return bad ? Attribute() : result;
 }
 
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+enum class ReduceKind { Sum, Max, Min, Prod, Mean };
+
+/// Reduces a small constant: shape arithmetic such as a detector's resize
+/// scale, min(800 / min(h, w), 1333 / max(h, w)), takes ReduceMin/ReduceMax
+/// of a shape. An empty reduction gives the identity (0, 1, -inf, +inf; the
+/// mean of nothing is NaN).
+static Attribute foldReduce(Attribute input, ArrayRef<int64_t> axes, Type resultType,
+                            ReduceKind kind) {
+  auto in = dense(input);
+  auto rt = staticType(resultType);
+  if (!in || !rt || in.getNumElements() > kMaxGenericFoldElements ||
+      isUnsignedInt(in.getElementType()))
+    return {};
+  Type elt = in.getElementType();
+  auto ft = dyn_cast<FloatType>(elt);
+  auto it = dyn_cast<IntegerType>(elt);
+  if ((!ft && !it) || (it && (it.getWidth() == 1 || kind == ReduceKind::Mean)))
+    return {};
+  ArrayRef<int64_t> shape = in.getType().getShape();
+  // The output position of each input element: its index without the
+  // reduced axes.
+  SmallVector<int64_t> outStrides(shape.size(), 0);
+  int64_t stride = 1, count = 1;
+  for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+    if (llvm::is_contained(axes, d)) {
+      count *= shape[d];
+      continue;
+    }
+    outStrides[d] = stride;
+    stride *= shape[d];
+  }
+  if (stride != rt.getNumElements())
+    return {};
+  double init = kind == ReduceKind::Prod ? 1.0
+                : kind == ReduceKind::Max ? -INFINITY
+                : kind == ReduceKind::Min ? INFINITY
+                                          : 0.0;
+  auto combine = [&](double a, double b) {
+    switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Mean: return a + b;
+    case ReduceKind::Prod: return a * b;
+    case ReduceKind::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case ReduceKind::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    }
+    return a;
+  };
+  // Integers go through int64 (wrapping, as the generated code does) and
+  // start from the type's extremes for max and min.
+  std::vector<double> facc;
+  std::vector<int64_t> iacc;
+  unsigned width = it ? it.getWidth() : 0;
+  if (ft)
+    facc.assign(stride, init);
+  else
+    iacc.assign(stride, kind == ReduceKind::Prod  ? 1
+                        : kind == ReduceKind::Max ? APInt::getSignedMinValue(width).getSExtValue()
+                        : kind == ReduceKind::Min ? APInt::getSignedMaxValue(width).getSExtValue()
+                                                  : 0);
+  SmallVector<int64_t> idx(shape.size(), 0);
+  auto fvals = ft ? valuesOf<APFloat>(in) : SmallVector<APFloat>();
+  auto ivals = it ? valuesOf<APInt>(in) : SmallVector<APInt>();
+  for (int64_t n = 0; n < in.getNumElements(); ++n) {
+    int64_t o = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      o += idx[d] * outStrides[d];
+    int64_t src = in.isSplat() ? 0 : n;
+    if (ft) {
+      facc[o] = combine(facc[o], fvals[src].convertToDouble());
+    } else {
+      int64_t v = ivals[src].getSExtValue(), &a = iacc[o];
+      switch (kind) {
+      case ReduceKind::Sum: a = (int64_t)((uint64_t)a + (uint64_t)v); break;
+      case ReduceKind::Prod: a = (int64_t)((uint64_t)a * (uint64_t)v); break;
+      case ReduceKind::Max: a = std::max(a, v); break;
+      case ReduceKind::Min: a = std::min(a, v); break;
+      case ReduceKind::Mean: break;
+      }
+    }
+    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  if (ft) {
+    SmallVector<APFloat> out;
+    for (double v : facc) {
+      APFloat f(kind == ReduceKind::Mean ? v / (double)count : v);
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      out.push_back(f);
+    }
+    return DenseElementsAttr::get(rt, out);
+  }
+  SmallVector<APInt> out;
+  for (int64_t v : iacc)
+    out.push_back(APInt(width, (uint64_t)v, /*isSigned=*/true, /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(rt, out);
+}
+
+#define KILN_REDUCE_FOLD(OP, KIND)                                             \
+  OpFoldResult OP::fold(FoldAdaptor a) {                                       \
+    return foldReduce(a.getInput(), getAxes(), getType(), ReduceKind::KIND);  \
+  }
+KILN_REDUCE_FOLD(ReduceSumOp, Sum)
+KILN_REDUCE_FOLD(ReduceMaxOp, Max)
+KILN_REDUCE_FOLD(ReduceMinOp, Min)
+KILN_REDUCE_FOLD(ReduceProdOp, Prod)
+KILN_REDUCE_FOLD(ReduceMeanOp, Mean)
+#undef KILN_REDUCE_FOLD
+
 /// Elements of `v` broadcast to the static shape of `rt`, bounded like the
 /// other data-moving folds.
 static std::optional<SmallVector<Attribute>> broadcastValues(DenseElementsAttr v,

@@ -241,3 +241,40 @@ func.func @expand_fold(%x: tensor<1x2xf32>) -> (tensor<3x2xi64>, tensor<3x2xf32>
   %f = kiln.expand %x, %s : (tensor<1x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
   return %e, %f : tensor<3x2xi64>, tensor<3x2xf32>
 }
+
+// -----
+
+// A detector's resize scale: min(320 / min(h, w), 320 / max(h, w)) of a
+// constant shape; reductions of constants fold.
+// CHECK-LABEL: func.func @reduce_shape
+// CHECK-DAG: dense<240> : tensor<i64>
+// CHECK-DAG: dense<300> : tensor<i64>
+// CHECK-DAG: dense<[6.000000e+00, 1.200000e+01]> : tensor<2xf32>
+// CHECK-DAG: dense<[2.000000e+00, 4.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: dense<[6, 0]> : tensor<2xi64>
+// CHECK-NOT: kiln.reduce
+func.func @reduce_shape() -> (tensor<i64>, tensor<i64>, tensor<2xf32>, tensor<2xf32>, tensor<2xi64>) {
+  %hw = kiln.constant {value = dense<[240, 300]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %lo = kiln.reduce_min %hw {axes = array<i64: 0>, keepdims = false} : (tensor<2xi64>) -> tensor<i64>
+  %hi = kiln.reduce_max %hw {axes = array<i64: 0>, keepdims = false} : (tensor<2xi64>) -> tensor<i64>
+  %m = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %s = kiln.reduce_sum %m {axes = array<i64: 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  %mean = kiln.reduce_mean %m {axes = array<i64: 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  %i = kiln.constant {value = dense<[[1, 2, 3], [0, 4, 5]]> : tensor<2x3xi64>} : () -> tensor<2x3xi64>
+  %p = kiln.reduce_prod %i {axes = array<i64: 1>, keepdims = false} : (tensor<2x3xi64>) -> tensor<2xi64>
+  return %lo, %hi, %s, %mean, %p : tensor<i64>, tensor<i64>, tensor<2xf32>, tensor<2xf32>, tensor<2xi64>
+}
+
+// -----
+
+// A reduction over an empty axis gives the identity: 0 for a sum, -inf for
+// a max.
+// CHECK-LABEL: func.func @reduce_empty
+// CHECK-DAG: dense<0.000000e+00> : tensor<2xf32>
+// CHECK-DAG: dense<0xFF800000> : tensor<2xf32>
+func.func @reduce_empty() -> (tensor<2xf32>, tensor<2xf32>) {
+  %e = kiln.constant {value = dense<> : tensor<2x0xf32>} : () -> tensor<2x0xf32>
+  %s = kiln.reduce_sum %e {axes = array<i64: 1>, keepdims = false} : (tensor<2x0xf32>) -> tensor<2xf32>
+  %m = kiln.reduce_max %e {axes = array<i64: 1>, keepdims = false} : (tensor<2x0xf32>) -> tensor<2xf32>
+  return %s, %m : tensor<2xf32>, tensor<2xf32>
+}

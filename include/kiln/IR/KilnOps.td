@@ -94,6 +94,7 @@ class Kiln_ReduceOp<string mnemonic, string what> : Kiln_Op<mnemonic> {
                                          a.getKeepdims(), types);
     }
   }];
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
