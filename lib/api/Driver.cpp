@@ -255,16 +255,48 @@ void StageClock::done(const std::string &stage) {
   last = now;
 }
 
+/// Where a value of unknown shape gets it: the first op, following operands
+/// of unknown shape back, whose own operands all have known shapes (an If
+/// whose branches differ, a Reshape to a computed shape); "" for an input.
+static std::string originOfUnknownShape(mlir::Value v) {
+  auto unknown = [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return isa<TensorType>(t) && (!r || !r.hasStaticShape());
+  };
+  for (int steps = 0; steps < 10000; ++steps) {
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return "";
+    auto next =
+        llvm::find_if(op->getOperands(), [&](mlir::Value o) { return unknown(o.getType()); });
+    if (next == op->getOperands().end()) {
+      std::string where = describeLocation(op->getLoc());
+      if (where.empty())
+        return "";
+      std::string what = "; it comes from " + where;
+      if (isa<scf::IfOp>(op))
+        what += ", whose branches give different shapes and whose condition is known only "
+                "while running (Kiln generates code for static shapes)";
+      return what;
+    }
+    v = *next;
+  }
+  return "";
+}
+
 Status describeSignature(ModuleOp module, std::vector<TensorInfo> &inputs,
                          std::vector<TensorInfo> &outputs) {
   auto func = cast<func::FuncOp>(module.getBody()->front());
-  auto describe = [&](Type t, DictionaryAttr attrs, std::vector<TensorInfo> &list) -> Status {
+  auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  auto describe = [&](Type t, DictionaryAttr attrs, std::vector<TensorInfo> &list,
+                      mlir::Value value) -> Status {
     auto nameAttr = attrs ? attrs.getAs<StringAttr>("kiln.name") : StringAttr();
     std::string name = nameAttr ? nameAttr.str() : std::string();
     auto rt = dyn_cast<RankedTensorType>(t);
     if (!rt || !rt.hasStaticShape())
       return Status::error(KILN_COMPILE_ERROR,
-                           "the shape of '" + name + "' is not known after shape inference");
+                           "the shape of '" + name + "' is not known after shape inference" +
+                               (value ? originOfUnknownShape(value) : std::string()));
     list.push_back({std::move(name), dtypeOf(rt.getElementType()),
                     std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end())});
     return {};
@@ -272,10 +304,12 @@ Status describeSignature(ModuleOp module, std::vector<TensorInfo> &inputs,
   inputs.clear();
   outputs.clear();
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (Status s = describe(func.getArgumentTypes()[i], func.getArgAttrDict(i), inputs); !s.ok())
+    if (Status s = describe(func.getArgumentTypes()[i], func.getArgAttrDict(i), inputs, {});
+        !s.ok())
       return s;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (Status s = describe(func.getResultTypes()[i], func.getResultAttrDict(i), outputs);
+    if (Status s = describe(func.getResultTypes()[i], func.getResultAttrDict(i), outputs,
+                            ret && i < ret.getNumOperands() ? ret.getOperand(i) : mlir::Value());
         !s.ok())
       return s;
   return {};

@@ -170,6 +170,15 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
     });
     for (BlockArgument arg : func.getArguments())
       ok &= succeeded(checkCodegenType(func, arg.getType(), "a model input"));
+    // A returned value no kiln op produced (an If's joined result) is
+    // checked at the op that made it, so the error names its node.
+    func.walk([&](func::ReturnOp ret) {
+      for (Value v : ret.getOperands()) {
+        Operation *where = v.getDefiningOp();
+        if (where && !isa<KilnDialect>(where->getDialect()))
+          ok &= succeeded(checkCodegenType(where, v.getType(), "a model output"));
+      }
+    });
     if (!ok)
       return failure();
     replaceEmptyResults(func);
