@@ -367,7 +367,9 @@ OpFoldResult CastOp::fold(FoldAdaptor a) {
 
 /// Folds an op whose result is its operand's data in a new shape.
 static OpFoldResult foldReshapeLike(Value input, Attribute inputAttr, Type resultType) {
-  if (input.getType() == resultType)
+  // Only a static type proves the identity: tensor<?x?> to tensor<?x?> may
+  // swap the two dims.
+  if (input.getType() == resultType && staticType(resultType))
     return input;
   auto rt = staticType(resultType);
   if (auto in = dense(inputAttr); in && rt)
@@ -606,32 +608,25 @@ static Attribute foldReduce(Attribute input, ArrayRef<int64_t> axes, Type result
   }
   if (stride != rt.getNumElements())
     return {};
-  double init = kind == ReduceKind::Prod ? 1.0
-                : kind == ReduceKind::Max ? -INFINITY
-                : kind == ReduceKind::Min ? INFINITY
-                                          : 0.0;
-  auto combine = [&](double a, double b) {
-    switch (kind) {
-    case ReduceKind::Sum:
-    case ReduceKind::Mean: return a + b;
-    case ReduceKind::Prod: return a * b;
-    case ReduceKind::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case ReduceKind::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    }
-    return a;
-  };
-  // Integers go through int64 (wrapping, as the generated code does) and
-  // start from the type's extremes for max and min.
-  std::vector<double> facc;
+  // Floats accumulate in their own type, in index order, with IEEE maximum
+  // and minimum (-0 < +0, NaN wins), as the generated loops do; integers
+  // through int64 (wrapping) from the type's extremes for max and min.
+  std::vector<APFloat> facc;
   std::vector<int64_t> iacc;
   unsigned width = it ? it.getWidth() : 0;
-  if (ft)
+  if (ft) {
+    const llvm::fltSemantics &sem = ft.getFloatSemantics();
+    APFloat init = kind == ReduceKind::Prod  ? APFloat::getOne(sem)
+                   : kind == ReduceKind::Max ? APFloat::getInf(sem, /*Negative=*/true)
+                   : kind == ReduceKind::Min ? APFloat::getInf(sem, /*Negative=*/false)
+                                             : APFloat::getZero(sem);
     facc.assign(stride, init);
-  else
+  } else {
     iacc.assign(stride, kind == ReduceKind::Prod  ? 1
                         : kind == ReduceKind::Max ? APInt::getSignedMinValue(width).getSExtValue()
                         : kind == ReduceKind::Min ? APInt::getSignedMaxValue(width).getSExtValue()
                                                   : 0);
+  }
   SmallVector<int64_t> idx(shape.size(), 0);
   auto fvals = ft ? valuesOf<APFloat>(in) : SmallVector<APFloat>();
   auto ivals = it ? valuesOf<APInt>(in) : SmallVector<APInt>();
@@ -641,7 +636,15 @@ static Attribute foldReduce(Attribute input, ArrayRef<int64_t> axes, Type result
       o += idx[d] * outStrides[d];
     int64_t src = in.isSplat() ? 0 : n;
     if (ft) {
-      facc[o] = combine(facc[o], fvals[src].convertToDouble());
+      APFloat &a = facc[o];
+      const APFloat &v = fvals[src];
+      switch (kind) {
+      case ReduceKind::Sum:
+      case ReduceKind::Mean: a.add(v, APFloat::rmNearestTiesToEven); break;
+      case ReduceKind::Prod: a.multiply(v, APFloat::rmNearestTiesToEven); break;
+      case ReduceKind::Max: a = llvm::maximum(a, v); break;
+      case ReduceKind::Min: a = llvm::minimum(a, v); break;
+      }
     } else {
       int64_t v = ivals[src].getSExtValue(), &a = iacc[o];
       switch (kind) {
@@ -659,14 +662,14 @@ static Attribute foldReduce(Attribute input, ArrayRef<int64_t> axes, Type result
     }
   }
   if (ft) {
-    SmallVector<APFloat> out;
-    for (double v : facc) {
-      APFloat f(kind == ReduceKind::Mean ? v / (double)count : v);
+    if (kind == ReduceKind::Mean) {
+      APFloat n((double)count);
       bool lost;
-      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      out.push_back(f);
+      n.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      for (APFloat &v : facc)
+        v.divide(n, APFloat::rmNearestTiesToEven);
     }
-    return DenseElementsAttr::get(rt, out);
+    return DenseElementsAttr::get(rt, facc);
   }
   SmallVector<APInt> out;
   for (int64_t v : iacc)
@@ -707,7 +710,8 @@ OpFoldResult SelectOp::fold(FoldAdaptor a) {
   auto c = dense(a.getCondition());
   if (c && c.isSplat()) {
     Value picked = c.getSplatValue<bool>() ? getLhs() : getRhs();
-    if (picked.getType() == getType())
+    // A static type: with unknown dims the other operand may broadcast it.
+    if (picked.getType() == getType() && staticType(getType()))
       return picked;
   }
   auto l = dense(a.getLhs()), r = dense(a.getRhs());

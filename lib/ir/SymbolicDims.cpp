@@ -61,6 +61,23 @@ static std::optional<int64_t> constantOf(AffineExpr e) {
   return std::nullopt;
 }
 
+/// Whether `e` is never negative: symbols stand for dims (>= 0), and sums,
+/// products and divisions of such by non-negative constants stay so.
+static bool isNonNegative(AffineExpr e) {
+  if (!e)
+    return false;
+  if (auto c = constantOf(e))
+    return *c >= 0;
+  if (isa<AffineSymbolExpr>(e))
+    return true;
+  auto b = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!b)
+    return false;
+  if (b.getKind() == AffineExprKind::Mod)
+    return true;
+  return isNonNegative(b.getLHS()) && isNonNegative(b.getRHS());
+}
+
 void SymbolicDims::setDims(Value v, Exprs d) { dims[v] = std::move(d); }
 
 SymbolicDims::Exprs SymbolicDims::typeDims(Value v) const {
@@ -183,9 +200,10 @@ static AffineExpr arith(Operation *op, AffineExpr a, AffineExpr b) {
   if (isa<MulOp>(op))
     return a * b;
   if (isa<DivOp>(op)) {
-    if (ca && cb && *cb != 0)
+    if (ca && cb && *cb != 0 && !(*ca == INT64_MIN && *cb == -1))
       return getAffineConstantExpr(*ca / *cb, a.getContext()); // truncating, like ONNX
-    return cb && *cb > 0 ? a.floorDiv(*cb) : AffineExpr();
+    // ONNX truncates; that is floor division only where a is never negative.
+    return cb && *cb > 0 && isNonNegative(a) ? a.floorDiv(*cb) : AffineExpr();
   }
   if (isa<MaxOp>(op))
     return ca && cb ? getAffineConstantExpr(std::max(*ca, *cb), a.getContext())
@@ -270,8 +288,10 @@ void SymbolicDims::visit(Operation *op) {
     if (ok && rt.getRank() == 1)
       held = all;
   } else if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, FlattenOp, CastOp>(op)) {
-    // Same elements in the same order (casts between integer types).
-    if (rt.getElementType().isSignlessInteger())
+    // Same elements in the same order; casts only to integers wide enough
+    // for dims (a cast to bool or i8 changes the values).
+    if (rt.getElementType().isSignlessInteger() &&
+        (!isa<CastOp>(op) || rt.getElementType().getIntOrFloatBitWidth() >= 32))
       held = contentsOf(op->getOperand(0));
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
     auto data = contentsOf(sl.getInput());
@@ -306,7 +326,9 @@ void SymbolicDims::visit(Operation *op) {
         auto ca = constantOf(a), cb = constantOf(b);
         if (a && b && a == b)
           out.push_back(constant(1));
-        else if ((ca && cb) || (ca && *ca < 0 && b) || (cb && *cb < 0 && a))
+        else if (ca && cb)
+          out.push_back(constant(*ca == *cb));
+        else if ((ca && *ca < 0 && isNonNegative(b)) || (cb && *cb < 0 && isNonNegative(a)))
           out.push_back(constant(0));
         else
           out.push_back(AffineExpr());
@@ -342,12 +364,47 @@ void SymbolicDims::visit(Operation *op) {
       Exprs in = dimsOf(r.getInput());
       for (size_t i = 0; i < d.size(); ++i) {
         AffineExpr e = (*target)[i];
+        AffineExpr copied = i < in.size() ? in[i] : AffineExpr();
         if (!r.getAllowzero() && constantOf(e) == 0)
-          e = i < in.size() ? in[i] : AffineExpr();
+          e = copied;
         if (e && constantOf(e) == -1)
           continue; // the inferred dim: its product is the input's
+        // A symbolic entry that is 0 at run time copies the input's dim:
+        // trusted only where that gives the same (it is that dim, or a
+        // multiple of it).
+        if (e && !constantOf(e) && !r.getAllowzero()) {
+          bool same = copied && (e == copied || (isa<AffineBinaryOpExpr>(e) &&
+                                                 cast<AffineBinaryOpExpr>(e).getKind() ==
+                                                     AffineExprKind::Mul &&
+                                                 cast<AffineBinaryOpExpr>(e).getLHS() == copied &&
+                                                 constantOf(cast<AffineBinaryOpExpr>(e).getRHS())
+                                                     .value_or(0) >= 1));
+          if (!same)
+            continue;
+        }
         setIfKnown(i, e);
       }
+    }
+    // One dim left: the element count is the input's, so it is that over
+    // the product of the others (exact for a valid reshape).
+    Exprs in = dimsOf(r.getInput());
+    if (llvm::count_if(d, [](AffineExpr e) { return !e; }) == 1 && !in.empty() &&
+        llvm::all_of(in, [](AffineExpr e) { return (bool)e; })) {
+      AffineExpr total = constant(1);
+      for (AffineExpr e : in)
+        total = total * e;
+      int64_t others = 1;
+      bool constantOthers = true;
+      for (AffineExpr e : d)
+        if (e) {
+          auto c = constantOf(e);
+          constantOthers &= c.has_value() && *c > 0;
+          others *= c.value_or(1);
+        }
+      if (constantOthers)
+        for (AffineExpr &e : d)
+          if (!e)
+            e = simplify(total.floorDiv(others));
     }
   } else if (auto e = dyn_cast<ExpandOp>(op)) {
     if (auto target = contentsOf(e.getShape())) {
@@ -369,8 +426,13 @@ void SymbolicDims::visit(Operation *op) {
     auto s = contentsOf(rg.getStart()), l = contentsOf(rg.getLimit());
     auto delta = getConstantInts(rg.getDelta());
     if (s && l && delta && s->size() == 1 && l->size() == 1 && (*s)[0] && (*l)[0] &&
-        delta->size() == 1 && (*delta)[0] > 0 && d.size() == 1)
-      setIfKnown(0, ((*l)[0] - (*s)[0]).ceilDiv((*delta)[0]));
+        delta->size() == 1 && (*delta)[0] > 0 && d.size() == 1) {
+      // max(ceil((limit - start) / delta), 0): only a span known not to be
+      // negative is kept.
+      AffineExpr span = simplify((*l)[0] - (*s)[0]);
+      if (isNonNegative(span))
+        setIfKnown(0, span.ceilDiv((*delta)[0]));
+    }
   } else if (auto t = dyn_cast<TransposeOp>(op)) {
     Exprs in = dimsOf(t.getInput());
     if (in.size() == d.size())
@@ -423,6 +485,25 @@ void SymbolicDims::visit(Operation *op) {
         if (!llvm::is_contained(*axes, (int64_t)i) &&
             !llvm::is_contained(*axes, (int64_t)i - (int64_t)d.size()))
           setIfKnown(i, in[i]);
+  } else if (auto c = dyn_cast<ConvOp>(op)) {
+    // NCHW: the batch is the input's, each spatial dim
+    // (in + pads - dilation * (k - 1) - 1) floordiv stride + 1 (a floor, as
+    // ONNX's output size is; AffineExpr's floordiv is one for negative
+    // numerators too).
+    Exprs in = dimsOf(c.getInput()), w = dimsOf(c.getWeight());
+    size_t spatial = d.size() >= 2 ? d.size() - 2 : 0;
+    if (in.size() == d.size() && w.size() == d.size() && c.getStrides().size() == spatial &&
+        c.getDilations().size() == spatial && c.getPads().size() == 2 * spatial) {
+      setIfKnown(0, in[0]);
+      for (size_t i = 0; i < spatial; ++i) {
+        auto k = constantOf(w[2 + i]);
+        if (!in[2 + i] || !k || c.getStrides()[i] <= 0)
+          continue;
+        AffineExpr num = simplify(in[2 + i] + (c.getPads()[i] + c.getPads()[spatial + i] -
+                                               c.getDilations()[i] * (*k - 1) - 1));
+        setIfKnown(2 + i, simplify(num.floorDiv(c.getStrides()[i]) + 1));
+      }
+    }
   } else if (auto m = dyn_cast<MatMulOp>(op)) {
     Exprs l = dimsOf(m.getLhs()), r = dimsOf(m.getRhs());
     if (l.size() >= 2 && r.size() >= 2 && d.size() >= 2) {

@@ -32,7 +32,8 @@ bool tryFold(Operation *op, OpBuilder &b) {
   b.setInsertionPoint(op);
   for (auto [r, res] : llvm::zip(results, op->getResults())) {
     if (auto v = dyn_cast<Value>(r)) {
-      if (v.getType() != res.getType())
+      // An in-place fold (the op updated its own operands) keeps the op.
+      if (v == res || v.getType() != res.getType())
         return false;
       replacements.push_back(v);
       continue;

@@ -15,7 +15,19 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// One string per dim of `t`: a number, or what `dims` knows of it.
+ArrayAttr describeDims(Builder &b, const SymbolicDims &dims, RankedTensorType t, Value v) {
+  SymbolicDims::Exprs d = dims.dimsOf(v);
+  SmallVector<Attribute> names;
+  for (int64_t k = 0; k < t.getRank(); ++k)
+    names.push_back(b.getStringAttr(
+        t.isDynamicDim(k) ? (k < (int64_t)d.size() ? dims.print(d[k]) : std::string("?"))
+                          : std::to_string(t.getDimSize(k))));
+  return b.getArrayAttr(names);
+}
+
 struct SymbolicDimsPass : impl::KilnSymbolicDimsBase<SymbolicDimsPass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     // Nothing is unknown: every dim is a number already.
@@ -40,6 +52,12 @@ struct SymbolicDimsPass : impl::KilnSymbolicDimsBase<SymbolicDimsPass> {
         auto t = dyn_cast<RankedTensorType>(result.getType());
         if (!t || t.hasStaticShape())
           continue;
+        // Only where every user takes a more precise type: scf.if/while and
+        // their yields want types to match exactly.
+        if (!llvm::all_of(result.getUsers(), [](Operation *user) {
+              return isa<KilnDialect>(user->getDialect()) || isa<func::ReturnOp>(user);
+            }))
+          continue;
         SymbolicDims::Exprs d = dims.dimsOf(result);
         SmallVector<int64_t> shape(t.getShape());
         bool changed = false;
@@ -52,21 +70,22 @@ struct SymbolicDimsPass : impl::KilnSymbolicDimsBase<SymbolicDimsPass> {
         if (changed)
           result.setType(RankedTensorType::get(shape, t.getElementType()));
       }
+    Builder b(&getContext());
+    if (annotateAll)
+      func.walk([&](Operation *op) {
+        if (op->getNumResults() != 1)
+          return;
+        auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+        if (t && !t.hasStaticShape())
+          op->setAttr(kDimsAttr, describeDims(b, dims, t, op->getResult(0)));
+      });
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     func.setType(FunctionType::get(&getContext(), func.getArgumentTypes(),
                                    ret.getOperandTypes()));
-    Builder b(&getContext());
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       auto t = dyn_cast<RankedTensorType>(v.getType());
-      if (!t || t.hasStaticShape())
-        continue;
-      SymbolicDims::Exprs d = dims.dimsOf(v);
-      SmallVector<Attribute> names;
-      for (int64_t k = 0; k < t.getRank(); ++k)
-        names.push_back(b.getStringAttr(
-            t.isDynamicDim(k) ? (k < (int64_t)d.size() ? dims.print(d[k]) : std::string("?"))
-                              : std::to_string(t.getDimSize(k))));
-      func.setResultAttr(i, kDimsAttr, b.getArrayAttr(names));
+      if (t && !t.hasStaticShape())
+        func.setResultAttr(i, kDimsAttr, describeDims(b, dims, t, v));
     }
   }
 };

@@ -278,3 +278,30 @@ func.func @reduce_empty() -> (tensor<2xf32>, tensor<2xf32>) {
   %m = kiln.reduce_max %e {axes = array<i64: 1>, keepdims = false} : (tensor<2x0xf32>) -> tensor<2xf32>
   return %s, %m : tensor<2xf32>, tensor<2xf32>
 }
+
+// -----
+
+// No identity folds on unknown dims: a select of a splat condition may
+// broadcast the operand it picks (a: [1], b: [5] gives [5]), and a reshape
+// from ?x? to ?x? may swap the two.
+// CHECK-LABEL: func.func @no_identity_on_unknown_dims
+// CHECK: kiln.select
+// CHECK: kiln.reshape
+func.func @no_identity_on_unknown_dims(%a: tensor<?xf32>, %b: tensor<?xf32>, %x: tensor<?x?xf32>,
+                                       %s: tensor<2xi64>) -> (tensor<?xf32>, tensor<?x?xf32>) {
+  %c = kiln.constant {value = dense<true> : tensor<i1>} : () -> tensor<i1>
+  %w = kiln.select %c, %a, %b : (tensor<i1>, tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %r = kiln.reshape %x, %s {allowzero = false} : (tensor<?x?xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %w, %r : tensor<?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// IEEE maximum: +0 is above -0.
+// CHECK-LABEL: func.func @reduce_max_signed_zero
+// CHECK: dense<0.000000e+00> : tensor<f32>
+func.func @reduce_max_signed_zero() -> tensor<f32> {
+  %z = kiln.constant {value = dense<[-0.0, 0.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %m = kiln.reduce_max %z {axes = array<i64: 0>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+  return %m : tensor<f32>
+}

@@ -117,3 +117,62 @@ func.func @reduce_and_slice(%x: tensor<?x?x192xf32> {kiln.dim_names = ["b", "t",
   %q = kiln.slice %x, %s, %e, %a, %st : (tensor<?x?x192xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x64xf32>
   return %m, %q : tensor<?x?x1xf32>, tensor<?x?x64xf32>
 }
+
+// -----
+
+// What is not known stays unknown: n - 1 may be -1 (n = 0), so Equal with -1
+// is not decided; Range(n + 3, n) has no elements, not -3; a value an
+// scf.if yields keeps its type (the if's result type must match exactly).
+// CHECK-LABEL: func.func @not_known
+// CHECK-SAME: -> (tensor<?xf32> {kiln.dims = ["?"]}, tensor<?xi64> {kiln.dims = ["?"]}
+// CHECK: kiln.constant_of_shape {{.*}} -> tensor<?xf32>
+// CHECK: kiln.range {{.*}} -> tensor<?xi64>
+// CHECK: kiln.constant_of_shape {{.*}} -> tensor<?x?xf32>
+// CHECK: scf.if
+func.func @not_known(%x: tensor<?xf32> {kiln.dim_names = ["n"]}, %c: i1)
+    -> (tensor<?xf32>, tensor<?xi64>, tensor<?x?xf32>) {
+  %s = kiln.shape %x {start = 0 : i64, end = 1 : i64} : (tensor<?xf32>) -> tensor<1xi64>
+  %one = kiln.constant {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %m1 = kiln.constant {value = dense<[-1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %n1 = kiln.sub %s, %one : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %eq = kiln.equal %n1, %m1 : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi1>
+  %five = kiln.constant {value = dense<[5]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %w = kiln.select %eq, %five, %one : (tensor<1xi1>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %z = kiln.constant_of_shape %w {value = dense<0.0> : tensor<1xf32>} : (tensor<1xi64>) -> tensor<?xf32>
+  %n = kiln.reshape %s, %one {allowzero = false} : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %three = kiln.constant {value = dense<3> : tensor<i64>} : () -> tensor<i64>
+  %ns = kiln.squeeze %n {axes = array<i64: 0>} : (tensor<1xi64>) -> tensor<i64>
+  %start = kiln.add %ns, %three : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %step = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %r = kiln.range %start, %ns, %step : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %four = kiln.constant {value = dense<[4]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %shape = kiln.concat %s, %four {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %t = kiln.constant_of_shape %shape {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %y = scf.if %c -> (tensor<?x?xf32>) {
+    scf.yield %t : tensor<?x?xf32>
+  } else {
+    scf.yield %t : tensor<?x?xf32>
+  }
+  return %z, %r, %y : tensor<?xf32>, tensor<?xi64>, tensor<?x?xf32>
+}
+
+// -----
+
+// A patch embedding: a 16x16 stride-16 conv keeps the batch; a 3x3 stride-2
+// pad-1 conv of an unknown height gives (h - 1) floordiv 2 + 1 rows (ONNX's
+// floor((h + 2 - 2 - 1) / 2) + 1); flattening [n, 8, 2, 2] to [-1, 32] by a
+// target with one unknown entry gives the element count over 32: n.
+// CHECK-LABEL: func.func @conv_and_flatten
+// CHECK-SAME: kiln.dims = ["1", "8", "(h - 1) floordiv 2 + 1", "4"]
+// CHECK-SAME: kiln.dims = ["n", "32"]
+func.func @conv_and_flatten(%x: tensor<?x3x32x32xf32> {kiln.dim_names = ["n", "", "", ""]},
+                            %y: tensor<1x3x?x8xf32> {kiln.dim_names = ["", "", "h", ""]},
+                            %w: tensor<8x3x16x16xf32>, %v: tensor<8x3x3x3xf32>)
+    -> (tensor<1x8x?x4xf32>, tensor<?x32xf32>) {
+  %c = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 16, 16>} : (tensor<?x3x32x32xf32>, tensor<8x3x16x16xf32>) -> tensor<?x8x2x2xf32>
+  %d = kiln.conv %y, %v {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x?x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x?x4xf32>
+  %s = kiln.shape %c {start = 0 : i64, end = 1 : i64} : (tensor<?x8x2x2xf32>) -> tensor<1xi64>
+  %m = kiln.constant {value = dense<[-1, 32]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %r = kiln.reshape %c, %m {allowzero = false} : (tensor<?x8x2x2xf32>, tensor<2xi64>) -> tensor<?x32xf32>
+  return %d, %r : tensor<1x8x?x4xf32>, tensor<?x32xf32>
+}

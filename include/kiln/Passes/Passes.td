@@ -38,7 +38,14 @@ def KilnSymbolicDims : Pass<"kiln-symbolic-dims", "mlir::func::FuncOp"> {
                     %n: tensor<1x4x?x16xf32> {kiln.dim_names = ["", "", "new", ""]})
         -> (tensor<1x4x?x16xf32> {kiln.dims = ["1", "4", "past + new", "16"]})
     ```
+
+    With `annotate-all`, every op's result of unknown dims gets `kiln.dims`
+    too: what the analysis knows at each step, for tests and debugging.
   }];
+  let options = [
+    Option<"annotateAll", "annotate-all", "bool", /*default=*/"false",
+           "Annotate every op result of unknown dims, not only the function's">,
+  ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
