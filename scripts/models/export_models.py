@@ -235,6 +235,14 @@ def ort_reference(ort, model_path, data_dir):
     return numpy_helper.to_array(onnx.load_tensor(os.path.join(data_dir, "output_0.pb")))
 
 
+def publish(tmp, final):
+    """Moves the scratch folder `tmp` to `final`, replacing what was there, so
+    that an interrupted or failed run never looks like a finished one."""
+    if os.path.exists(final):
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+
+
 def is_complete(folder):
     return all(os.path.isfile(os.path.join(folder, f)) for f in
                ("model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"))
@@ -277,9 +285,7 @@ def make_model(name, out, ort):
                                f"(tolerance {ATOL:g} + {RTOL:g}*|ref|)")
 
         final = os.path.join(out, name)
-        if os.path.exists(final):
-            shutil.rmtree(final)
-        os.rename(tmp, final)
+        publish(tmp, final)
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp)
