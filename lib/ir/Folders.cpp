@@ -411,6 +411,16 @@ static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// Steps the row-major multi-index `idx` of a tensor of `shape` to the next
+/// element.
+static void nextIndex(MutableArrayRef<int64_t> idx, ArrayRef<int64_t> shape) {
+  for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+    if (++idx[d] < shape[d])
+      break;
+    idx[d] = 0;
+  }
+}
+
 /// Builds a constant whose element i is input element `source(i)`, where
 /// the index mapping is given as a function of the output multi-index.
 static Attribute gatherElements(DenseElementsAttr in, RankedTensorType rt,
@@ -429,11 +439,7 @@ static Attribute gatherElements(DenseElementsAttr in, RankedTensorType rt,
     if (s < 0 || s >= (int64_t)values.size())
       return {};
     out.push_back(values[s]);
-    for (int64_t d = rt.getRank() - 1; d >= 0; --d) {
-      if (++idx[d] < rt.getDimSize(d))
-        break;
-      idx[d] = 0;
-    }
+    nextIndex(idx, rt.getShape());
   }
   return DenseElementsAttr::get(rt, out);
 }
@@ -464,11 +470,7 @@ OpFoldResult TransposeOp::fold(FoldAdaptor a) {
     SmallVector<int64_t> idx(rt.getRank(), 0);
     for (int64_t n = 0; n < rt.getNumElements(); ++n) {
       out[n] = src[source(idx)];
-      for (int64_t d = rt.getRank() - 1; d >= 0; --d) {
-        if (++idx[d] < rt.getDimSize(d))
-          break;
-        idx[d] = 0;
-      }
+      nextIndex(idx, rt.getShape());
     }
     return DenseElementsAttr::get(rt, ArrayRef<float>(out));
   }
@@ -655,11 +657,7 @@ static Attribute foldReduce(Attribute input, ArrayRef<int64_t> axes, Type result
       case ReduceKind::Mean: break;
       }
     }
-    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
+    nextIndex(idx, shape);
   }
   if (ft) {
     if (kind == ReduceKind::Mean) {

@@ -234,6 +234,20 @@ static bool keepsOperandDims(Operation *op, int64_t rank) {
          !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp>(op);
 }
 
+/// `f` of the two operands' contents element by element, a one-element
+/// side broadcast; nullopt when either is unknown or they do not pair up.
+std::optional<SymbolicDims::Exprs>
+SymbolicDims::zipContents(Operation *op,
+                          function_ref<AffineExpr(AffineExpr, AffineExpr)> f) const {
+  auto l = contentsOf(op->getOperand(0)), r = contentsOf(op->getOperand(1));
+  if (!l || !r || (l->size() != r->size() && l->size() != 1 && r->size() != 1))
+    return std::nullopt;
+  Exprs out;
+  for (size_t i = 0, n = std::max(l->size(), r->size()); i < n; ++i)
+    out.push_back(f((*l)[l->size() == 1 ? 0 : i], (*r)[r->size() == 1 ? 0 : i]));
+  return out;
+}
+
 void SymbolicDims::visit(Operation *op) {
   if (op->getNumResults() != 1)
     return;
@@ -306,35 +320,20 @@ void SymbolicDims::visit(Operation *op) {
       }
     }
   } else if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp>(op)) {
-    auto l = contentsOf(op->getOperand(0)), r = contentsOf(op->getOperand(1));
-    if (l && r && (l->size() == r->size() || l->size() == 1 || r->size() == 1)) {
-      size_t n = std::max(l->size(), r->size());
-      Exprs out;
-      for (size_t i = 0; i < n; ++i)
-        out.push_back(arith(op, (*l)[l->size() == 1 ? 0 : i], (*r)[r->size() == 1 ? 0 : i]));
-      held = out;
-    }
+    held = zipContents(op, [&](AffineExpr a, AffineExpr b) { return arith(op, a, b); });
   } else if (isa<EqualOp>(op)) {
     // Dims are never negative: a dim against -1 (PyTorch's "keep this
     // dim" marker) is known to differ.
-    auto l = contentsOf(op->getOperand(0)), r = contentsOf(op->getOperand(1));
-    if (l && r && (l->size() == r->size() || l->size() == 1 || r->size() == 1)) {
-      size_t n = std::max(l->size(), r->size());
-      Exprs out;
-      for (size_t i = 0; i < n; ++i) {
-        AffineExpr a = (*l)[l->size() == 1 ? 0 : i], b = (*r)[r->size() == 1 ? 0 : i];
-        auto ca = constantOf(a), cb = constantOf(b);
-        if (a && b && a == b)
-          out.push_back(constant(1));
-        else if (ca && cb)
-          out.push_back(constant(*ca == *cb));
-        else if ((ca && *ca < 0 && isNonNegative(b)) || (cb && *cb < 0 && isNonNegative(a)))
-          out.push_back(constant(0));
-        else
-          out.push_back(AffineExpr());
-      }
-      held = out;
-    }
+    held = zipContents(op, [&](AffineExpr a, AffineExpr b) {
+      auto ca = constantOf(a), cb = constantOf(b);
+      if (a && b && a == b)
+        return constant(1);
+      if (ca && cb)
+        return constant(*ca == *cb);
+      if ((ca && *ca < 0 && isNonNegative(b)) || (cb && *cb < 0 && isNonNegative(a)))
+        return constant(0);
+      return AffineExpr();
+    });
   } else if (auto sel = dyn_cast<SelectOp>(op)) {
     auto c = contentsOf(sel.getCondition());
     auto l = contentsOf(sel.getLhs()), r = contentsOf(sel.getRhs());

@@ -58,6 +58,9 @@ private:
   mlir::AffineExpr simplify(mlir::AffineExpr e) const;
   Exprs typeDims(mlir::Value v) const;
   Exprs broadcast(llvm::ArrayRef<Exprs> operands, size_t rank) const;
+  std::optional<Exprs>
+  zipContents(mlir::Operation *op,
+              llvm::function_ref<mlir::AffineExpr(mlir::AffineExpr, mlir::AffineExpr)> f) const;
 
   mlir::MLIRContext *ctx;
   llvm::DenseMap<mlir::Value, Exprs> dims, contents;
