@@ -18,6 +18,7 @@ Writes OUTDIR/results.json and prints a table.
 import argparse
 import gzip
 import json
+import lzma
 import os
 import shutil
 import statistics
@@ -34,6 +35,8 @@ def log(*a):
 
 
 def load_pb(path):
+    if os.path.exists(path[:-3] + ".npy"):  # prepare.py's copy: no onnx needed here
+        return np.load(path[:-3] + ".npy")
     import onnx
     from onnx import numpy_helper
     t = onnx.TensorProto()
@@ -52,7 +55,8 @@ def materialize(kit, entry):
     shutil.copy(os.path.join(kit, "libkiln_runtime.so"), d)
     weights = None
     if entry["weights"]:
-        with gzip.open(os.path.join(kit, entry["weights"]["base"])) as f:
+        base = entry["weights"]["base"]
+        with (lzma.open if base.endswith(".xz") else gzip.open)(os.path.join(kit, base)) as f:
             blob = bytearray(f.read())
         for off, hexbytes in entry["weights"]["patch"]:
             b = bytes.fromhex(hexbytes)
@@ -69,9 +73,11 @@ def inputs_and_refs(kit, entry):
         for s in entry["sets"]:
             d = os.path.join(kit, s)
             ins = [load_pb(os.path.join(d, f"input_{j}.pb"))
-                   for j in range(100) if os.path.exists(os.path.join(d, f"input_{j}.pb"))]
+                   for j in range(100) if os.path.exists(os.path.join(d, f"input_{j}.npy"))
+                   or os.path.exists(os.path.join(d, f"input_{j}.pb"))]
             refs = [load_pb(os.path.join(d, f"output_{j}.pb"))
-                    for j in range(100) if os.path.exists(os.path.join(d, f"output_{j}.pb"))]
+                    for j in range(100) if os.path.exists(os.path.join(d, f"output_{j}.npy"))
+                    or os.path.exists(os.path.join(d, f"output_{j}.pb"))]
             if entry["data"] == "replicate":
                 b = entry["batch"]
                 ins = [np.concatenate([x] * b, axis=0) for x in ins]
@@ -134,7 +140,7 @@ def torch_model(spec):
     import torch
     import torch.nn as nn
     m = spec["model"]
-    if m in ("resnet18", "mobilenet_v2", "squeezenet1_1"):
+    if m in ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1"):
         import torchvision
         net = getattr(torchvision.models, m)()
         return net, [torch.randn(spec.get("batch", 1), 3, 224, 224)]
@@ -188,10 +194,25 @@ def torch_time(net, xs, runs, tf32):
 
 
 def flops(entry):
+    if entry.get("flops"):
+        return float(entry["flops"])
     b = entry["baseline"]
     if b["model"] in ("matmul", "matmul_f16", "matmul_bf16"):
         return 2.0 * b["n"] ** 3
     return None
+
+
+# Dense peaks in TFLOP/s from NVIDIA's data sheets: FP32 on the CUDA cores,
+# TF32 on the tensor cores (without sparsity), by a piece of the device name.
+PEAKS = [("H100 PCIe", 51.2, 378.0), ("H100 NVL", 60.0, 417.0), ("H100", 66.9, 494.7),
+         ("H200", 66.9, 494.7), ("A100", 19.5, 156.0), ("L40S", 91.6, 183.0)]
+
+
+def peaks(name):
+    for key, fp32, tf32 in PEAKS:
+        if key in name:
+            return fp32, tf32
+    return None, None
 
 
 def main():
@@ -203,6 +224,7 @@ def main():
     ap.add_argument("--only", default="")
     args = ap.parse_args()
     kit = os.path.abspath(args.kit)
+    started = time.time()
     os.makedirs(args.out, exist_ok=True)
     results = {"runners": {}, "env": {}}
     res_path = os.path.join(args.out, "results.json")
@@ -214,6 +236,8 @@ def main():
     results["env"]["torch"] = torch.__version__
     results["env"]["gpu"] = torch.cuda.get_device_name(0)
     log("torch", torch.__version__, torch.cuda.get_device_name(0))
+    fp32_peak, tf32_peak = peaks(torch.cuda.get_device_name(0))
+    results["env"]["peak_tflops"] = {"fp32": fp32_peak, "tf32": tf32_peak}
     p = subprocess.run([os.path.join(kit, "kiln-cuda-tests"), "--gtest_filter=Cuda.*WhereThereIsAGpu"],
                        capture_output=True, text=True, env=dict(os.environ, LD_LIBRARY_PATH=kit))
     results["cuda_tests"] = {"rc": p.returncode, "tail": (p.stdout + p.stderr)[-3000:]}
@@ -306,23 +330,36 @@ def main():
         fl = flops(e)
         if fl and kd:
             r["kiln_gflops"] = fl / (r["kiln_device_ms"] * 1e6)
+            if fp32_peak:
+                r["kiln_pct_fp32_peak"] = 100 * r["kiln_gflops"] / (fp32_peak * 1e3)
+                r["kiln_pct_tf32_peak"] = 100 * r["kiln_gflops"] / (tf32_peak * 1e3)
             if t32:
                 r["torch_fp32_gflops"] = fl / (r["torch_fp32_ms"] * 1e6)
                 r["torch_tf32_gflops"] = fl / (r["torch_tf32_ms"] * 1e6)
         log(e["name"], json.dumps({k: v for k, v in r.items() if k != "sets"}))
         save()
 
-    log("\n| model | correct | Kiln device ms | Kiln wall ms | PyTorch FP32 ms | PyTorch TF32 ms | Kiln/PyTorch FP32 |")
-    log("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, r in results["runners"].items():
-        def f(k):
-            return f"{r[k]:.3f}" if k in r else "-"
-        ratio = f"{r['kiln_device_ms'] / r['torch_fp32_ms']:.2f}" if "torch_fp32_ms" in r and "kiln_device_ms" in r else "-"
-        log(f"| {name} | {r.get('ok')} | {f('kiln_device_ms')} | {f('kiln_wall_ms')} | "
-            f"{f('torch_fp32_ms')} | {f('torch_tf32_ms')} | {ratio} |")
-        if "kiln_gflops" in r:
-            log(f"|   GFLOP/s | | {r['kiln_gflops']:.0f} | | {r.get('torch_fp32_gflops', 0):.0f} | "
-                f"{r.get('torch_tf32_gflops', 0):.0f} | |")
+    log(f"\nPeaks (data sheet, dense): FP32 {fp32_peak} TFLOP/s, TF32 {tf32_peak} TFLOP/s")
+    log("\n| model | correct | GFLOP | Kiln device ms | Kiln wall ms | PyTorch FP32 ms | PyTorch TF32 ms "
+        "| Kiln/PyTorch FP32 | Kiln/PyTorch TF32 | Kiln GFLOP/s | % FP32 peak | % TF32 peak "
+        "| PyTorch FP32 GFLOP/s | PyTorch TF32 GFLOP/s |")
+    log("| --- " * 15 + "|")
+    for e in manifest:
+        r = results["runners"].get(e["name"], {})
+
+        def f(k, fmt="{:.3f}"):
+            return fmt.format(r[k]) if k in r else "-"
+
+        def ratio(k):
+            return f"{r['kiln_device_ms'] / r[k]:.2f}" if k in r and "kiln_device_ms" in r else "-"
+        fl = flops(e)
+        log(f"| {e['name']} | {r.get('ok')} | {fl / 1e9 if fl else 0:.2f} | {f('kiln_device_ms')} | "
+            f"{f('kiln_wall_ms')} | {f('torch_fp32_ms')} | {f('torch_tf32_ms')} | "
+            f"{ratio('torch_fp32_ms')} | {ratio('torch_tf32_ms')} | {f('kiln_gflops', '{:.0f}')} | "
+            f"{f('kiln_pct_fp32_peak', '{:.1f}')} | {f('kiln_pct_tf32_peak', '{:.1f}')} | "
+            f"{f('torch_fp32_gflops', '{:.0f}')} | {f('torch_tf32_gflops', '{:.0f}')} |")
+    results["env"]["seconds"] = round(time.time() - started, 1)
+    log(f"device.py: {results['env']['seconds']} s")
     save()
 
 

@@ -18,7 +18,9 @@ import argparse
 import gzip
 import hashlib
 import json
+import lzma
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,14 +36,65 @@ def run(cmd, **kw):
     subprocess.run(cmd, check=True, **kw)
 
 
-def resnet18_b32():
+def batch32(source, name):
     import onnx
-    path = os.path.join(MADE, "resnet18_b32.onnx")
+    path = os.path.join(MADE, f"{name}_b32.onnx")
     if not os.path.exists(path):
-        m = onnx.load(os.path.join(SHARED, "resnet18", "model.onnx"))
+        m = onnx.load(source)
         for v in list(m.graph.input) + list(m.graph.output):
             v.type.tensor_type.shape.dim[0].dim_value = 32
         onnx.save(m, path)
+    return path
+
+
+def resnet18_b32():
+    return batch32(os.path.join(SHARED, "resnet18", "model.onnx"), "resnet18")
+
+
+def resnet50_b32():
+    return batch32(resnet50(), "resnet50")
+
+
+def resnet50():
+    """torchvision's ResNet-50 (random weights, BatchNorm calibrated, folded
+    into the convolutions by the exporter) with each weight tensor made
+    ternary, {-s, 0, s} with four in five zero, s keeping the tensor's norm:
+    the kit carries its 100 MB of weights gzipped to a few MB, and the
+    network's time does not depend on the values (no kernel of Kiln's skips
+    zeros). Reference: ONNX Runtime (CPU, one thread) on this very model."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    sys.path.insert(0, os.path.join(ROOT, "scripts", "models"))
+    import export_models as em
+    import torch
+    import torchvision
+    folder = os.path.join(MADE, "resnet50")
+    path = os.path.join(folder, "model.onnx")
+    data = os.path.join(folder, "test_data_set_0")
+    if em.is_complete(folder):
+        return path
+    ort = em.ort_dir()
+    em.check_ort(ort)
+    os.makedirs(data, exist_ok=True)
+    torch.manual_seed(em.MODEL_SEED)
+    net = torchvision.models.resnet50().eval()
+    em.calibrate_batchnorm(net, (1, 3, 224, 224))
+    x = torch.randn((1, 3, 224, 224), generator=torch.Generator().manual_seed(em.DATA_SEED))
+    with torch.no_grad():
+        em.export_onnx(net, x, path, 17)
+    m = onnx.load(path)
+    for t in m.graph.initializer:
+        w = numpy_helper.to_array(t)
+        if w.dtype != np.float32 or w.ndim < 2:
+            continue
+        cut = np.quantile(np.abs(w), 0.8)
+        keep = np.abs(w) > cut
+        s = np.float32(np.linalg.norm(w) / max(1.0, np.sqrt(keep.sum())))
+        t.CopyFrom(numpy_helper.from_array((np.sign(w) * keep * s).astype(np.float32), t.name))
+    onnx.save(m, path)
+    onnx.save_tensor(numpy_helper.from_array(x.numpy(), "input"), os.path.join(data, "input_0.pb"))
+    em.ort_reference(ort, path, data)
     return path
 
 
@@ -96,6 +149,9 @@ def specs():
     d = {}
     for name in ["resnet18", "mobilenet_v2", "squeezenet1_1", "mlp_gelu"]:
         d[name] = (shared(name), [], ("sets", name, [0]), {"model": name, "batch": 1})
+    d["resnet50"] = (resnet50, [], ("sets", "@resnet50", [0]), {"model": "resnet50", "batch": 1})
+    d["resnet50_b32"] = (resnet50_b32, [], ("replicate", "@resnet50", 0, 32),
+                         {"model": "resnet50", "batch": 32})
     d["resnet18_b32"] = (resnet18_b32, [], ("replicate", "resnet18", 0, 32),
                          {"model": "resnet18", "batch": 32})
     for k, seq in [(0, 128), (1, 37)]:
@@ -150,6 +206,49 @@ def specs():
     return d
 
 
+def model_flops(path, extra):
+    """Multiply-adds x 2 of the model's products and convolutions at the
+    shapes it is compiled for: read from kilnc --emit=kiln (kiln.matmul,
+    kiln.gemm, kiln.conv after shape inference, shapes computed from Shape
+    ops included, which ONNX's own shape inference leaves unknown). What
+    device.py divides by the time for GFLOP/s and the share of the peak."""
+    kilnc = os.path.join(BUILD, "bin", "kilnc")
+    flags = [a for a in extra if not a.startswith("--gpu-")]
+    text = subprocess.run([kilnc, path, "--emit=kiln", "-o", "-"] + flags, check=True,
+                          capture_output=True, text=True).stdout
+    total = 0
+    for line in text.splitlines():
+        m = re.search(r"kiln\.(matmul|gemm|conv) .*: \((.*)\) -> tensor<([0-9x]+)x[a-z]", line)
+        if not m:
+            continue
+        ins = re.findall(r"tensor<([0-9x]+)x[a-z]", m.group(2))
+        out = [int(d) for d in m.group(3).split("x")]
+        n = 1
+        for d in out:
+            n *= d
+        if m.group(1) == "conv":
+            k = 1
+            for d in ins[1].split("x")[1:]:
+                k *= int(d)
+        else:
+            lhs = [int(d) for d in ins[0].split("x")]
+            k = lhs[-2] if m.group(1) == "gemm" and "transA = 1" in line else lhs[-1]
+        total += 2 * n * k
+    return total
+
+
+def as_npy(folder):
+    """Each NAME.pb of a data set also as NAME.npy, so that device.py needs
+    numpy but not the onnx package on the GPU machine."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    for f in os.listdir(folder):
+        if f.endswith(".pb"):
+            pb = os.path.join(folder, f)
+            np.save(pb[:-3] + ".npy", numpy_helper.to_array(onnx.load_tensor(pb)))
+
+
 def store_weights(out, blob, blobs):
     """Each distinct blob once; a blob that differs from one already stored
     in a few bytes (ResNet-18 at batch 32 differs from batch 1 in one: a
@@ -159,9 +258,11 @@ def store_weights(out, blob, blobs):
             diff = [i for i in range(0, len(blob), 4096) if other[i:i + 4096] != blob[i:i + 4096]]
             if len(diff) <= 4:
                 return {"base": path, "patch": [[i, blob[i:i + 4096].hex()] for i in diff]}
-    path = f"weights/{hashlib.sha256(blob).hexdigest()[:16]}.bin.gz"
+    # xz: ResNet-50's ternary weights take 6.5 MB instead of gzip's 11 MB,
+    # which is what lets ResNet-18 and -50 travel in one kit.
+    path = f"weights/{hashlib.sha256(blob).hexdigest()[:16]}.bin.xz"
     if path not in blobs:
-        with gzip.open(os.path.join(out, path), "wb", compresslevel=6) as f:
+        with lzma.open(os.path.join(out, path), "wb", preset=6) as f:
             f.write(blob)
         blobs[path] = blob
     return {"base": path, "patch": []}
@@ -217,16 +318,20 @@ def main():
             f.write(image)
         kind = data[0]
         entry = {"name": name, "runner": name + ".run.gz", "weights": weights, "data": kind,
-                 "baseline": baseline}
+                 "baseline": baseline, "flops": model_flops(model, extra)}
         if kind in ("sets", "replicate"):
             model_dir = data[1]
             sets = data[2] if kind == "sets" else [data[2]]
             entry["sets"] = []
             for k in sets:
-                src = os.path.join(SHARED, model_dir, f"test_data_set_{k}")
+                # "@name": a model made here, under build/gpu-models.
+                home = MADE if model_dir.startswith("@") else SHARED
+                model_dir = model_dir.lstrip("@")
+                src = os.path.join(home, model_dir, f"test_data_set_{k}")
                 dst = os.path.join(out, "data", f"{model_dir}_{k}")
                 if not os.path.exists(dst):
                     shutil.copytree(src, dst)
+                    as_npy(dst)
                 entry["sets"].append(f"data/{model_dir}_{k}")
             if kind == "replicate":
                 entry["batch"] = data[3]
