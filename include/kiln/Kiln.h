@@ -11,7 +11,9 @@
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
-#include "kiln/DisplaySafe.h"
+#include "kiln/Support/DisplaySafe.h"
+#include "kiln/Support/GpuOptions.h"
+#include "kiln/Support/Status.h"
 #include "kiln/runtime.h"
 
 #include <functional>
@@ -25,12 +27,6 @@ namespace kiln {
 
 std::string version();
 
-struct Status {
-  kiln_status_code code = KILN_OK;
-  std::string message;
-  bool ok() const { return code == KILN_OK; }
-  static Status error(kiln_status_code c, std::string m) { return {c, displaySafe(m)}; }
-};
 
 /// A runtime tensor with unique ownership.
 class Tensor {
@@ -149,9 +145,8 @@ struct CompileOptions {
   /// block reductions emulated by loops, so that those transformations are
   /// checked by running the model on any machine.
   bool gpuTensorPassesOnCpu = false;
-  /// The GPU path (device cuda, gpuTensorPassesOnCpu): also split long
-  /// reductions with few outputs in two (kiln-gpu-split-reductions).
-  bool gpuSplitReductions = false;
+  /// The GPU path's optional passes (device cuda, gpuTensorPassesOnCpu).
+  GpuPassOptions gpu;
   /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
   std::string cacheDir;
@@ -287,26 +282,10 @@ struct EmitOptions {
   /// whether the weights go to a separate file instead of the object.
   std::string bundleName = "model";
   bool externalWeights = false;
+  /// GPU targets: the optional passes (kilnc --gpu-split-reductions,
+  /// --gpu-block-reductions=false, ...).
+  GpuPassOptions gpu;
   /// Bracket each kernel with the runtime's profiling hooks (kiln/profile.h).
-  /// GPU targets: run kiln-gpu-split-reductions (off by default since
-  /// kiln-gpu-block-reductions takes those reductions in one launch; kilnc
-  /// --gpu-split-reductions turns it on, to compare the two).
-  bool gpuSplitReductions = false;
-  /// GPU targets: reductions with few outputs as one block per output
-  /// (kiln-gpu-block-reductions; kilnc --gpu-block-reductions=false).
-  bool gpuBlockReductions = true;
-  /// GPU targets: elementwise ops with 128-bit vector loads and stores where
-  /// aligned (kiln-gpu-vectorize-elementwise; kilnc
-  /// --gpu-vectorize-elementwise=false keeps one thread per element).
-  bool gpuVectorizeElementwise = true;
-  /// GPU targets: f16 matrix products on tensor cores (WMMA;
-  /// kiln-gpu-mma-contractions; kilnc --gpu-mma-contractions=false keeps
-  /// them on CUDA cores).
-  bool gpuMmaContractions = true;
-  /// GPU targets: large matrix products and convolutions as shared-memory
-  /// tiled kernels (kiln-gpu-tile-contractions; kilnc
-  /// --gpu-tile-contractions=false keeps kiln-gpu-loops' kernels for them).
-  bool gpuTileContractions = true;
   bool profile = false;
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).

@@ -3,9 +3,9 @@
 #include "Driver.h"
 #include "EmitCache.h"
 
-#include "kiln/Codegen/Bundle.h"
-#include "kiln/Codegen/ConstantPool.h"
-#include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Target/Bundle.h"
+#include "kiln/Target/ConstantPool.h"
+#include "kiln/Target/TargetEmitter.h"
 #include "onnx/onnx_pb.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -399,7 +399,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     if (cuda) {
       CudaHostCode code;
       if (Status s = lowerForCuda(*module, options.cpu, variant.entry, code,
-                                  gpuPassChoicesOf(options));
+                                  options.gpu);
           !s.ok())
         return fail(s);
       clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");

@@ -1,15 +1,16 @@
 #include "Driver.h"
 #include "EmitCache.h"
 
-#include "kiln/Codegen/GpuTarget.h"
-#include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Target/GpuTarget.h"
+#include "kiln/Target/TargetEmitter.h"
 #include "kiln/IR/KilnDialect.h"
 #include "kiln/InvocationLog.h"
-#include "kiln/Passes/Passes.h"
+#include "kiln/Pipelines/Pipelines.h"
 
 #include "onnx/onnx_pb.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -228,7 +229,7 @@ Status perturbNode(ModuleOp module, const std::string &node) {
 }
 
 Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory,
-             bool profile, bool gpuTensorPasses, bool gpuSplitReductions) {
+             bool profile, bool gpuTensorPasses, const GpuPassOptions &gpu) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -238,7 +239,7 @@ Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool 
   opts.debugMemory = debugMemory;
   opts.profile = profile;
   opts.gpuTensorPasses = gpuTensorPasses;
-  opts.gpuSplitReductions = gpuSplitReductions;
+  opts.gpu = gpu;
   if (stage == LowerTo::Linalg)
     buildLowerToLinalgPipeline(pm, opts);
   else
@@ -384,7 +385,7 @@ Status resolveGpuTarget(EmitOptions &options) {
 /// The model's kernels as PTX for `chip`; the host function is left with
 /// gpu.launch_func ops (buildLowerToGpuPipeline).
 static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &ptx,
-                         const GpuPassChoices &choices = {}) {
+                         const GpuPassOptions &passes = {}) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
@@ -392,11 +393,7 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   GpuLoweringOptions gpu;
   gpu.chip = chip;
   gpu.libdevice = findLibdevice();
-  gpu.splitReductions = choices.splitReductions;
-  gpu.tileContractions = choices.tileContractions;
-  gpu.blockReductions = choices.blockReductions;
-  gpu.vectorizeElementwise = choices.vectorizeElementwise;
-  gpu.mmaContractions = choices.mmaContractions;
+  gpu.passes = passes;
   buildLowerToGpuPipeline(pm, gpu);
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
@@ -409,20 +406,15 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
 /// The PTX of every kernel of the model, for the GPU chip in options.cpu.
 static Status emitPtx(ModuleOp module, const EmitOptions &options, StageClock &clock,
                       std::string &out) {
-  Status s = lowerToPtx(module, options.cpu, out, gpuPassChoicesOf(options));
+  Status s = lowerToPtx(module, options.cpu, out, options.gpu);
   if (s.ok())
     clock.done("lower to GPU kernels and generate PTX (" + options.cpu + ")");
   return s;
 }
 
-GpuPassChoices gpuPassChoicesOf(const EmitOptions &options) {
-  return {options.gpuSplitReductions, options.gpuTileContractions, options.gpuBlockReductions,
-          options.gpuVectorizeElementwise, options.gpuMmaContractions};
-}
-
 Status lowerForCuda(ModuleOp module, const std::string &chip, const std::string &entryName,
-                    CudaHostCode &out, const GpuPassChoices &choices) {
-  if (Status s = lowerToPtx(module, chip, out.ptx, choices); !s.ok())
+                    CudaHostCode &out, const GpuPassOptions &gpu) {
+  if (Status s = lowerToPtx(module, chip, out.ptx, gpu); !s.ok())
     return s;
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
@@ -503,8 +495,7 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     return Status::error(KILN_INVALID_ARGUMENT, error);
   if (cuda) {
     CudaHostCode code;
-    if (Status s = lowerForCuda(*module, options.cpu, options.entryName, code,
-                                gpuPassChoicesOf(options));
+    if (Status s = lowerForCuda(*module, options.cpu, options.entryName, code, options.gpu);
         !s.ok())
       return s;
     defineCudaObjectData(*module, options.entryName, code.ptx, code.kernels, code.constants);

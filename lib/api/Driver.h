@@ -63,7 +63,7 @@ Status perturbNode(mlir::ModuleOp module, const std::string &node);
 enum class LowerTo { Linalg, LLVMDialect };
 Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
              bool debugMemory = false, bool profile = false, bool gpuTensorPasses = false,
-             bool gpuSplitReductions = false);
+             const GpuPassOptions &gpu = {});
 
 
 /// The compiled signature of an imported module's function: names, dtypes
@@ -110,18 +110,9 @@ struct CudaHostCode {
   std::string constants;
   int64_t workspaceBytes = 0;
 };
-/// The GPU path's optional passes (kilnc turns each off to measure it).
-struct GpuPassChoices {
-  bool splitReductions = false;  // kiln-gpu-split-reductions
-  bool tileContractions = true;  // kiln-gpu-tile-contractions
-  bool blockReductions = true;   // kiln-gpu-block-reductions
-  bool vectorizeElementwise = true; // kiln-gpu-vectorize-elementwise
-  bool mmaContractions = true;      // kiln-gpu-mma-contractions
-};
-GpuPassChoices gpuPassChoicesOf(const EmitOptions &options);
 
 Status lowerForCuda(mlir::ModuleOp module, const std::string &chip, const std::string &entryName,
-                    CudaHostCode &out, const GpuPassChoices &choices = {});
+                    CudaHostCode &out, const GpuPassOptions &gpu = {});
 
 /// Refuses modules whose outputs an ahead-of-time entry point cannot return
 /// (run-time row counts, sequences, optionals).

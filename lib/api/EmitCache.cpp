@@ -5,7 +5,7 @@
 #include "CompileCache.h"
 #include "ModelSource.h"
 
-#include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Target/TargetEmitter.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -45,10 +45,10 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   for (const auto &[name, values] : options.dimValues)
     k.add(name).add(values);
   k.add(options.entryName).add(options.bundleName).add(options.externalWeights ? 1 : 0);
-  k.add(options.profile ? 1 : 0).add(options.gpuSplitReductions ? 1 : 0)
-      .add(options.gpuTileContractions ? 1 : 0).add(options.gpuBlockReductions ? 1 : 0)
-      .add(options.gpuVectorizeElementwise ? 1 : 0)
-      .add(options.gpuMmaContractions ? 1 : 0);
+  k.add(options.profile ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0)
+      .add(options.gpu.tileContractions ? 1 : 0).add(options.gpu.blockReductions ? 1 : 0)
+      .add(options.gpu.vectorizeElementwise ? 1 : 0)
+      .add(options.gpu.mmaContractions ? 1 : 0);
   // A bundle's header names the model file.
   k.add(llvm::sys::path::filename(path).str());
   key = k.digest();

@@ -4,10 +4,10 @@
 #include "Driver.h"
 #include "ModelSource.h"
 #include "TensorDescs.h"
-#include "../interp/Interpreter.h"
+#include "kiln/Interp/Interpreter.h"
 
-#include "kiln/Codegen/ConstantPool.h"
-#include "kiln/Codegen/TargetEmitter.h"
+#include "kiln/Target/ConstantPool.h"
+#include "kiln/Target/TargetEmitter.h"
 #include "kiln/InvocationLog.h"
 #include "onnx/onnx_pb.h"
 
@@ -274,7 +274,7 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
   key.add(options.optLevel).add(options.debugMemory ? 1 : 0).add(options.profile ? 1 : 0);
-  key.add(options.gpuTensorPassesOnCpu ? 1 : 0).add(options.gpuSplitReductions ? 1 : 0);
+  key.add(options.gpuTensorPassesOnCpu ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0);
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();
@@ -404,9 +404,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
                            "device cuda: the model returns sequences, optionals or outputs "
                            "whose number of rows is known only at run time, which the GPU "
                            "path does not support yet");
-    GpuPassChoices choices;
-    choices.splitReductions = options.gpuSplitReductions;
-    if (Status s = lowerForCuda(*module, cudaChipOf(cuda.get()), "kiln_entry", gpu, choices);
+    if (Status s = lowerForCuda(*module, cudaChipOf(cuda.get()), "kiln_entry", gpu, options.gpu);
         !s.ok())
       return s;
     done(("lower to GPU kernels, generate PTX (" + cudaChipOf(cuda.get()) +
@@ -414,8 +412,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
              .c_str());
   } else {
     if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
-                         options.profile, options.gpuTensorPassesOnCpu,
-                         options.gpuSplitReductions);
+                         options.profile, options.gpuTensorPassesOnCpu, options.gpu);
         !s.ok())
       return s;
     done("lower to linalg, bufferize, lower to the LLVM dialect");

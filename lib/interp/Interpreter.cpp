@@ -2,7 +2,7 @@
 // flow (scf.if/for/while), the few tensor and arith ops the importer writes
 // around them, constants decoded once, and conversion from and to the
 // runtime's tensors.
-#include "Interpreter.h"
+#include "kiln/Interp/Interpreter.h"
 #include "HostTensor.h"
 #include "kiln/IR/Dtypes.h"
 #include "kiln/IR/KilnDialect.h"

@@ -1,7 +1,7 @@
 // kiln-fuse-row-ops: Softmax, LogSoftmax and layer normalisation, as the
 // importer and the exporters write them (reductions plus elementwise ops),
 // become kiln.softmax and kiln.layer_norm, which lower to row kernels that
-// read each row from memory once (lib/kernels/RowKernels.cpp). Lowered op by
+// read each row from memory once (runtime/kernels/RowKernels.cpp). Lowered op by
 // op, a layer normalisation is nine passes over its tensor.
 //
 // Recognised (over trailing axes [a, rank), keepdims, f32, static shapes):

@@ -52,7 +52,9 @@ def materialize(kit, entry):
     with gzip.open(os.path.join(kit, entry["runner"])) as f:
         open(runner, "wb").write(f.read())
     os.chmod(runner, 0o755)
-    shutil.copy(os.path.join(kit, "libkiln_runtime.so"), d)
+    for lib in os.listdir(kit):  # libkiln_runtime.so.ABI, its SONAME
+        if lib.startswith("libkiln_runtime.so"):
+            shutil.copy(os.path.join(kit, lib), d)
     weights = None
     if entry["weights"]:
         base = entry["weights"]["base"]

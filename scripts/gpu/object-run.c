@@ -1,6 +1,6 @@
 /* Runs a CUDA host object (kilnc --target=nvptx64-nvidia-cuda -o model.o)
  * through libkiln_runtime alone, for machines that have a GPU but no
- * LLVM/MLIR (kiln-run needs both). scripts/gpu/prepare.sh links one such
+ * LLVM/MLIR (kiln-run needs both). scripts/gpu/prepare.py links one such
  * runner per model; scripts/gpu/device.py feeds it the ONNX test data and
  * compares what it writes.
  *

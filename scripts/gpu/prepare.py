@@ -2,7 +2,7 @@
 """Builds the kit that measures Kiln's CUDA path on a machine with a GPU but
 without LLVM/MLIR (the `device` machines lent to some sessions).
 
-    scripts/gpu/prepare.py --out build/gpu-kit-a --models resnet18,resnet18_b32,gemm
+    scripts/gpu/prepare.py --out build/gpu-kit-a --models resnet18,resnet18_b32,matmul
     (then, on the GPU machine) python3 scripts/gpu/device.py build/gpu-kit-a OUTDIR
 
 For each model: kilnc compiles the CUDA host object (sm_90), the object is
@@ -288,7 +288,8 @@ def main():
         wanted += [k for k in all_specs if k == w or (w == "matmul" and k.startswith("matmul"))]
     kilnc = os.path.join(BUILD, "bin", "kilnc")
     runtime = os.path.join(BUILD, "lib", "libkiln_runtime.so")
-    shutil.copy(runtime, out)
+    # Under its SONAME (libkiln_runtime.so.ABI), the name the runners ask for.
+    shutil.copy(runtime, os.path.join(out, os.path.basename(os.path.realpath(runtime))))
     shutil.copy(os.path.join(BUILD, "bin", "kiln-cuda-tests"), out)
     tmp = os.path.join(MADE, "tmp")
     os.makedirs(tmp, exist_ok=True)

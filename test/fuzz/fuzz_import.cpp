@@ -8,7 +8,8 @@
 #include "Driver.h"
 #include "kiln/Frontend/Importer.h"
 #include "kiln/Frontend/ModelLoader.h"
-#include "kiln/Passes/Passes.h"
+#include "kiln/Pipelines/Pipelines.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"

@@ -1,6 +1,6 @@
 // The on-disk compile cache: reuse across Model instances, recovery from
 // damaged entries, the key, and the size bound.
-#include "../../lib/api/CompileCache.h"
+#include "CompileCache.h"
 #include "kiln/Kiln.h"
 
 #include "llvm/Support/MemoryBuffer.h"

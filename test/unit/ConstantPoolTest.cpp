@@ -1,7 +1,7 @@
 // extractConstants: large constants leave the generated code for a host
 // buffer, the code reaches them by symbol, and the compiled function still
 // computes with their values; small constants stay in the code.
-#include "kiln/Codegen/ConstantPool.h"
+#include "kiln/Target/ConstantPool.h"
 #include "JitTestSupport.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -45,7 +45,7 @@ TEST(SliceBounds, ClampsLikeTheSpec) {
   EXPECT_FALSE(kiln::computeSliceBounds(5, 0, 5, 0));
 }
 
-// Model-supplied text is escaped before it reaches a terminal (kiln/DisplaySafe.h).
+// Model-supplied text is escaped before it reaches a terminal (kiln/Support/DisplaySafe.h).
 TEST(DisplaySafe, EscapesControlsInvalidUtf8AndBidiOverrides) {
   EXPECT_EQ(kiln::displaySafe("conv_1/weights"), "conv_1/weights");
   EXPECT_EQ(kiln::displaySafe("caf\xc3\xa9 \xe6\x97\xa5"), "caf\xc3\xa9 \xe6\x97\xa5"); // UTF-8 stays

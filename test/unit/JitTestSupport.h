@@ -4,10 +4,11 @@
 #ifndef KILN_TEST_JITTESTSUPPORT_H
 #define KILN_TEST_JITTESTSUPPORT_H
 
-#include "kiln/Codegen/TargetEmitter.h"
-#include "kiln/Passes/Passes.h"
+#include "kiln/Target/TargetEmitter.h"
+#include "kiln/Pipelines/Pipelines.h"
+#include "mlir/Pass/PassManager.h"
 
-#include "../../lib/api/Driver.h"
+#include "Driver.h"
 
 #include "mlir/Parser/Parser.h"
 #include "llvm/IR/LLVMContext.h"

@@ -1,4 +1,4 @@
-// The microkernels (lib/kernels/Kernels.cpp), compiled natively for each
+// The microkernels (runtime/kernels/Kernels.cpp), compiled natively for each
 // register-tile variant, against plain reference loops on awkward sizes:
 // sizes of 1, primes, tails of the row tile and of the channel panel,
 // padding larger than the window, strides, dilations, groups, large K.

@@ -1,4 +1,4 @@
-// kiln_det_f32 (lib/kernels/LinearAlgebraKernels.cpp), compiled natively:
+// kiln_det_f32 (runtime/kernels/LinearAlgebraKernels.cpp), compiled natively:
 // determinants worked out by hand (triangular, permuted, singular) and
 // random matrices against the Leibniz formula in double.
 #include <gtest/gtest.h>

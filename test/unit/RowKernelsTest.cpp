@@ -1,4 +1,4 @@
-// The row kernels (lib/kernels/RowKernels.cpp), compiled natively for each
+// The row kernels (runtime/kernels/RowKernels.cpp), compiled natively for each
 // vector width, against double-precision references: softmax, log-softmax
 // and layer normalisation on row lengths that exercise every tail, with
 // masked (-inf) and NaN inputs, and the vector exp against the C library.

@@ -1,4 +1,4 @@
-// The selection kernels (lib/kernels/SelectionKernels.cpp), compiled
+// The selection kernels (runtime/kernels/SelectionKernels.cpp), compiled
 // natively. NonMaxSuppression: ONNX's own examples (expected selections from
 // the operator's specification) and random detector-like inputs against a
 // plain reference written from the specification (a sort, every pair's

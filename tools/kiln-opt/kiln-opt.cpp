@@ -1,5 +1,5 @@
 // kiln-opt: mlir-opt with the kiln dialect and passes, for lit tests.
-#include "kiln/Passes/Passes.h"
+#include "kiln/Pipelines/Pipelines.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 

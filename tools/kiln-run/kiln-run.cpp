@@ -287,7 +287,7 @@ static int kilnRunMain(int argc, char **argv) {
     } else if (a == "--gpu-tensor-passes") {
       copts.gpuTensorPassesOnCpu = true;
     } else if (a == "--gpu-split-reductions") {
-      copts.gpuSplitReductions = true;
+      copts.gpu.splitReductions = true;
     } else if (a == "--no-cache") {
       copts.cache = false;
     } else if (a == "--mcpu") {

@@ -2,7 +2,7 @@
 #include "kiln/InvocationLog.h"
 #include "kiln/Kiln.h"
 #include "kiln/TensorIO.h"
-#include "kiln/Passes/Passes.h"
+#include "kiln/Pipelines/Pipelines.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -343,11 +343,11 @@ static int kilncMain(int argc, char **argv) {
 
   opts.cache = !noCache && !foreignOptionsGiven();
   opts.profile = profileKernels;
-  opts.gpuSplitReductions = gpuSplitReductions;
-  opts.gpuTileContractions = gpuTileContractions;
-  opts.gpuBlockReductions = gpuBlockReductions;
-  opts.gpuVectorizeElementwise = gpuVectorizeElementwise;
-  opts.gpuMmaContractions = gpuMmaContractions;
+  opts.gpu.splitReductions = gpuSplitReductions;
+  opts.gpu.tileContractions = gpuTileContractions;
+  opts.gpu.blockReductions = gpuBlockReductions;
+  opts.gpu.vectorizeElementwise = gpuVectorizeElementwise;
+  opts.gpu.mmaContractions = gpuMmaContractions;
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

@@ -1,0 +1,32 @@
+// Calls from generated code into Kiln's microkernels (runtime/kernels): the
+// kiln -> kernel-call lowering and the calls' bufferization. The linking of
+// the kernels into the generated LLVM module is the target's
+// (kiln/Target/KernelLibrary.h).
+#ifndef KILN_CONVERSION_KERNELCALLS_H
+#define KILN_CONVERSION_KERNELCALLS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln::codegen {
+
+/// Declares the kernel entry points (private funcs) in `module`, so that
+/// function-level lowering patterns can call them.
+void declareKernelFunctions(mlir::ModuleOp module);
+
+/// Conv2DNhwc, f32 MatMul, channels_last pooling, Softmax and LayerNorm ->
+/// kernel calls.
+void populateKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+/// Patterns that replace several kiln ops by one kernel call (attention:
+/// matmul, softmax, matmul). Run greedily before the op-by-op lowering,
+/// which would otherwise lower the inner ops first.
+void populateFusedKernelPatterns(mlir::RewritePatternSet &patterns);
+
+/// Attaches kiln.call_kernel's BufferizableOpInterface model.
+void registerKernelCallBufferization(mlir::DialectRegistry &registry);
+
+} // namespace kiln::codegen
+
+
+#endif

@@ -1,0 +1,611 @@
+// Convolutions, matrix products and NHWC pooling -> calls to Kiln's
+// microkernels (runtime/kernels/Kernels.cpp, linked in as bitcode).
+//
+// Each call is a kiln.call_kernel on tensors, in destination-passing style,
+// so one-shot bufferization decides buffers and in-place writes as for any
+// other op; its bufferization model takes the addresses (as i64: one
+// declaration serves every shape) right at the call. Weights
+// are packed here, at compile time, into the kernels' panel layout, and
+// each call's shape parameters live in a small constant i64 block that LLVM
+// can propagate into the kernel.
+#include "kiln/Conversion/KernelCalls.h"
+#include "kiln/kernels.h"
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln::codegen {
+
+constexpr int64_t kPanel = KILN_KERNEL_PANEL;
+
+namespace {
+
+// The kernels' names, each checked against its prototype in kiln/kernels.h
+// (sizeof: unevaluated, so nothing here links to the kernels).
+#define KILN_KERNEL_SYMBOL(fn) (sizeof(&fn) ? #fn : #fn)
+constexpr const char *kConv = KILN_KERNEL_SYMBOL(kiln_conv2d_nhwc_f32);
+constexpr const char *kDwConv = KILN_KERNEL_SYMBOL(kiln_dwconv2d_nhwc_f32);
+constexpr const char *kMatMul = KILN_KERNEL_SYMBOL(kiln_matmul_f32);
+constexpr const char *kPool = KILN_KERNEL_SYMBOL(kiln_pool2d_nhwc_f32);
+constexpr const char *kSoftmax = KILN_KERNEL_SYMBOL(kiln_softmax_f32);
+constexpr const char *kLayerNorm = KILN_KERNEL_SYMBOL(kiln_layer_norm_f32);
+constexpr const char *kAttention = KILN_KERNEL_SYMBOL(kiln_attention_f32);
+constexpr const char *kNms = KILN_KERNEL_SYMBOL(kiln_nms_f32);
+constexpr const char *kNonZero = KILN_KERNEL_SYMBOL(kiln_nonzero_u8);
+constexpr const char *kDet = KILN_KERNEL_SYMBOL(kiln_det_f32);
+constexpr int64_t kMaxAttentionKeys = KILN_ATTENTION_MAX_KEYS;
+
+Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
+}
+
+/// A kernel's parameter struct (kiln/kernels.h) as its block of i64s.
+template <typename Params>
+SmallVector<int64_t> fields(const Params &p) {
+  static_assert(sizeof(Params) % sizeof(int64_t) == 0 &&
+                    alignof(Params) == alignof(kiln_kernel_i64),
+                "kernel parameter structs hold 64-bit integers only");
+  const auto *begin = reinterpret_cast<const kiln_kernel_i64 *>(&p);
+  return SmallVector<int64_t>(begin, begin + sizeof(Params) / sizeof(int64_t));
+}
+
+Value f32Block(OpBuilder &b, Location loc, ArrayRef<float> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getF32Type());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
+}
+
+Value f32(OpBuilder &b, Location loc, float v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+/// kiln.call_kernel of `kernel` with `args`; the result's address goes at
+/// `outIndex` once bufferized. `rowStrides`: see the op's `row_strides`.
+/// `flops` (when known) goes into profiles as `kiln.flops`.
+Value callWithResult(OpBuilder &b, Location loc, StringRef kernel, RankedTensorType resultType,
+                     ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides = {},
+                     int64_t flops = 0) {
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType());
+  auto call = CallKernelOp::create(
+      b, loc, resultType, FlatSymbolRefAttr::get(b.getContext(), kernel), args, init,
+      b.getI64IntegerAttr(outIndex),
+      rowStrides.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(rowStrides));
+  if (flops > 0)
+    call->setAttr("kiln.flops", b.getI64IntegerAttr(flops));
+  return call;
+}
+
+/// A placeholder for a row stride that bufferization fills in.
+Value strideSlot(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+}
+
+std::optional<SmallVector<float>> constantFloats(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isF32())
+    return std::nullopt;
+  return SmallVector<float>(attr.getValues<float>());
+}
+
+struct ConvShape {
+  int64_t n, h, w, c, oh, ow, oc, kh, kw, groups;
+};
+
+/// Weights [O][I/g][KH][KW] -> [g][panel][KH][KW][I/g][kPanel] and bias ->
+/// [g][panel][kPanel], zero padded: the layout of kiln_conv2d_nhwc_f32.
+void packConv(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
+              std::vector<float> &packedW, std::vector<float> &packedB) {
+  int64_t cg = s.c / s.groups, fg = s.oc / s.groups, panels = (fg + kPanel - 1) / kPanel;
+  packedW.assign(s.groups * panels * s.kh * s.kw * cg * kPanel, 0.0f);
+  packedB.assign(s.groups * panels * kPanel, 0.0f);
+  for (int64_t g = 0; g < s.groups; ++g)
+    for (int64_t f = 0; f < fg; ++f) {
+      int64_t o = g * fg + f, p = f / kPanel, lane = f % kPanel;
+      if (!bias.empty())
+        packedB[(g * panels + p) * kPanel + lane] = bias[o];
+      for (int64_t y = 0; y < s.kh; ++y)
+        for (int64_t x = 0; x < s.kw; ++x)
+          for (int64_t i = 0; i < cg; ++i)
+            packedW[((((g * panels + p) * s.kh + y) * s.kw + x) * cg + i) * kPanel + lane] =
+                w[((o * cg + i) * s.kh + y) * s.kw + x];
+    }
+}
+
+/// Depthwise weights [C][1][KH][KW] -> [KH][KW][C rounded up to kPanel].
+void packDepthwise(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
+                   std::vector<float> &packedW, std::vector<float> &packedB) {
+  int64_t cpad = (s.c + kPanel - 1) / kPanel * kPanel;
+  packedW.assign(s.kh * s.kw * cpad, 0.0f);
+  packedB.assign(cpad, 0.0f);
+  for (int64_t c = 0; c < s.c; ++c) {
+    if (!bias.empty())
+      packedB[c] = bias[c];
+    for (int64_t y = 0; y < s.kh; ++y)
+      for (int64_t x = 0; x < s.kw; ++x)
+        packedW[(y * s.kw + x) * cpad + c] = w[(c * s.kh + y) * s.kw + x];
+  }
+}
+
+/// Emits a convolution kernel call; shared by conv2d_nhwc and by matrix
+/// products with a constant right operand (1x1 convolutions over rows).
+Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t> strides,
+               ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, ArrayRef<float> weight,
+               ArrayRef<float> bias, Value input, Value residual, float lo, float hi,
+               RankedTensorType resultType, bool gelu = false) {
+  bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
+  std::vector<float> packedW, packedB;
+  if (depthwise)
+    packDepthwise(s, weight, bias, packedW, packedB);
+  else
+    packConv(s, weight, bias, packedW, packedB);
+  kiln_conv2d_params params{s.n,          s.h,          s.w,         s.c,
+                            s.oh,         s.ow,         s.oc,        s.kh,
+                            s.kw,         strides[0],   strides[1],  pads[0],
+                            pads[1],      dilations[0], dilations[1], s.groups,
+                            (residual ? KILN_CONV_HAS_RESIDUAL : 0) | (gelu ? KILN_CONV_GELU : 0)};
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  SmallVector<Value> args{i64Block(b, loc, fields(params)),  input,
+                          f32Block(b, loc, packedW),  f32Block(b, loc, packedB),
+                          residual ? residual : zero, f32(b, loc, lo),
+                          f32(b, loc, hi),            strideSlot(b, loc),
+                          strideSlot(b, loc)};
+  // Input and output may be channel slices of concatenations (args 7, 8).
+  int64_t flops = 2 * s.n * s.oh * s.ow * s.oc * s.kh * s.kw * (s.c / s.groups);
+  return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
+                        {1, 7, -1, 8}, flops);
+}
+
+LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
+  auto inT = tensorType(op.getInput()), wT = tensorType(op.getWeight());
+  auto outT = cast<RankedTensorType>(op.getType());
+  auto weight = constantFloats(op.getWeight());
+  std::optional<SmallVector<float>> bias;
+  if (op.getBias() && !(bias = constantFloats(op.getBias())))
+    return op.emitOpError("needs a constant bias");
+  if (!weight)
+    return op.emitOpError("needs constant weights");
+  // kiln-fuse-epilogues fuses GELU only where the conv kernel applies it.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (op.getGelu() && (op.getGroup() != 1 || op.getClampMin().convertToFloat() != -inf ||
+                       op.getClampMax().convertToFloat() != inf))
+    return op.emitOpError("has GELU, which the kernel applies only to an ungrouped "
+                          "convolution without a clamp");
+  ConvShape s{inT.getDimSize(0),  inT.getDimSize(1), inT.getDimSize(2), inT.getDimSize(3),
+              outT.getDimSize(1), outT.getDimSize(2), outT.getDimSize(3), wT.getDimSize(2),
+              wT.getDimSize(3),  op.getGroup()};
+  rw.replaceOp(op, emitConv(rw, op.getLoc(), s, op.getStrides(), op.getPads(),
+                            op.getDilations(), *weight, bias ? ArrayRef<float>(*bias)
+                                                             : ArrayRef<float>(),
+                            op.getInput(), op.getResidual(), op.getClampMin().convertToFloat(),
+                            op.getClampMax().convertToFloat(), outT, op.getGelu()));
+  return success();
+}
+
+/// A tensor as a strided view of another: v[i0, ..., ik] =
+/// base[offset + sum(i_d * strides[d])] in base's row-major storage.
+struct StridedView {
+  Value base;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+};
+
+/// Strides of `to`, a reshape of a tensor of shape `from` with strides
+/// `strides`, when it only splits or merges dimensions that are laid out
+/// contiguously with respect to each other (unit dimensions are free).
+std::optional<SmallVector<int64_t>> reshapeStrides(ArrayRef<int64_t> from,
+                                                   ArrayRef<int64_t> strides,
+                                                   ArrayRef<int64_t> to) {
+  SmallVector<int64_t> size, stride;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1) {
+      size.push_back(from[i]);
+      stride.push_back(strides[i]);
+    }
+  SmallVector<int64_t> out(to.size(), 0);
+  size_t src = 0;
+  for (size_t d = 0; d < to.size(); ++d) {
+    if (to[d] == 1)
+      continue;
+    if (src == size.size())
+      return std::nullopt;
+    int64_t want = to[d];
+    // Merge source dims until `want` divides what is gathered.
+    int64_t have = size[src], innerStride = stride[src];
+    while (have % want != 0 && want % have == 0 && src + 1 < size.size() &&
+           innerStride == stride[src + 1] * size[src + 1]) {
+      ++src;
+      have *= size[src];
+      innerStride = stride[src];
+    }
+    if (have % want != 0)
+      return std::nullopt;
+    out[d] = innerStride * (have / want);
+    size[src] = have / want;
+    stride[src] = innerStride;
+    if (size[src] == 1)
+      ++src;
+  }
+  return out;
+}
+
+/// Follows transposes, reshapes and unit-step slices back to the tensor
+/// they read, so that a kernel can read that tensor in place instead of a
+/// copy (attention's Q, K and V are slices of one projection, reshaped to
+/// heads and transposed).
+StridedView stridedViewOf(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  StridedView self{v, 0, t ? computeStrides(t.getShape()) : SmallVector<int64_t>()};
+  if (!t || !t.hasStaticShape())
+    return self;
+  if (auto tr = v.getDefiningOp<TransposeOp>()) {
+    StridedView in = stridedViewOf(tr.getInput());
+    StridedView out{in.base, in.offset, {}};
+    for (int64_t p : tr.getPerm())
+      out.strides.push_back(in.strides[p]);
+    return out;
+  }
+  if (auto r = v.getDefiningOp<ReshapeOp>()) {
+    auto inT = cast<RankedTensorType>(r.getInput().getType());
+    if (!inT.hasStaticShape())
+      return self;
+    StridedView in = stridedViewOf(r.getInput());
+    if (auto s = reshapeStrides(inT.getShape(), in.strides, t.getShape()))
+      return {in.base, in.offset, *s};
+    return self;
+  }
+  if (auto sl = v.getDefiningOp<SliceOp>()) {
+    auto inT = cast<RankedTensorType>(sl.getInput().getType());
+    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
+         axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
+    if (!inT.hasStaticShape() || !starts || !ends || !axes || !steps)
+      return self;
+    StridedView in = stridedViewOf(sl.getInput());
+    StridedView out = in;
+    for (size_t i = 0; i < axes->size(); ++i) {
+      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+      auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
+      if (!bounds || bounds->step != 1)
+        return self;
+      out.offset += bounds->start * in.strides[a];
+    }
+    return out;
+  }
+  return self;
+}
+
+/// The batched-matrix view [batch, rows, cols] of `v` as (base, offset,
+/// batch stride, row stride, column stride): all batch dims must fold into
+/// one stride (or be a single batch).
+struct MatrixView {
+  Value base;
+  int64_t offset, batchStride, rowStride, colStride;
+};
+std::optional<MatrixView> matrixViewOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  StridedView sv = stridedViewOf(v);
+  int64_t rank = t.getRank();
+  if (sv.base == v || rank < 2)
+    return std::nullopt;
+  int64_t batchStride = 0;
+  // Batch dims [0, rank - 2): one stride that walks them in order.
+  int64_t expected = -1;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (t.getDimSize(d) == 1)
+      continue;
+    if (expected >= 0 && sv.strides[d] != expected)
+      return std::nullopt;
+    if (expected < 0)
+      batchStride = sv.strides[d];
+    expected = sv.strides[d] * t.getDimSize(d);
+  }
+  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
+}
+
+/// `v` as `batch` matrices: a strided view of another tensor (see
+/// stridedViewOf) or itself, row-major. Every batch must be distinct (no
+/// broadcast).
+std::optional<MatrixView> batchedMatrix(Value v, int64_t batch) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape() || !t.getElementType().isF32() || t.getRank() < 2)
+    return std::nullopt;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  if (rows * cols == 0 || t.getNumElements() / (rows * cols) != batch)
+    return std::nullopt;
+  if (auto view = matrixViewOf(v))
+    return view;
+  return MatrixView{v, 0, rows * cols, cols, 1};
+}
+
+/// matmul(softmax(matmul(Q, K')), V), the softmax over the last axis and
+/// each intermediate used once: one kiln_attention_f32 call, so the scores
+/// stay on the stack (see attentionTask). Q, K' and V may be strided views
+/// of other tensors (heads of one projection), read in place.
+struct LowerAttention : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto sm = op.getLhs().getDefiningOp<SoftmaxOp>();
+    auto outT = dyn_cast<RankedTensorType>(op.getType());
+    if (!sm || !sm->hasOneUse() || sm.getLog() || !outT || !outT.hasStaticShape() ||
+        !outT.getElementType().isF32() || outT.getRank() < 2 ||
+        sm.getAxis() != outT.getRank() - 1)
+      return failure();
+    auto scores = sm.getInput().getDefiningOp<MatMulOp>();
+    if (!scores || !scores->hasOneUse())
+      return failure();
+    auto sT = cast<RankedTensorType>(scores.getType());
+    if (sT.getRank() != outT.getRank())
+      return failure();
+    int64_t r = outT.getRank(), M = outT.getDimSize(r - 2), DV = outT.getDimSize(r - 1);
+    int64_t N = sT.getDimSize(r - 1);
+    auto qT = dyn_cast<RankedTensorType>(scores.getLhs().getType());
+    if (!qT || qT.getRank() < 2 || N > kMaxAttentionKeys || M * DV * N == 0)
+      return failure();
+    int64_t D = qT.getDimSize(qT.getRank() - 1), batch = outT.getNumElements() / (M * DV);
+    auto qv = batchedMatrix(scores.getLhs(), batch);
+    auto kv = batchedMatrix(scores.getRhs(), batch);
+    auto vv = batchedMatrix(op.getRhs(), batch);
+    if (!qv || !kv || !vv || D == 0 || qv->colStride != 1 || vv->colStride != 1 ||
+        (kv->colStride != 1 && kv->rowStride != 1))
+      return failure();
+    bool kTransposed = kv->colStride != 1;
+    kiln_attention_params params{batch, M, N, D, DV,
+                                 qv->offset, qv->batchStride, qv->rowStride,
+                                 kv->offset, kv->batchStride,
+                                 kTransposed ? kv->colStride : kv->rowStride, kTransposed ? 1 : 0,
+                                 vv->offset, vv->batchStride, vv->rowStride,
+                                 M * DV, DV};
+    Location loc = op.getLoc();
+    SmallVector<Value> args{i64Block(rw, loc, fields(params)), qv->base, kv->base, vv->base,
+                            f32(rw, loc, sm.getScale().convertToFloat())};
+    rw.replaceOp(op, callWithResult(rw, loc, kAttention, outT, args, 4, {},
+                                    2 * batch * M * N * (D + DV)));
+    return success();
+  }
+};
+
+/// f32 matrix products. A constant right operand [K, N] is a 1x1
+/// convolution over the rows of the left operand (weights packed now); a
+/// run-time one goes to kiln_matmul_f32, which packs it on the fly. Batch
+/// dims must match or be absent on one side; other broadcasts, vectors and
+/// other element types keep the generic lowering.
+struct LowerMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto lt = tensorType(op.getLhs()), rt = tensorType(op.getRhs());
+    auto outT = cast<RankedTensorType>(op.getType());
+    if (!outT.getElementType().isF32() || lt.getRank() < 2 || rt.getRank() < 2 ||
+        outT.getNumElements() == 0)
+      return failure();
+    int64_t M = lt.getDimSize(lt.getRank() - 2), K = lt.getDimSize(lt.getRank() - 1),
+            N = rt.getDimSize(rt.getRank() - 1);
+    if (K == 0)
+      return failure();
+    Location loc = op.getLoc();
+    int64_t lhsBatch = lt.getNumElements() / (M * K), rhsBatch = rt.getNumElements() / (K * N);
+    if (rt.getRank() == 2) {
+      if (auto w = constantFloats(op.getRhs())) {
+        // W[o][i] = B[i][o]: the conv weight layout.
+        SmallVector<float> wt(N * K);
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n)
+            wt[n * K + k] = (*w)[k * N + n];
+        int64_t rows = lhsBatch * M;
+        ConvShape s{1, 1, rows, K, 1, rows, N, 1, 1, 1};
+        float inf = std::numeric_limits<float>::infinity();
+        rw.replaceOp(op, emitConv(rw, loc, s, {1, 1}, {0, 0}, {1, 1}, wt, {}, op.getLhs(),
+                                  Value(), -inf, inf, outT));
+        return success();
+      }
+    }
+    ArrayRef<int64_t> lb = lt.getShape().drop_back(2), rb = rt.getShape().drop_back(2),
+                      ob = outT.getShape().drop_back(2);
+    int64_t batch = outT.getNumElements() / (M * N);
+    bool lhsFull = lhsBatch == batch && lb == ob.take_back(lb.size());
+    bool rhsFull = rhsBatch == batch && rb == ob.take_back(rb.size());
+    if (!(lhsFull || lhsBatch == 1) || !(rhsFull || rhsBatch == 1))
+      return failure();
+    kiln_matmul_params params{batch, M, N, K, lhsBatch == 1 ? 0 : M * K,
+                              rhsBatch == 1 ? 0 : K * N, M * N, K, N, N, 0, 0, 0};
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    // Operands that are transposed, reshaped or sliced views of another
+    // tensor are read in place: the kernel takes strides and offsets.
+    // A batch of one or a full batch only (the batch strides come from the
+    // view; a broadcast batch keeps stride 0).
+    if (auto a = matrixViewOf(lhs); a && a->colStride == 1 && (lhsFull || lhsBatch == 1)) {
+      lhs = a->base;
+      params.stride_a = lhsBatch == 1 ? 0 : a->batchStride;
+      params.lda = a->rowStride;
+      params.offset_a = a->offset;
+    }
+    if (auto b = matrixViewOf(rhs); b && (b->colStride == 1 || b->rowStride == 1) &&
+                                     (rhsFull || rhsBatch == 1)) {
+      rhs = b->base;
+      params.stride_b = rhsBatch == 1 ? 0 : b->batchStride;
+      bool trans = b->colStride != 1;
+      params.ldb = trans ? b->colStride : b->rowStride;
+      params.trans_b = trans ? 1 : 0;
+      params.offset_b = b->offset;
+    }
+    SmallVector<Value> args{i64Block(rw, loc, fields(params)), lhs, rhs};
+    rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3, {}, 2 * batch * M * N * K));
+    return success();
+  }
+};
+
+/// Max/average pooling with channels_last (2-D, f32).
+template <typename PoolOp, bool isAvg>
+struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
+  using OpRewritePattern<PoolOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
+    if (!op.getChannelsLast())
+      return failure();
+    auto inT = tensorType(op.getInput());
+    auto outT = cast<RankedTensorType>(op.getType());
+    if (inT.getRank() != 4 || !inT.getElementType().isF32())
+      return op.emitOpError("channels_last pooling needs a 2-D f32 input");
+    ArrayRef<int64_t> k = op.getKernelShape(), s = op.getStrides(), p = op.getPads();
+    int64_t dh = 1, dw = 1, flags = 0;
+    if constexpr (isAvg) {
+      flags = KILN_POOL_AVERAGE | (op.getCountIncludePad() ? KILN_POOL_COUNT_PAD : 0);
+    } else {
+      dh = op.getDilations()[0];
+      dw = op.getDilations()[1];
+    }
+    kiln_pool2d_params params{inT.getDimSize(0), inT.getDimSize(1),  inT.getDimSize(2),
+                              inT.getDimSize(3), outT.getDimSize(1), outT.getDimSize(2),
+                              k[0],              k[1],               s[0],
+                              s[1],              p[0],               p[1],
+                              dh,                dw,                 p[2],
+                              p[3],              flags};
+    Location loc = op.getLoc();
+    SmallVector<Value> args{i64Block(rw, loc, fields(params)), op.getInput(), strideSlot(rw, loc),
+                            strideSlot(rw, loc)};
+    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2, {1, 2, -1, 3}));
+    return success();
+  }
+};
+
+/// [rows, n] of a row op over the trailing axes [axis, rank) of `t`.
+std::pair<int64_t, int64_t> rowsAndLength(RankedTensorType t, int64_t axis) {
+  int64_t n = 1;
+  for (int64_t d : t.getShape().drop_front(axis))
+    n *= d;
+  return {n ? t.getNumElements() / n : 0, n};
+}
+
+LogicalResult checkRowOp(Operation *op, RankedTensorType t) {
+  if (!t.getElementType().isF32() || !t.hasStaticShape())
+    return op->emitOpError("has no kernel for ") << t << " (needs static f32)";
+  return success();
+}
+
+LogicalResult lowerSoftmax(SoftmaxOp op, PatternRewriter &rw) {
+  auto t = op.getType();
+  if (failed(checkRowOp(op, t)))
+    return failure();
+  auto [rows, n] = rowsAndLength(t, op.getAxis());
+  Location loc = op.getLoc();
+  kiln_row_params params{rows, n, op.getLog() ? KILN_ROW_LOG_SOFTMAX : 0};
+  SmallVector<Value> args{i64Block(rw, loc, fields(params)), op.getInput(),
+                          f32(rw, loc, op.getScale().convertToFloat())};
+  rw.replaceOp(op, callWithResult(rw, loc, kSoftmax, t, args, 2));
+  return success();
+}
+
+LogicalResult lowerLayerNorm(LayerNormOp op, PatternRewriter &rw) {
+  auto t = op.getType();
+  if (failed(checkRowOp(op, t)))
+    return failure();
+  auto [rows, n] = rowsAndLength(t, op.getAxis());
+  Location loc = op.getLoc();
+  Value zero = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(0));
+  kiln_row_params params{rows, n,
+                         (op.getScale() ? KILN_ROW_HAS_SCALE : 0) |
+                             (op.getBias() ? KILN_ROW_HAS_BIAS : 0)};
+  SmallVector<Value> args{i64Block(rw, loc, fields(params)), op.getInput(),
+                          op.getScale() ? op.getScale() : zero,
+                          op.getBias() ? op.getBias() : zero,
+                          f32(rw, loc, op.getEpsilon().convertToFloat())};
+  rw.replaceOp(op, callWithResult(rw, loc, kLayerNorm, t, args, 4));
+  return success();
+}
+
+/// kiln.non_max_suppression -> kiln_nms_f32 (runtime/kernels/SelectionKernels.cpp),
+/// whose parameter block is (batches, classes, boxes, max per class,
+/// center_point_box).
+LogicalResult lowerNonMaxSuppression(NonMaxSuppressionOp op, PatternRewriter &rw) {
+  auto bt = dyn_cast<RankedTensorType>(op.getBoxes().getType());
+  auto st = dyn_cast<RankedTensorType>(op.getScores().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!bt || !st || !t || !bt.hasStaticShape() || !st.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  Location loc = op.getLoc();
+  kiln_nms_params params{bt.getDimSize(0), st.getDimSize(1), bt.getDimSize(1),
+                         op.getMaxOutputBoxesPerClass(), op.getCenterPointBox()};
+  SmallVector<Value> args{
+      i64Block(rw, loc, fields(params)),
+      op.getBoxes(), op.getScores(), f32(rw, loc, op.getIouThreshold().convertToFloat()),
+      f32(rw, loc, op.getScoreThreshold().convertToFloat())};
+  rw.replaceOp(op, callWithResult(rw, loc, kNms, t, args, 3));
+  return success();
+}
+
+/// kiln.non_zero -> kiln_nonzero_u8, whose parameter block is (elements,
+/// rank, dims...).
+LogicalResult lowerNonZero(NonZeroOp op, PatternRewriter &rw) {
+  auto mt = dyn_cast<RankedTensorType>(op.getMask().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!mt || !t || !mt.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  SmallVector<int64_t> params = fields(kiln_nonzero_params{mt.getNumElements(), mt.getRank()});
+  llvm::append_range(params, mt.getShape()); // the dims, after the struct
+  Location loc = op.getLoc();
+  rw.replaceOp(op, callWithResult(rw, loc, kNonZero, t,
+                                  {i64Block(rw, loc, params), op.getMask()}, 2));
+  return success();
+}
+
+/// kiln.det -> kiln_det_f32 (runtime/kernels/LinearAlgebraKernels.cpp), whose
+/// parameter block is (matrices, n).
+LogicalResult lowerDet(DetOp op, PatternRewriter &rw) {
+  auto it = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!it || !t || !it.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  Location loc = op.getLoc();
+  rw.replaceOp(op, callWithResult(rw, loc, kDet, t,
+                                  {i64Block(rw, loc, fields(kiln_det_params{
+                                                         t.getNumElements(),
+                                                         it.getDimSize(it.getRank() - 1)})),
+                                   op.getInput()},
+                                  2));
+  return success();
+}
+
+} // namespace
+
+void declareKernelFunctions(ModuleOp module) {
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  Type i64 = b.getI64Type(), f32t = b.getF32Type();
+  auto declare = [&](StringRef name, SmallVector<Type> args) {
+    if (module.lookupSymbol(name))
+      return;
+    auto f = func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType(args, {}));
+    f.setPrivate();
+  };
+  declare(kConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
+  declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
+  declare(kMatMul, {i64, i64, i64, i64});
+  declare(kPool, {i64, i64, i64, i64, i64});
+  declare(kSoftmax, {i64, i64, i64, f32t});
+  declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
+  declare(kAttention, {i64, i64, i64, i64, i64, f32t});
+  declare(kNms, {i64, i64, i64, i64, f32t, f32t});
+  declare(kNonZero, {i64, i64, i64});
+  declare(kDet, {i64, i64, i64});
+}
+
+void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
+  // Above the generic matmul/pool lowerings: the kernels win where they apply.
+  patterns.add(lowerConv2DNhwc);
+  patterns.add(lowerSoftmax);
+  patterns.add(lowerLayerNorm);
+  patterns.add(lowerNonMaxSuppression);
+  patterns.add(lowerNonZero);
+  patterns.add(lowerDet);
+  patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
+      patterns.getContext(), /*benefit=*/2);
+}
+
+void populateFusedKernelPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAttention>(patterns.getContext());
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,411 @@
+// kiln-outline-loop-nests: each top-level linalg op of the model function
+// (on memrefs) moves into a private function whose buffer arguments are
+// `noalias` where they are distinct buffers.
+//
+// Why: the static memory plan makes every intermediate a view into one
+// workspace, so LLVM sees one underlying object and its loop vectorizer can
+// no longer tell a loop's input from its output (it stopped vectorizing
+// every generated loop in encoder4). Within one op the operands that come
+// from different buffers are live together, so they never overlap, which is
+// exactly what `noalias` on a function argument states; LLVM's inliner then
+// turns the arguments into scoped alias metadata, valid inside that op only,
+// so buffers that share bytes at different times stay correctly ordered.
+//
+// The outlined functions are also what the thread pool runs: when an op's
+// outermost non-unit loop is parallel, indexes its operands directly and is
+// worth splitting, the function takes a [begin, end) range of that loop as
+// two more i64 arguments and slices its operands to it, and the call is
+// marked `kiln.parallel = [trip count, grain]`; kiln-parallelize-calls turns
+// it into a kiln_parallel_for over that range.
+//
+// Inside the function, short innermost loops are folded or kept as loops
+// (collapseInnerLoops, lowerNarrowInnerLoop) so that LLVM vectorises along
+// contiguous memory.
+#include "kiln/Codegen/CpuPasses.h"
+
+#include "kiln/Conversion/BufferRoots.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNOUTLINELOOPNESTS
+#include "kiln/Codegen/CpuPasses.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using codegen::isKnownRoot;
+using codegen::rootBuffer;
+
+bool passable(MemRefType type) {
+  // What the bare-pointer calling convention can pass.
+  return type.hasStaticShape() && type.getLayout().isIdentity() && type.getNumElements() != 0;
+}
+
+/// For a strided view (a slice of a concatenation, say): the static
+/// memref.subview ops that make it from a buffer the calling convention can
+/// pass, outermost first; the function gets that buffer and remakes the
+/// view. Empty when `v` is not such a view.
+SmallVector<memref::SubViewOp> viewChain(Value v) {
+  SmallVector<memref::SubViewOp> chain;
+  while (!passable(cast<MemRefType>(v.getType()))) {
+    auto sub = v.getDefiningOp<memref::SubViewOp>();
+    if (!sub || !sub.getOffsets().empty() || !sub.getSizes().empty() || !sub.getStrides().empty())
+      return {};
+    chain.insert(chain.begin(), sub);
+    v = sub.getSource();
+  }
+  return chain;
+}
+
+bool outlinable(Operation *op) {
+  if (!isa<linalg::LinalgOp>(op) || op->getNumResults())
+    return false;
+  for (Value v : op->getOperands())
+    if (auto mt = dyn_cast<MemRefType>(v.getType());
+        mt && !passable(mt) && (!mt.hasStaticShape() || mt.getNumElements() == 0 ||
+                                viewChain(v).empty()))
+      return false;
+  return true;
+}
+
+// Work below which an op stays on one thread, and a chunk's least work, in
+// loop iterations (vectorised elementwise work runs a few per nanosecond;
+// handing out a job costs microseconds).
+constexpr int64_t kMinParallelIterations = 1 << 16;
+constexpr int64_t kMinChunkIterations = 1 << 14;
+
+/// How `op` splits across threads: the loop, its trip count and the
+/// least number of its iterations per chunk; nullopt when it does not.
+/// For profiles: 2 * (iteration space) for an op that reduces (a
+/// contraction, a convolution: a multiply and an add per point); 0 for the
+/// rest, whose cost is memory traffic rather than arithmetic.
+int64_t contractionFlops(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0 ||
+      !llvm::any_of(op.getBlock()->getOperations(),
+                    [](Operation &o) { return isa<arith::MulFOp>(o); }))
+    return 0;
+  int64_t points = 1;
+  for (int64_t range : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(range))
+      return 0;
+    points *= range;
+  }
+  return 2 * points;
+}
+
+struct Split {
+  unsigned loop;
+  int64_t trips, grain;
+  /// Per operand: the dimension indexed by the loop, or -1 (not sliced).
+  SmallVector<int64_t> operandDim;
+};
+
+std::optional<Split> splitOf(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t total = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    total *= r;
+  }
+  if (total < kMinParallelIterations)
+    return std::nullopt;
+  unsigned loop = 0;
+  while (loop < ranges.size() && ranges[loop] == 1)
+    ++loop;
+  if (loop == ranges.size() || ranges[loop] < 2 ||
+      op.getIteratorTypesArray()[loop] != utils::IteratorType::parallel)
+    return std::nullopt;
+  // linalg.index of the loop would see chunk-relative values.
+  bool indexed = false;
+  op->walk([&](linalg::IndexOp index) { indexed |= index.getDim() == loop; });
+  if (indexed)
+    return std::nullopt;
+  Split split{loop, ranges[loop], 1, {}};
+  split.grain = std::max<int64_t>(1, kMinChunkIterations / (total / ranges[loop]));
+  for (OpOperand &operand : op->getOpOperands()) {
+    int64_t dim = -1;
+    if (isa<MemRefType>(operand.get().getType())) {
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+        if (auto d = dyn_cast<AffineDimExpr>(expr); d && d.getPosition() == loop) {
+          if (dim >= 0)
+            return std::nullopt; // indexed twice (a diagonal)
+          dim = r;
+        } else if (expr.isFunctionOfDim(loop)) {
+          return std::nullopt; // a window (d0 + d3): chunks would overlap
+        }
+      }
+      // Every thread would write all of an output the loop does not index.
+      if (dim < 0 && op.isDpsInit(&operand))
+        return std::nullopt;
+    }
+    split.operandDim.push_back(dim);
+  }
+  return split;
+}
+
+/// The reassociation that folds the loops of `group` (ascending, each
+/// appearing in `map` as a plain dimension or not at all) in an operand
+/// indexed by `map`; nullopt when they are not adjacent and in order there.
+std::optional<SmallVector<ReassociationIndices>>
+operandReassociation(AffineMap map, const ReassociationIndices &group) {
+  SmallVector<ReassociationIndices> reassociation;
+  std::optional<size_t> groupAt;
+  int64_t next = group.front();
+  for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim)
+      return std::nullopt;
+    if (!llvm::is_contained(group, (int64_t)dim.getPosition())) {
+      reassociation.push_back({(int64_t)r});
+      continue;
+    }
+    if ((int64_t)dim.getPosition() != next)
+      return std::nullopt;
+    if (!groupAt) {
+      groupAt = reassociation.size();
+      reassociation.push_back({});
+    } else if (*groupAt + 1 != reassociation.size()) {
+      return std::nullopt;
+    }
+    reassociation[*groupAt].push_back(r);
+    ++next;
+  }
+  if (groupAt && next != group.back() + 1)
+    return std::nullopt;
+  return reassociation;
+}
+
+/// An all-parallel generic on buffers whose body does not read its loop
+/// indices, or null.
+linalg::GenericOp plainParallelGeneric(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return nullptr;
+  bool indexed = false;
+  generic->walk([&](linalg::IndexOp) { indexed = true; });
+  return indexed ? nullptr : generic;
+}
+
+/// Folds the loops of an all-parallel generic from `first` on into one
+/// loop, starting as far out as every operand allows (its memref keeps
+/// those dimensions adjacent and contiguous). Why: a 1x112x112x16
+/// elementwise nest kept its innermost loop of 16, which LLVM unrolled
+/// completely and then vectorised the loop around it with gathers and
+/// scatters of stride 16 (MobileNet-V3's hardswish after the stem ran at
+/// 1 ns per element); one loop of 1792 contiguous floats vectorises plainly.
+/// Returns the op that replaces `op`, or `op`.
+Operation *collapseInnerLoops(Operation *op, unsigned first) {
+  linalg::GenericOp generic = plainParallelGeneric(op);
+  if (!generic)
+    return op;
+  unsigned loops = generic.getNumLoops();
+  for (unsigned start = first; start + 1 < loops; ++start) {
+    ReassociationIndices group;
+    for (unsigned d = start; d < loops; ++d)
+      group.push_back(d);
+    bool foldable = true;
+    for (OpOperand &operand : generic->getOpOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      auto reassociation =
+          operandReassociation(generic.getMatchingIndexingMap(&operand), group);
+      if (!type || !reassociation ||
+          !memref::CollapseShapeOp::isGuaranteedCollapsible(type, *reassociation)) {
+        foldable = false;
+        break;
+      }
+    }
+    if (!foldable)
+      continue;
+    IRRewriter rewriter(op->getContext());
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::CollapseResult> collapsed =
+        linalg::collapseOpIterationDims(generic, {group}, rewriter);
+    if (failed(collapsed))
+      return op;
+    rewriter.replaceOp(op, collapsed->results);
+    return collapsed->collapsedOp;
+  }
+  return op;
+}
+
+/// Lowers an all-parallel generic whose innermost loop stays narrow after
+/// collapseInnerLoops (8-256 iterations, unit stride in every operand that
+/// it indexes: the channels of an NHWC tensor times a per-channel operand)
+/// to loops here, the innermost marked not to unroll. Why: LLVM unrolled
+/// such a loop completely before its vectoriser ran and then vectorised the
+/// loop around it with gathers and scatters (a squeeze-excitation scale,
+/// 56x56x16 times 16, ran at a third of the speed of a plain copy); kept as
+/// a loop, it vectorises along the channels.
+void lowerNarrowInnerLoop(Operation *op) {
+  linalg::GenericOp generic = plainParallelGeneric(op);
+  if (!generic || generic.getNumLoops() == 0)
+    return;
+  unsigned inner = generic.getNumLoops() - 1;
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  int64_t trips = ranges[inner];
+  // A single loop has no loop around it to vectorise wrongly.
+  bool outer = llvm::any_of(ArrayRef(ranges).drop_back(), [](int64_t r) { return r != 1; });
+  if (!outer || ShapedType::isDynamic(trips) || trips < 8 || trips > 256)
+    return;
+  for (OpOperand &operand : generic->getOpOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    if (!map.isFunctionOfDim(inner))
+      continue;
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type || map.getResults().back() != getAffineDimExpr(inner, op->getContext()) ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+      return;
+  }
+  IRRewriter rewriter(op->getContext());
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, generic);
+  if (failed(loops) || loops->empty())
+    return;
+  MLIRContext *ctx = op->getContext();
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, /*disable=*/BoolAttr::get(ctx, true), {}, {}, {},
+                                          {}, {}, {});
+  auto noUnroll = LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {},
+                                                {}, {}, {}, {}, {});
+  loops->back()->setAttr("loop_annotation", noUnroll);
+  rewriter.eraseOp(op);
+}
+
+struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isDeclaration() || !func.isPublic())
+        continue;
+      int counter = 0;
+      for (Operation &op : llvm::make_early_inc_range(func.getBody().front()))
+        if (outlinable(&op))
+          outline(module, func, &op, counter++);
+    }
+  }
+
+  /// Makes `op` (just cloned into its function) work on iterations
+  /// [begin, end) of the split loop: each operand the loop indexes becomes
+  /// a subview of that range.
+  static void sliceToRange(OpBuilder &b, Operation *op, const Split &split, Value begin,
+                           Value end) {
+    b.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    Value lo = arith::IndexCastOp::create(b, loc, b.getIndexType(), begin);
+    Value hi = arith::IndexCastOp::create(b, loc, b.getIndexType(), end);
+    Value size = arith::SubIOp::create(b, loc, hi, lo);
+    for (auto [i, dim] : llvm::enumerate(split.operandDim)) {
+      if (dim < 0)
+        continue;
+      Value v = op->getOperand(i);
+      auto type = cast<MemRefType>(v.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes,
+          strides(type.getRank(), b.getIndexAttr(1));
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+      offsets[dim] = lo;
+      sizes[dim] = size;
+      op->setOperand(i, memref::SubViewOp::create(b, loc, v, offsets, sizes, strides));
+    }
+    b.setInsertionPointAfter(op);
+  }
+
+  void outline(ModuleOp module, func::FuncOp parent, Operation *op, int n) {
+    // Arguments: operands and values used inside the op's regions, except
+    // constants (cloned in), each once.
+    llvm::SetVector<Value> captured;
+    for (Value v : op->getOperands())
+      captured.insert(v);
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    llvm::SetVector<Value> passed;
+    SmallVector<Value> constants;
+    SmallVector<memref::SubViewOp> views; // remade inside, in order
+    for (Value v : captured) {
+      if (matchPattern(v, m_Constant())) {
+        constants.push_back(v);
+      } else if (auto mt = dyn_cast<MemRefType>(v.getType()); mt && !passable(mt)) {
+        SmallVector<memref::SubViewOp> chain = viewChain(v);
+        passed.insert(chain.front().getSource());
+        views.append(chain.begin(), chain.end());
+      } else {
+        passed.insert(v);
+      }
+    }
+    SmallVector<Value> args = passed.takeVector();
+    std::optional<Split> split = splitOf(cast<linalg::LinalgOp>(op));
+
+    OpBuilder b(module.getContext());
+    b.setInsertionPoint(parent);
+    std::string name = (parent.getName() + "_op" + Twine(n)).str();
+    SmallVector<Type> argTypes(ValueRange(args).getTypes());
+    if (split)
+      argTypes.append(2, b.getI64Type()); // begin, end
+    auto fn = func::FuncOp::create(b, op->getLoc(), name, b.getFunctionType(argTypes, {}));
+    fn.setPrivate();
+    // Internal (two models linked together must not clash) and kept out of
+    // line: inlining them all back into the model function made DenseNet-121
+    // compile in 46-50 s instead of 36 s, and noalias holds out of line too.
+    fn->setAttr("llvm.no_inline", b.getUnitAttr());
+    fn->setAttr("llvm.linkage",
+                LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
+    // noalias only where each buffer appears once among the memref args,
+    // and only when every buffer's origin is known.
+    DenseMap<Value, int> uses;
+    bool known = true;
+    for (Value v : args)
+      if (isa<MemRefType>(v.getType())) {
+        ++uses[rootBuffer(v)];
+        known &= isKnownRoot(rootBuffer(v));
+      }
+    for (auto [i, v] : llvm::enumerate(args))
+      if (known && isa<MemRefType>(v.getType()) && uses[rootBuffer(v)] == 1)
+        fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+
+    Block *body = fn.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(args, body->getArguments()))
+      map.map(v, arg);
+    for (Value c : constants)
+      map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
+    for (memref::SubViewOp view : views)
+      if (!map.contains(view.getResult()))
+        b.clone(*view, map);
+    Operation *inner = b.clone(*op, map);
+    if (split)
+      sliceToRange(b, inner, *split, body->getArgument(args.size()),
+                   body->getArgument(args.size() + 1));
+    func::ReturnOp::create(b, op->getLoc());
+    lowerNarrowInnerLoop(collapseInnerLoops(inner, split ? split->loop + 1 : 0));
+
+    OpBuilder call(op);
+    SmallVector<Value> callArgs(args);
+    if (split) {
+      callArgs.push_back(arith::ConstantOp::create(call, op->getLoc(), call.getI64IntegerAttr(0)));
+      callArgs.push_back(
+          arith::ConstantOp::create(call, op->getLoc(), call.getI64IntegerAttr(split->trips)));
+    }
+    auto c = func::CallOp::create(call, op->getLoc(), fn, callArgs);
+    if (split)
+      c->setAttr("kiln.parallel", call.getDenseI64ArrayAttr({split->trips, split->grain}));
+    if (int64_t flops = contractionFlops(cast<linalg::LinalgOp>(op)))
+      c->setAttr("kiln.flops", call.getI64IntegerAttr(flops));
+    op->erase();
+  }
+};
+
+} // namespace
+} // namespace kiln

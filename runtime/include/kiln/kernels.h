@@ -1,0 +1,139 @@
+/* Kiln's microkernels: the ABI between the code generator and the kernels
+ * (runtime/kernels), which are compiled into the runtime.
+ *
+ * Generated code calls each kernel with the address of a constant block of
+ * 64-bit parameters (one of the structs below, built at compile time by
+ * lib/codegen/conversion/LowerKernels.cpp, so that LLVM can propagate the
+ * shapes into the kernel), then the buffers' addresses and scalars. Both
+ * sides include this header, so a field, a flag or the panel size cannot
+ * change on one side alone. The runtime exports each kernel once per
+ * instruction-set variant, its name suffixed (kiln_matmul_f32__avx512,
+ * __avx2, __neon); generated code calls the variant its target can run.
+ *
+ * C, and freestanding: the kernels are built with -nostdinc, so only the
+ * compiler's predefined types are used here. */
+#ifndef KILN_KERNELS_H
+#define KILN_KERNELS_H
+
+typedef __INT64_TYPE__ kiln_kernel_i64;
+typedef __INTPTR_TYPE__ kiln_kernel_addr;
+
+/* Weights of convolutions and constant matrix products are packed in
+ * panels of this many output channels (zero padded). */
+#define KILN_KERNEL_PANEL 32
+
+/* kiln_attention_f32 keeps one block of scores on the stack: at most this
+ * many keys (longer sequences take the unfused path). */
+#define KILN_ATTENTION_MAX_KEYS 4096
+
+/* Every entry point, once: X(name). Read by runtime/kernels/CMakeLists.txt
+ * (which keeps these external and suffixes them per variant), by the code
+ * generator (which renames its calls to the variant it picks) and by the
+ * JIT (which resolves them in the runtime). */
+#define KILN_KERNEL_ENTRIES(X) \
+  X(kiln_attention_f32) \
+  X(kiln_conv2d_nhwc_f32) \
+  X(kiln_det_f32) \
+  X(kiln_dwconv2d_nhwc_f32) \
+  X(kiln_layer_norm_f32) \
+  X(kiln_matmul_f32) \
+  X(kiln_nms_f32) \
+  X(kiln_nonzero_u8) \
+  X(kiln_pool2d_nhwc_f32) \
+  X(kiln_softmax_f32)
+
+/* kiln_conv2d_nhwc_f32 and kiln_dwconv2d_nhwc_f32: NHWC input [n][h][w][c],
+ * output [n][oh][ow][oc]; window kh x kw, strides, leading pads, dilations. */
+typedef struct kiln_conv2d_params {
+  kiln_kernel_i64 n, h, w, c, oh, ow, oc, kh, kw, sh, sw, ph, pw, dh, dw, groups, flags;
+} kiln_conv2d_params;
+#define KILN_CONV_HAS_RESIDUAL 1 /* out += residual before the clamp */
+#define KILN_CONV_GELU 2         /* GELU of the result (after the residual) */
+
+/* kiln_pool2d_nhwc_f32: NHWC max or average pooling; pads at both ends. */
+typedef struct kiln_pool2d_params {
+  kiln_kernel_i64 n, h, w, c, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, pad_end_h, pad_end_w, flags;
+} kiln_pool2d_params;
+#define KILN_POOL_AVERAGE 1   /* average, not max */
+#define KILN_POOL_COUNT_PAD 2 /* the average divides by the whole window */
+
+/* kiln_matmul_f32: batched C[b] = A[b] x B[b]; strides and offsets in
+ * floats, batch strides 0 to broadcast, trans_b: B given as [N][K]. */
+typedef struct kiln_matmul_params {
+  kiln_kernel_i64 batch, m, n, k, stride_a, stride_b, stride_c, lda, ldb, ldc, trans_b, offset_a,
+      offset_b;
+} kiln_matmul_params;
+
+/* kiln_attention_f32: softmax(scale * Q K^T) V per batch, M queries, N keys
+ * (<= KILN_ATTENTION_MAX_KEYS), head size D (DV for V); for Q, K and V their
+ * offset, batch stride and row stride in floats; k_transposed: K given as
+ * K^T [D][N] (its row stride is then the stride along N). */
+typedef struct kiln_attention_params {
+  kiln_kernel_i64 batch, m, n, d, dv, q_offset, q_batch_stride, q_row_stride, k_offset,
+      k_batch_stride, k_row_stride, k_transposed, v_offset, v_batch_stride, v_row_stride,
+      out_batch_stride, out_row_stride;
+} kiln_attention_params;
+
+/* kiln_softmax_f32 and kiln_layer_norm_f32: `rows` rows of n floats. */
+typedef struct kiln_row_params {
+  kiln_kernel_i64 rows, n, flags;
+} kiln_row_params;
+#define KILN_ROW_LOG_SOFTMAX 1 /* softmax: log of it */
+#define KILN_ROW_HAS_SCALE 2   /* layer norm: a scale operand */
+#define KILN_ROW_HAS_BIAS 4    /* layer norm: a bias operand */
+
+/* kiln_nms_f32: ONNX NonMaxSuppression. */
+typedef struct kiln_nms_params {
+  kiln_kernel_i64 batches, classes, boxes, max_per_class, center_point_box;
+} kiln_nms_params;
+
+/* kiln_det_f32: determinants of `count` row-major n x n matrices. */
+typedef struct kiln_det_params {
+  kiln_kernel_i64 count, n;
+} kiln_det_params;
+
+/* kiln_nonzero_u8: ONNX NonZero of a byte mask of `elements` entries and
+ * `rank` dims; the dims follow the struct in the same block. */
+typedef struct kiln_nonzero_params {
+  kiln_kernel_i64 elements, rank;
+  /* kiln_kernel_i64 dims[rank]; */
+} kiln_nonzero_params;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out = clamp(conv(in, w) + bias (+ residual), lo, hi) (or its GELU); w and
+ * bias packed in panels of KILN_KERNEL_PANEL; in_stride/out_stride: floats
+ * between consecutive pixels (more than c/oc in a channel slice). */
+void kiln_conv2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr w,
+                          kiln_kernel_addr bias, kiln_kernel_addr residual, kiln_kernel_addr out,
+                          float lo, float hi, kiln_kernel_i64 in_stride,
+                          kiln_kernel_i64 out_stride);
+/* The same for depthwise convolutions (groups == c == oc). */
+void kiln_dwconv2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr w,
+                            kiln_kernel_addr bias, kiln_kernel_addr residual,
+                            kiln_kernel_addr out, float lo, float hi,
+                            kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
+void kiln_matmul_f32(kiln_kernel_addr params, kiln_kernel_addr a, kiln_kernel_addr b,
+                     kiln_kernel_addr c);
+void kiln_attention_f32(kiln_kernel_addr params, kiln_kernel_addr q, kiln_kernel_addr k,
+                        kiln_kernel_addr v, kiln_kernel_addr out, float scale);
+void kiln_pool2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out,
+                          kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
+void kiln_softmax_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out,
+                      float scale);
+void kiln_layer_norm_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr scale,
+                         kiln_kernel_addr bias, kiln_kernel_addr out, float epsilon);
+/* out: [0] the number of selected boxes, then (batch, class, box) triples. */
+void kiln_nms_f32(kiln_kernel_addr params, kiln_kernel_addr boxes, kiln_kernel_addr scores,
+                  kiln_kernel_addr out, float iou_threshold, float score_threshold);
+void kiln_det_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out);
+/* out (i64): [0] the count, then `rank` rows of `elements` coordinates. */
+void kiln_nonzero_u8(kiln_kernel_addr params, kiln_kernel_addr mask, kiln_kernel_addr out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif

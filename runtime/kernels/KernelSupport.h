@@ -1,0 +1,65 @@
+// What every microkernel source shares: the vector type and its loads and
+// stores, and the split of a call's work over the runtime's thread pool.
+// Freestanding like the kernels: no headers, no libc.
+#ifndef KILN_KERNELS_KERNELSUPPORT_H
+#define KILN_KERNELS_KERNELSUPPORT_H
+
+#ifndef KILN_VEC
+#define KILN_VEC 16 // floats per vector register
+#endif
+#ifndef KILN_MR
+#define KILN_MR 12 // output rows (pixels) per register tile
+#endif
+
+#include "kiln/kernels.h"
+
+typedef kiln_kernel_i64 kiln_i64;
+typedef kiln_kernel_addr kiln_addr;
+typedef float vf __attribute__((ext_vector_type(KILN_VEC), aligned(4)));
+
+// Weights are packed in panels of this many output channels (kiln/kernels.h).
+#define KILN_PANEL KILN_KERNEL_PANEL
+#define NV (KILN_PANEL / KILN_VEC)
+#define MR KILN_MR
+
+#define INLINE static inline __attribute__((always_inline))
+
+extern "C" void kiln_parallel_for(kiln_i64 n, kiln_i64 grain,
+                                  void (*fn)(void *, kiln_i64, kiln_i64), void *ctx);
+
+namespace {
+
+// Below this many multiply-adds a kernel call stays on one thread: handing
+// out work and joining costs a few microseconds.
+constexpr kiln_i64 kMinParallelWork = 1 << 19;
+// Chunks of at least this much work, so that claiming one is cheap.
+constexpr kiln_i64 kMinChunkWork = 1 << 16;
+
+/// Runs Task(ctx, 0, items) here, or across the pool when the work is big
+/// enough; `workPerItem` in multiply-adds (or comparable operations). The
+/// serial call is direct, so that it inlines and LLVM can specialise it on
+/// the call site's constant parameter block (small calls, such as the
+/// per-step matrix products of an LSTM, cost 4x more through the pointer).
+template <void (*Task)(void *, kiln_i64, kiln_i64)>
+INLINE void parallelFor(kiln_i64 items, kiln_i64 workPerItem, void *ctx) {
+  if (workPerItem < 1)
+    workPerItem = 1;
+  if (items * workPerItem < kMinParallelWork) {
+    Task(ctx, 0, items);
+    return;
+  }
+  kiln_i64 grain = (kMinChunkWork + workPerItem - 1) / workPerItem;
+  kiln_parallel_for(items, grain, Task, ctx);
+}
+
+INLINE vf loadv(const float *p) {
+  vf v;
+  __builtin_memcpy(&v, p, sizeof(vf));
+  return v;
+}
+INLINE void storev(float *p, vf v) { __builtin_memcpy(p, &v, sizeof(vf)); }
+INLINE vf splat(float x) { return (vf)x; }
+
+} // namespace
+
+#endif
