@@ -1,9 +1,9 @@
-// The microkernels (runtime/kernels/Kernels.cpp), compiled natively for each
+// The microkernels (runtime/kernels/*Kernels.cpp), compiled natively for each
 // register-tile variant, against plain reference loops on awkward sizes:
 // sizes of 1, primes, tails of the row tile and of the channel panel,
 // padding larger than the window, strides, dilations, groups, large K.
 // The weight packing here is written from the layout contract in
-// Kernels.cpp, independently of the compiler's packer.
+// the kernels, independently of the compiler's packer.
 #include "kiln/runtime.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Convolutions, matrix products and NHWC pooling -> calls to Kiln's
-// microkernels (runtime/kernels/Kernels.cpp, linked in as bitcode).
+// microkernels (runtime/kernels, ABI in kiln/kernels.h).
 //
 // Each call is a kiln.call_kernel on tensors, in destination-passing style,
 // so one-shot bufferization decides buffers and in-place writes as for any

@@ -1,0 +1,126 @@
+// Direct convolution ("indirect GEMM" style), NHWC, grouped.
+//
+// Why hand-written kernels and not MLIR vector codegen: the register tile
+// must keep MR x NV vector accumulators live across the whole reduction,
+// with the A operand broadcast from memory straight into the FMA. Written
+// with clang's generic vector types, LLVM produces exactly that loop (24 zmm
+// accumulators on AVX-512, 12 ymm on AVX2), and the same source serves
+// x86-64 and AArch64. Each kernel source is compiled at build time once per
+// target variant into an object of the runtime (see CMakeLists.txt); the
+// ABI is kiln/kernels.h. Freestanding: no headers, no libc, no allocation:
+// scratch lives on the stack. Pointers arrive as integers (kiln_addr). The
+// unit tests compile the same files natively and compare every entry point
+// with plain reference loops.
+
+#include "ConvSupport.h"
+
+namespace {
+
+void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const ConvJob &j = *(const ConvJob *)ctx;
+  const ConvParams &q = *j.q;
+  kiln_i64 fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 m = q.oh * q.ow;
+  kiln_i64 blocks = (m + kPixelBlock - 1) / kPixelBlock;
+  kiln_i64 weightBytes = q.groups * panels * KILN_PANEL * q.kh * q.kw * (q.c / q.groups) * 4;
+  bool pixelMajor = blocks >= kMinPixelMajorBlocks && weightBytes <= kMaxPixelMajorWeightBytes;
+  bool copyRows = tileRowsAlias(q, j.ldi);
+  bool pointwise = q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.ph == 0 && q.pw == 0;
+  for (kiln_i64 item = begin; item < end; ++item) {
+    kiln_i64 p, g, b, n;
+    if (pixelMajor) {
+      p = item % panels;
+      kiln_i64 rest = item / panels;
+      g = rest % q.groups;
+      rest /= q.groups;
+      b = rest % blocks;
+      n = rest / blocks;
+    } else {
+      b = item % blocks;
+      kiln_i64 rest = item / blocks;
+      p = rest % panels;
+      rest /= panels;
+      g = rest % q.groups;
+      n = rest / q.groups;
+    }
+    kiln_i64 stop = (b + 1) * kPixelBlock < m ? (b + 1) * kPixelBlock : m;
+    bool half = fg - p * KILN_PANEL <= KILN_PANEL / 2;
+    int rows;
+    for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += rows) {
+      rows = nextTileRows(stop - m0);
+      auto tile = [&](auto rowsTag) {
+        constexpr int R = decltype(rowsTag)::value;
+        if constexpr (R == MR) {
+          // The first tile of a panel's first block fetches the next panel
+          // into the cache while it works: panel-major items of a large
+          // matrix product stream each panel from memory once.
+          bool prefetch =
+              !pixelMajor && !half && b == 0 && m0 == 0 && p + 1 < panels && q.kh * q.kw == 1;
+          if (pointwise && !copyRows && !half) {
+            if (prefetch)
+              pointwiseTile<R, NV, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                         j.ldo, n, g, p, m0, rows);
+            else
+              pointwiseTile<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
+                                   n, g, p, m0, rows);
+            return;
+          }
+          if (copyRows && !half) {
+            if (prefetch)
+              convTile<R, NV, false, true, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
+                                                 j.ldi, j.ldo, n, g, p, m0, rows);
+            else
+              convTile<R, NV, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
+                                                  j.ldi, j.ldo, n, g, p, m0, rows);
+            return;
+          }
+          if (prefetch) {
+            convTile<R, NV, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                         j.ldo, n, g, p, m0, rows);
+            return;
+          }
+          if (!half && convWindowRows(q, j.ldi, m0, rows)) {
+            convTile<R, NV, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
+                                  n, g, p, m0, rows);
+            return;
+          }
+        }
+        if (half)
+          convTile<R, NV / 2>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n,
+                              g, p, m0, rows);
+        else
+          convTile<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
+                          m0, rows);
+      };
+      forTileRows(rows, tile);
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+/// Grouped 2-D convolution, NHWC input and output, weights packed by the
+/// compiler as [groups][panels][kh][kw][cin/groups][KILN_PANEL] and bias as
+/// [groups][panels][KILN_PANEL] (zero padded). out = clamp(conv + bias
+/// (+ residual), lo, hi). Work is split into (image, group, panel, row tile)
+/// items: the unit a thread pool will hand out. `inStride` and `outStride`
+/// are the distances in floats between consecutive pixels of the input and
+/// the output (c and oc when dense; more when the tensor is a channel slice
+/// of a concatenation); the residual is dense.
+void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr bias,
+                          kiln_addr residual, kiln_addr out, float lo, float hi,
+                          kiln_i64 inStride, kiln_i64 outStride) {
+  const ConvParams &q = *(const ConvParams *)params;
+  ConvJob job{&q,     (const float *)in, (const float *)w, (const float *)bias,
+              (const float *)residual, (float *)out, lo, hi, inStride, outStride};
+  kiln_i64 fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 blocks = (q.oh * q.ow + kPixelBlock - 1) / kPixelBlock;
+  parallelFor<convTask>(q.n * q.groups * panels * blocks,
+                        kPixelBlock * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
+}
+
+} // extern "C"

@@ -1,0 +1,406 @@
+// What the convolution and matrix-product kernels share: the register tile
+// (accumulate, storeTile), the epilogues (clamp, GELU), the convolution
+// tiles, the L1-aliasing test and the split of work into pixel blocks.
+// Freestanding like the kernels.
+#ifndef KILN_KERNELS_CONVSUPPORT_H
+#define KILN_KERNELS_CONVSUPPORT_H
+
+#include "RowSupport.h"
+
+namespace {
+
+// Zeros that padded window positions read from, so that the inner loops
+// never test bounds. Channel counts above this go through the chunked path.
+constexpr kiln_i64 kZeroFloats = 4096;
+alignas(64) const float kZeros[kZeroFloats] = {};
+
+INLINE float clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+// Relu/Clip bounds. maxNum/minNum semantics: a NaN becomes the bound, so
+// the store paths apply this only when there are bounds (a conv or matmul
+// without an activation keeps NaNs). Written this way, not as IEEE
+// maximum/minimum or compare-and-select: those forms changed LLVM's register
+// allocation of the inlined FMA loop (accumulators spilled every iteration,
+// mlp_gelu 2.8x slower).
+INLINE vf clampv(vf x, vf lo, vf hi) {
+  return __builtin_elementwise_min(__builtin_elementwise_max(x, lo), hi);
+}
+INLINE bool hasBounds(float lo, float hi) {
+  return lo != -__builtin_inff() || hi != __builtin_inff();
+}
+
+/// acc[i][v] += sum over the `count` rows a[i][0..k) times the packed panel b.
+/// One call covers one window position of a convolution (k input channels).
+/// W vectors of the panel are used: NV, or NV / 2 for a panel whose valid
+/// columns fit in its first half (a 16- or 48-channel layer would otherwise
+/// spend half the FMAs of its last panel on zero padding). With Prefetch,
+/// each step also prefetches the step's panel row at `next`.
+template <int R, int W, bool Prefetch = false>
+INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
+                       kiln_i64 k, const float *next = nullptr) {
+  for (kiln_i64 c = 0; c < k; ++c) {
+    if constexpr (Prefetch) {
+      __builtin_prefetch(next + c * KILN_PANEL);
+      __builtin_prefetch(next + c * KILN_PANEL + 16);
+    }
+    vf bv[W];
+    for (int v = 0; v < W; ++v)
+      bv[v] = loadv(b + c * KILN_PANEL + v * KILN_VEC);
+    for (int i = 0; i < R; ++i) {
+      vf x = splat(a[i][c]);
+      for (int v = 0; v < W; ++v)
+        acc[i][v] += x * bv[v];
+    }
+  }
+}
+
+/// Epilogue of one register tile: bias (already in acc), residual, clamp,
+/// and a store of the `rows` x `cols` valid part.
+template <int R, int W>
+INLINE void storeTile(vf (&acc)[R][W], float *const (&out)[R], const float *const (&res)[R],
+                      int rows, kiln_i64 cols, bool hasResidual, float lo, float hi) {
+  vf vlo = splat(lo), vhi = splat(hi);
+  bool bounded = hasBounds(lo, hi);
+  for (int i = 0; i < rows; ++i) {
+    for (int v = 0; v < W; ++v) {
+      kiln_i64 c0 = v * KILN_VEC;
+      if (c0 + KILN_VEC <= cols) {
+        vf r = acc[i][v];
+        if (hasResidual)
+          r += loadv(res[i] + c0);
+        if (bounded)
+          r = clampv(r, vlo, vhi);
+        storev(out[i] + c0, r);
+      } else {
+        // Through a copy: indexing acc with a run-time lane kept the whole
+        // accumulator array in memory, stored on every FMA step (matmul at
+        // 28 % of peak instead of 90 %).
+        float lanes[KILN_VEC];
+        storev(lanes, acc[i][v]);
+        for (kiln_i64 c = c0; c < cols; ++c) {
+          float r = lanes[c - c0];
+          if (hasResidual)
+            r += res[i][c];
+          out[i][c] = bounded ? clampf(r, lo, hi) : r;
+        }
+      }
+    }
+  }
+}
+
+typedef kiln_conv2d_params ConvParams;
+enum : kiln_i64 { kHasResidual = KILN_CONV_HAS_RESIDUAL, kGelu = KILN_CONV_GELU };
+
+/// GELU, x/2 * (1 + erf(x/sqrt(2))), with erf(z) = z P(z^2) / Q(z^2) on z
+/// clamped to [-4, 4] (beyond, erf is +-1 in f32): the rational
+/// approximation of Eigen and XLA, no exp and no table. Below z = -4,
+/// 1 + erf is exactly 0, so that a large negative x gives 0 rather than x
+/// times the approximation's residue. Maximum error against the C
+/// library's erf in double: see KernelsTest (GeluAccuracy). NaN stays NaN
+/// (it is multiplied back in).
+INLINE vf geluv(vf x) {
+  vf zr = x * splat(0.70710678118654752f);
+  vf z = __builtin_elementwise_min(__builtin_elementwise_max(zr, splat(-4.0f)), splat(4.0f));
+  vf z2 = z * z;
+  vf p = splat(-2.72614225801306e-10f);
+  p = p * z2 + splat(2.77068142495902e-08f);
+  p = p * z2 + splat(-2.10102402082508e-06f);
+  p = p * z2 + splat(-5.69250639462346e-05f);
+  p = p * z2 + splat(-7.34990630326855e-04f);
+  p = p * z2 + splat(-2.95459980854025e-03f);
+  p = p * z2 + splat(-1.60960333262415e-02f);
+  vf q = splat(-1.45660718464996e-05f);
+  q = q * z2 + splat(-2.13374055278905e-04f);
+  q = q * z2 + splat(-1.68282697438203e-03f);
+  q = q * z2 + splat(-7.37332916720468e-03f);
+  q = q * z2 + splat(-1.42647390514189e-02f);
+  vf erf = __builtin_elementwise_min(__builtin_elementwise_max(z * p / q, splat(-1.0f)),
+                                     splat(1.0f));
+  vf onePlusErf = zr < splat(-4.0f) ? splat(0.0f) : splat(1.0f) + erf;
+  return splat(0.5f) * x * onePlusErf;
+}
+
+/// GELU over a stored tile, in place: `rows` rows of `cols` floats. Out of
+/// line and after the store on purpose: its dozen constants, inlined into
+/// the tile, would compete with the accumulators for registers (see
+/// clampv), and the tile it reads is still in L1.
+__attribute__((noinline)) void geluTile(float *const *out, int rows, kiln_i64 cols) {
+  for (int i = 0; i < rows; ++i) {
+    float *o = out[i];
+    kiln_i64 c = 0;
+    for (; c + KILN_VEC <= cols; c += KILN_VEC)
+      storev(o + c, geluv(loadv(o + c)));
+    if (c < cols) {
+      float lanes[KILN_VEC] = {};
+      for (kiln_i64 k = c; k < cols; ++k)
+        lanes[k - c] = o[k];
+      storev(lanes, geluv(loadv(lanes)));
+      for (kiln_i64 k = c; k < cols; ++k)
+        o[k] = lanes[k - c];
+    }
+  }
+}
+
+typedef kiln_pool2d_params PoolParams;
+enum : kiln_i64 { kAverage = KILN_POOL_AVERAGE, kCountPad = KILN_POOL_COUNT_PAD };
+
+/// Rows of a register tile that lie a multiple of 4 KB apart (a 1x1
+/// convolution or matrix product whose reduction is 1024, 2048, ...
+/// channels: a transformer's feed-forward output, ResNet-50's 1024-channel
+/// layers) all map to one set of the L1 cache (64 sets on the x86-64 and
+/// AArch64 cores Kiln targets), and MR = 12 rows in a set of 8 ways evict
+/// each other on every k step: a 128x1024x256 product ran at 77-86 GFLOP/s
+/// against 107-113 for a reduction of 1008. Such tiles copy every third row,
+/// a chunk of kCopyChunk channels at a time, into a stack buffer whose rows
+/// fall into other sets; the 8 rows left in place fit the set's ways. Copying
+/// every row cost more than it saved (102 GFLOP/s; every third: 110): the
+/// copy reads its rows from L2 again for every weight panel.
+constexpr kiln_i64 kL1Sets = 64, kL1LineFloats = 16;
+constexpr kiln_i64 kCopyChunk = 256, kCopyStride = kCopyChunk + kL1LineFloats;
+/// Whether MR rows `floats` apart crowd one L1 set (see above).
+INLINE bool rowsAlias(kiln_i64 floats) {
+  if (floats % kL1LineFloats)
+    return false;
+  kiln_i64 step = (floats / kL1LineFloats) % kL1Sets;
+  kiln_i64 sets = step == 0 ? 1 : kL1Sets / (step & -step);
+  return (MR + sets - 1) / sets > 6;
+}
+INLINE bool tileRowsAlias(const ConvParams &q, kiln_i64 ldi) { return rowsAlias(ldi * q.sw); }
+/// to[0, n) = from[0, n): whole vectors, then the tail.
+INLINE void copyFloats(float *to, const float *from, kiln_i64 n) {
+  kiln_i64 c = 0;
+  for (; c + KILN_VEC <= n; c += KILN_VEC)
+    storev(to + c, loadv(from + c));
+  for (; c < n; ++c)
+    to[c] = from[c];
+}
+
+/// Output pixels [m0, m0 + rows) of image `n`, group `g`, output-channel
+/// panel `p`. The K loop walks window positions; for each, every row of the
+/// tile points at its input pixel's channels, or at zeros when the window
+/// position falls in the padding.
+/// R rows per tile: MR, or fewer for the last pixels of a block (a matrix
+/// product of one row, as in an LSTM step, would otherwise compute MR).
+template <int R, int W, bool WindowRows = false, bool Prefetch = false, bool CopyRows = false>
+INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
+                     const float *res, float *out, float lo, float hi, kiln_i64 ldi, kiln_i64 ldo,
+                     kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0, int rows) {
+  kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 m = q.oh * q.ow;
+  // Pixel coordinates by stepping, not dividing: with few input channels
+  // (pointwise convs of narrow layers) MR divisions cost as much as the tile.
+  kiln_i64 ih0[R], iw0[R];
+  kiln_i64 oy = m0 / q.ow, ox = m0 % q.ow;
+  for (int i = 0; i < R; ++i) {
+    ih0[i] = oy * q.sh - q.ph;
+    iw0[i] = ox * q.sw - q.pw;
+    if (i + 1 < rows && ++ox == q.ow) {
+      ox = 0;
+      ++oy;
+    }
+  }
+  const float *image = in + n * q.h * q.w * ldi + g * cg;
+  const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
+  const float *bp = bias + (g * panels + p) * KILN_PANEL;
+
+  // The output lines are read for ownership while the tile computes: a
+  // store into lines not in the cache stalls when the tile ends.
+  {
+    kiln_i64 col0 = g * fg + p * KILN_PANEL;
+    for (int i = 0; i < R; ++i) {
+      kiln_i64 pixel = n * q.oh * q.ow + m0 + (i < rows ? i : 0);
+      for (int v = 0; v < W; ++v)
+        __builtin_prefetch(out + pixel * ldo + col0 + v * KILN_VEC, 1, 3);
+    }
+  }
+  vf acc[R][W];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < W; ++v)
+      acc[i][v] = loadv(bp + v * KILN_VEC);
+
+  for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
+    if constexpr (WindowRows) {
+      // convWindowRows said every row's window row lies inside the image.
+      const float *a[R];
+      for (int i = 0; i < R; ++i) {
+        kiln_i64 y = ih0[i] + ky * q.dh;
+        a[i] = y >= 0 && y < q.h ? image + (y * q.w + iw0[i]) * ldi : kZeros;
+      }
+      accumulate(acc, a, panel + ky * q.kw * cg * KILN_PANEL, q.kw * cg);
+      continue;
+    }
+    for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
+      const float *kpanel = panel + (ky * q.kw + kx) * cg * KILN_PANEL;
+      // Channel chunks keep the zero rows within kZeros.
+      for (kiln_i64 c0 = 0; c0 < cg; c0 += kZeroFloats) {
+        kiln_i64 k = cg - c0 < kZeroFloats ? cg - c0 : kZeroFloats;
+        const float *a[R];
+        for (int i = 0; i < R; ++i) {
+          kiln_i64 y = ih0[i] + ky * q.dh, x = iw0[i] + kx * q.dw;
+          bool inside = y >= 0 && y < q.h && x >= 0 && x < q.w;
+          a[i] = inside ? image + (y * q.w + x) * ldi + c0 : kZeros;
+        }
+        // With Prefetch: the same rows of the next panel.
+        const float *next = kpanel + (q.kh * q.kw * cg + c0) * KILN_PANEL;
+        if constexpr (CopyRows) {
+          alignas(64) float copy[(R / 3 + 1) * kCopyStride];
+          const float *rowsAt[R];
+          for (kiln_i64 c1 = 0; c1 < k; c1 += kCopyChunk) {
+            kiln_i64 kc = k - c1 < kCopyChunk ? k - c1 : kCopyChunk;
+            for (int i = 0; i < R; ++i) {
+              if (i % 3 != 2) {
+                rowsAt[i] = a[i] + c1;
+                continue;
+              }
+              rowsAt[i] = copy + i / 3 * kCopyStride;
+              copyFloats(copy + i / 3 * kCopyStride, a[i] + c1, kc);
+            }
+            accumulate<R, W, Prefetch>(acc, rowsAt, kpanel + (c0 + c1) * KILN_PANEL, kc,
+                                       next + c1 * KILN_PANEL);
+          }
+        } else {
+          accumulate<R, W, Prefetch>(acc, a, kpanel + c0 * KILN_PANEL, k, next);
+        }
+      }
+    }
+  }
+
+  kiln_i64 col0 = g * fg + p * KILN_PANEL;
+  kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
+  float *o[R];
+  const float *r[R];
+  for (int i = 0; i < R; ++i) {
+    kiln_i64 pixel = n * m + m0 + (i < rows ? i : 0);
+    o[i] = out + pixel * ldo + col0;
+    r[i] = res ? res + pixel * q.oc + col0 : nullptr;
+  }
+  storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
+  // The compiler fuses GELU only into convolutions without a clamp, so
+  // applying it after storeTile's clamp is the same order as the op's.
+  if (q.flags & kGelu)
+    geluTile(o, rows, cols);
+}
+
+/// convTile for a pointwise convolution with unit strides and no padding: a
+/// matrix product whose rows are the pixels, so the tile's input rows are
+/// `ldi` floats apart and there are no window positions, zero rows or channel
+/// chunks to set up. convTile's general set-up and epilogue, with their
+/// spills, cost several hundred cycles per 12x32 tile on AVX-512: a hot
+/// 48x256x32 product ran at 107 GFLOP/s (111.9 this way), and encoder4's
+/// 256-deep projections at 101 against ONNX Runtime's 111.
+template <int R, int W, bool Prefetch = false>
+INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, const float *bias,
+                          const float *res, float *out, float lo, float hi, kiln_i64 ldi,
+                          kiln_i64 ldo, kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0,
+                          int rows) {
+  kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
+  kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 pixel0 = n * q.oh * q.ow + m0;
+  kiln_i64 col0 = g * fg + p * KILN_PANEL;
+  const float *panel = w + (g * panels + p) * cg * KILN_PANEL;
+  const float *bp = bias + (g * panels + p) * KILN_PANEL;
+  const float *a[R];
+  float *o[R];
+  const float *r[R];
+  for (int i = 0; i < R; ++i) {
+    kiln_i64 pixel = pixel0 + (i < rows ? i : 0);
+    a[i] = in + pixel * ldi + g * cg;
+    o[i] = out + pixel * ldo + col0;
+    r[i] = res ? res + pixel * q.oc + col0 : nullptr;
+    for (int v = 0; v < W; ++v)
+      __builtin_prefetch(o[i] + v * KILN_VEC, 1, 3);
+  }
+  vf acc[R][W];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < W; ++v)
+      acc[i][v] = loadv(bp + v * KILN_VEC);
+  accumulate<R, W, Prefetch>(acc, a, panel, cg, panel + cg * KILN_PANEL);
+  kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
+  storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
+  if (q.flags & kGelu)
+    geluTile(o, rows, cols);
+}
+
+/// The work items of a convolution: (image, block of kPixelBlock output
+/// pixels, group, panel), in that nesting, when there are many pixel blocks:
+/// a thread's contiguous range is then a range of pixels, the same pixels
+/// (rows) that the runtime's static split gives it in the layers before and
+/// after, so activations stay in its cache (MobileNet-v2 at two threads: 6.7
+/// -> 5.8 ms), and a block's input stays in L1 across panels. With few
+/// blocks (late layers: 7x7 = 48 + 1 pixels) pixels cannot be split evenly,
+/// and with large weights (a 3x3 conv to 256 channels: 590 KB) every pixel
+/// block would stream all of them from L3; then the items nest (image,
+/// group, panel, block) instead: one panel's weights stay in L2 while the
+/// pixels stream past, and threads split the panels.
+constexpr kiln_i64 kMinPixelMajorBlocks = 8;
+constexpr kiln_i64 kMaxPixelMajorWeightBytes = 128 << 10;
+constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
+
+template <int N> struct Rows {
+  static constexpr int value = N;
+};
+
+/// Calls tile(Rows<R>) with the register-tile height for `rows` valid rows:
+/// 1 for a single row (a matrix product of one row, as in an LSTM step:
+/// 3x faster than a full tile), 4 for 2-4 rows (48-pixel blocks of 56x56,
+/// 28x28 and 14x14 maps and of 64-row matrix products end in 4 rows: a
+/// full tile wasted 11 % of a 64x1024x4096 product), else MR. Each height
+/// is another copy of the tile code in every module, so there are three.
+template <typename Tile> INLINE void forTileRows(int rows, Tile &&tile) {
+  if (rows == 1 && MR > 1)
+    tile(Rows<1>());
+  else if (rows <= 4 && MR > 4)
+    tile(Rows<(MR > 4 ? 4 : MR)>());
+  else if (rows <= 8 && MR > 8)
+    tile(Rows<(MR > 8 ? 8 : MR)>());
+  else
+    tile(Rows<MR>());
+}
+
+/// Rows of the next register tile when `left` rows of a block remain: MR,
+/// except that 16 rows go as 8 + 8 (the 16-row blocks that end 64-row matrix
+/// products and 28x28 maps), not 12 + 4: four rows keep only 8 of the 32
+/// vector registers busy with accumulators.
+INLINE int nextTileRows(kiln_i64 left) {
+  if (MR > 8 && left == MR + 4)
+    return 8;
+  return left < MR ? (int)left : MR;
+}
+
+/// Whether the tile of pixels [m0, m0 + rows) can take convTile's
+/// window-row path. With few input channels (an RGB stem: 7x7 taps of 3
+/// channels), a dense NHWC input and no dilation along x, the kw taps of one
+/// window row are kw*cg contiguous floats and the weights of one ky are
+/// [kx][c] in the same order, so the row is one reduction of length kw*cg
+/// instead of kw reductions of cg, each with its own pointer set-up and
+/// bounds tests (ResNet's stem ran at 87 GFLOP/s against ~195 for its other
+/// convolutions). Every pixel's window row must lie inside the image (rows
+/// above or below it read zeros). Chosen per tile here rather than tested
+/// inside convTile: a second accumulate in the one tile function made its
+/// accumulators spill, and every convolution ran 2.5x slower.
+INLINE bool convWindowRows(const ConvParams &q, kiln_i64 ldi, kiln_i64 m0, int rows) {
+  kiln_i64 cg = q.c / q.groups;
+  if (q.kw == 1 || q.dw != 1 || ldi != cg || cg >= KILN_VEC || q.kw * cg > kZeroFloats)
+    return false;
+  kiln_i64 ox = m0 % q.ow;
+  for (int i = 0; i < rows; ++i) {
+    kiln_i64 x = ox * q.sw - q.pw;
+    if (x < 0 || x + q.kw > q.w)
+      return false;
+    if (++ox == q.ow)
+      ox = 0;
+  }
+  return true;
+}
+
+struct ConvJob {
+  const ConvParams *q;
+  const float *in, *w, *bias, *res;
+  float *out;
+  float lo, hi;
+  kiln_i64 ldi, ldo;
+};
+
+} // namespace
+
+#endif

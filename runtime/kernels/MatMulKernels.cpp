@@ -1,0 +1,191 @@
+// Matrix products with a run-time right operand, and fused attention.
+//
+// Why hand-written kernels and not MLIR vector codegen: the register tile
+// must keep MR x NV vector accumulators live across the whole reduction,
+// with the A operand broadcast from memory straight into the FMA. Written
+// with clang's generic vector types, LLVM produces exactly that loop (24 zmm
+// accumulators on AVX-512, 12 ymm on AVX2), and the same source serves
+// x86-64 and AArch64. Each kernel source is compiled at build time once per
+// target variant into an object of the runtime (see CMakeLists.txt); the
+// ABI is kiln/kernels.h. Freestanding: no headers, no libc, no allocation:
+// scratch lives on the stack. Pointers arrive as integers (kiln_addr). The
+// unit tests compile the same files natively and compare every entry point
+// with plain reference loops.
+
+#include "ConvSupport.h"
+
+namespace {
+
+struct MatMulJob {
+  const kiln_matmul_params *q;
+  const float *a, *b;
+  float *c;
+};
+
+/// Items: (batch, column panel, block of kMatMulRows rows). Each packs its
+/// own copy of the panel's B blocks: K x 32 loads against K x 32 x 192 FMAs.
+constexpr kiln_i64 kMatMulRows = 4 * kPixelBlock;
+
+constexpr kiln_i64 KC = 256; // K block of the matrix products
+
+/// C[m0, mStop) x [n0, n0 + cols) = A x B over K for one column panel
+/// (cols <= KILN_PANEL), B packed KC rows at a time into `packed`.
+template <bool CopyRows = false>
+INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 ldb, bool transB,
+                        float *C, kiln_i64 ldc, kiln_i64 m0Begin, kiln_i64 mStop, kiln_i64 n0,
+                        kiln_i64 cols, kiln_i64 K, float *packed) {
+  for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
+    kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
+    // The common case as whole-vector copies: in a task function the
+    // parameters are not constants that LLVM could specialise on, and a
+    // per-element test made this packing cost as much as the FMAs.
+    if (!transB && cols == KILN_PANEL) {
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (int v = 0; v < NV; ++v)
+          storev(packed + k * KILN_PANEL + v * KILN_VEC,
+                 loadv(B + (k0 + k) * ldb + n0 + v * KILN_VEC));
+    } else if (!transB) {
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+          packed[k * KILN_PANEL + c] = c < cols ? B[(k0 + k) * ldb + n0 + c] : 0.0f;
+    } else {
+      for (kiln_i64 k = 0; k < kc; ++k)
+        for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
+          packed[k * KILN_PANEL + c] = c < cols ? B[(n0 + c) * ldb + k0 + k] : 0.0f;
+    }
+    for (kiln_i64 m0 = m0Begin; m0 < mStop; m0 += MR) {
+      int rows = mStop - m0 < MR ? (int)(mStop - m0) : MR;
+      forTileRows(rows, [&](auto rowsTag) {
+        constexpr int R = decltype(rowsTag)::value;
+        const float *a[R];
+        float *o[R];
+        const float *r[R];
+        for (int i = 0; i < R; ++i) {
+          kiln_i64 row = m0 + (i < rows ? i : 0);
+          a[i] = A + row * lda + k0;
+          o[i] = C + row * ldc + n0;
+          r[i] = o[i];
+        }
+        vf acc[R][NV];
+        for (int i = 0; i < R; ++i)
+          for (int v = 0; v < NV; ++v)
+            acc[i][v] = splat(0);
+        // See tileRowsAlias. In the tile's scope: a[] points into it.
+        alignas(64) float copy[CopyRows ? (R / 3 + 1) * kCopyStride : 1];
+        if constexpr (CopyRows) {
+          for (int i = 2; i < R; i += 3) {
+            copyFloats(copy + i / 3 * kCopyStride, a[i], kc);
+            a[i] = copy + i / 3 * kCopyStride;
+          }
+        }
+        accumulate(acc, a, packed, kc);
+        // Later K blocks add to what the earlier ones stored.
+        storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+      });
+    }
+  }
+}
+
+void matmulTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const MatMulJob &j = *(const MatMulJob *)ctx;
+  const kiln_matmul_params *q = j.q;
+  kiln_i64 M = q->m, N = q->n, K = q->k, sa = q->stride_a, sb = q->stride_b, sc = q->stride_c,
+           lda = q->lda, ldb = q->ldb, ldc = q->ldc, transB = q->trans_b, offA = q->offset_a,
+           offB = q->offset_b;
+  kiln_i64 panels = (N + KILN_PANEL - 1) / KILN_PANEL;
+  kiln_i64 blocks = (M + kMatMulRows - 1) / kMatMulRows;
+  alignas(64) float packed[KC * KILN_PANEL];
+  for (kiln_i64 item = begin; item < end; ++item) {
+    kiln_i64 mb = item % blocks, rest = item / blocks;
+    kiln_i64 n0 = (rest % panels) * KILN_PANEL, bi = rest / panels;
+    kiln_i64 cols = N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL;
+    kiln_i64 mStop = (mb + 1) * kMatMulRows < M ? (mb + 1) * kMatMulRows : M;
+    if (rowsAlias(lda))
+      matmulPanel<true>(j.a + offA + bi * sa, lda, j.b + offB + bi * sb, ldb, transB != 0,
+                        j.c + bi * sc, ldc, mb * kMatMulRows, mStop, n0, cols, K, packed);
+    else
+      matmulPanel(j.a + offA + bi * sa, lda, j.b + offB + bi * sb, ldb, transB != 0,
+                  j.c + bi * sc, ldc, mb * kMatMulRows, mStop, n0, cols, K, packed);
+  }
+}
+
+/// Fused attention, per (batch, block of query rows): the scores
+/// S = Q K^T for the block go to a stack buffer, softmax(scale * S) is taken
+/// in place row by row, and O = S V is written out; the scores never reach
+/// memory. params: kiln_attention_params (kiln/kernels.h).
+// The scores buffer (192 KB on the stack). A block takes as many query rows
+// as fit, up to kMatMulRows: each block packs K and V panel by panel, and
+// with one register tile of rows per block that packing cost 9 % of the
+// encoder's run time.
+constexpr kiln_i64 kAttentionScoreFloats = 49152;
+static_assert(kAttentionScoreFloats / KILN_ATTENTION_MAX_KEYS >= MR,
+              "a block of scores must hold a register tile of rows at the longest key length");
+INLINE kiln_i64 attentionRows(kiln_i64 keys) {
+  kiln_i64 rows = kAttentionScoreFloats / keys / MR * MR;
+  return rows > kMatMulRows ? kMatMulRows : rows;
+}
+
+struct AttentionJob {
+  const kiln_attention_params *q;
+  const float *qb, *kb, *vb;
+  float *out;
+  float scale;
+};
+
+void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
+  const AttentionJob &j = *(const AttentionJob *)ctx;
+  const kiln_attention_params *q = j.q;
+  kiln_i64 M = q->m, N = q->n, D = q->d, DV = q->dv;
+  kiln_i64 blockRows = attentionRows(N), blocks = (M + blockRows - 1) / blockRows;
+  alignas(64) float packed[KC * KILN_PANEL];
+  alignas(64) float scores[kAttentionScoreFloats];
+  for (kiln_i64 item = begin; item < end; ++item) {
+    kiln_i64 bi = item / blocks, m0 = (item % blocks) * blockRows;
+    kiln_i64 rows = M - m0 < blockRows ? M - m0 : blockRows;
+    const float *Q = j.qb + q->q_offset + bi * q->q_batch_stride + m0 * q->q_row_stride;
+    const float *K = j.kb + q->k_offset + bi * q->k_batch_stride;
+    const float *V = j.vb + q->v_offset + bi * q->v_batch_stride;
+    float *O = j.out + bi * q->out_batch_stride + m0 * q->out_row_stride;
+    for (kiln_i64 n0 = 0; n0 < N; n0 += KILN_PANEL)
+      matmulPanel(Q, q->q_row_stride, K, q->k_row_stride, q->k_transposed != 0, scores, N, 0,
+                  rows, n0,
+                  N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL, D, packed);
+    for (kiln_i64 i = 0; i < rows; ++i)
+      softmaxRow(scores + i * N, scores + i * N, N, false, j.scale);
+    for (kiln_i64 n0 = 0; n0 < DV; n0 += KILN_PANEL)
+      matmulPanel(scores, N, V, q->v_row_stride, false, O, q->out_row_stride, 0, rows, n0,
+                  DV - n0 < KILN_PANEL ? DV - n0 : KILN_PANEL, N, packed);
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+/// Batched C[b] = A[b] x B[b] with a run-time B (attention, activations x
+/// activations). params: batch, M, N, K, strideA, strideB, strideC (batch
+/// strides in floats; 0 broadcasts), lda, ldb, ldc, transB, offsetA,
+/// offsetB (floats from the given addresses: A and B may be strided views,
+/// such as attention heads inside one projection's output). B is packed on
+/// the fly, one KC x KILN_PANEL block at a time, into a stack buffer that
+/// stays in L1 while every row tile of A streams past it.
+void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_addr cAddr) {
+  const kiln_matmul_params *q = (const kiln_matmul_params *)params;
+  MatMulJob job{q, (const float *)aAddr, (const float *)bAddr, (float *)cAddr};
+  kiln_i64 batch = q->batch, M = q->m, N = q->n, K = q->k;
+  kiln_i64 items = batch * ((N + KILN_PANEL - 1) / KILN_PANEL) *
+                   ((M + kMatMulRows - 1) / kMatMulRows);
+  parallelFor<matmulTask>(items, kMatMulRows * KILN_PANEL * K, &job);
+}
+
+/// softmax(scale * Q K^T) V for each batch; see attentionTask for params.
+void kiln_attention_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln_addr vAddr,
+                        kiln_addr outAddr, float scale) {
+  const kiln_attention_params *q = (const kiln_attention_params *)params;
+  AttentionJob job{q, (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
+                   (float *)outAddr, scale};
+  kiln_i64 blockRows = attentionRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
+  parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
+}
+
+} // extern "C"
