@@ -409,8 +409,10 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       if (Status s = poolOf(code.constants, pool); !s.ok())
         return s;
     } else {
-      if (Status s =
-              lower(*module, LowerTo::LLVMDialect, variant.entry, false, options.profile);
+      LoweringOptions lowering;
+      lowering.entryName = variant.entry;
+      lowering.profile = options.profile;
+      if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
           !s.ok())
         return fail(s);
       clock.done("lower to linalg, bufferize, lower to the LLVM dialect");

@@ -228,18 +228,11 @@ Status perturbNode(ModuleOp module, const std::string &node) {
   return {};
 }
 
-Status lower(ModuleOp module, LowerTo stage, const std::string &entryName, bool debugMemory,
-             bool profile, bool gpuTensorPasses, const GpuPassOptions &gpu) {
+Status lower(ModuleOp module, LowerTo stage, const LoweringOptions &opts) {
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);
   configure(pm);
-  LoweringOptions opts;
-  opts.entryName = entryName;
-  opts.debugMemory = debugMemory;
-  opts.profile = profile;
-  opts.gpuTensorPasses = gpuTensorPasses;
-  opts.gpu = gpu;
   if (stage == LowerTo::Linalg)
     buildLowerToLinalgPipeline(pm, opts);
   else
@@ -473,7 +466,9 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     return {};
   }
   if (options.kind == EmitKind::Linalg) {
-    if (Status s = lower(*module, LowerTo::Linalg, options.entryName); !s.ok())
+    LoweringOptions lowering;
+    lowering.entryName = options.entryName;
+    if (Status s = lower(*module, LowerTo::Linalg, lowering); !s.ok())
       return s;
     print(*module);
     return {};
@@ -501,8 +496,10 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     defineCudaObjectData(*module, options.entryName, code.ptx, code.kernels, code.constants);
     clock.done("lower to GPU kernels, generate PTX (" + options.cpu + ") and the host code");
   } else {
-    if (Status s = lower(*module, LowerTo::LLVMDialect, options.entryName, false,
-                         options.profile);
+    LoweringOptions lowering;
+    lowering.entryName = options.entryName;
+    lowering.profile = options.profile;
+    if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
         !s.ok())
       return s;
     clock.done("lower to linalg, bufferize, lower to the LLVM dialect");

@@ -6,6 +6,7 @@
 #include "kiln/Frontend/Importer.h"
 #include "kiln/IR/Dtypes.h"
 #include "kiln/Kiln.h"
+#include "kiln/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -61,9 +62,9 @@ Status checkTensorSizes(mlir::ModuleOp module, uint64_t maxTensorBytes);
 Status perturbNode(mlir::ModuleOp module, const std::string &node);
 
 enum class LowerTo { Linalg, LLVMDialect };
-Status lower(mlir::ModuleOp module, LowerTo stage, const std::string &entryName,
-             bool debugMemory = false, bool profile = false, bool gpuTensorPasses = false,
-             const GpuPassOptions &gpu = {});
+/// Runs buildLowerToLinalgPipeline or buildLowerToLLVMPipeline with
+/// `options`, passed along unchanged.
+Status lower(mlir::ModuleOp module, LowerTo stage, const LoweringOptions &options);
 
 
 /// The compiled signature of an imported module's function: names, dtypes

@@ -411,8 +411,12 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
           ") and the host code")
              .c_str());
   } else {
-    if (Status s = lower(*module, LowerTo::LLVMDialect, "kiln_entry", options.debugMemory,
-                         options.profile, options.gpuTensorPassesOnCpu, options.gpu);
+    LoweringOptions lowering;
+    lowering.debugMemory = options.debugMemory;
+    lowering.profile = options.profile;
+    lowering.gpuTensorPasses = options.gpuTensorPassesOnCpu;
+    lowering.gpu = options.gpu;
+    if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
         !s.ok())
       return s;
     done("lower to linalg, bufferize, lower to the LLVM dialect");
