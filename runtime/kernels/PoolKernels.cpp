@@ -1,16 +1,5 @@
 // Max and average pooling over NHWC.
-//
-// Why hand-written kernels and not MLIR vector codegen: the register tile
-// must keep MR x NV vector accumulators live across the whole reduction,
-// with the A operand broadcast from memory straight into the FMA. Written
-// with clang's generic vector types, LLVM produces exactly that loop (24 zmm
-// accumulators on AVX-512, 12 ymm on AVX2), and the same source serves
-// x86-64 and AArch64. Each kernel source is compiled at build time once per
-// target variant into an object of the runtime (see CMakeLists.txt); the
-// ABI is kiln/kernels.h. Freestanding: no headers, no libc, no allocation:
-// scratch lives on the stack. Pointers arrive as integers (kiln_addr). The
-// unit tests compile the same files natively and compare every entry point
-// with plain reference loops.
+// Why hand-written, and how they are built: KernelSupport.h.
 
 #include "ConvSupport.h"
 

@@ -34,6 +34,12 @@ def log(*a):
     print(*a, flush=True)
 
 
+def data_set(d, kind):
+    """KIND_0, KIND_1, ... of test-data folder `d` (kind: input or output)."""
+    return [load_pb(os.path.join(d, f"{kind}_{j}.pb")) for j in range(100)
+            if any(os.path.exists(os.path.join(d, f"{kind}_{j}{ext}")) for ext in (".npy", ".pb"))]
+
+
 def load_pb(path):
     if os.path.exists(path[:-3] + ".npy"):  # prepare.py's copy: no onnx needed here
         return np.load(path[:-3] + ".npy")
@@ -74,12 +80,7 @@ def inputs_and_refs(kit, entry):
     if entry["data"] in ("sets", "replicate"):
         for s in entry["sets"]:
             d = os.path.join(kit, s)
-            ins = [load_pb(os.path.join(d, f"input_{j}.pb"))
-                   for j in range(100) if os.path.exists(os.path.join(d, f"input_{j}.npy"))
-                   or os.path.exists(os.path.join(d, f"input_{j}.pb"))]
-            refs = [load_pb(os.path.join(d, f"output_{j}.pb"))
-                    for j in range(100) if os.path.exists(os.path.join(d, f"output_{j}.npy"))
-                    or os.path.exists(os.path.join(d, f"output_{j}.pb"))]
+            ins, refs = data_set(d, "input"), data_set(d, "output")
             if entry["data"] == "replicate":
                 b = entry["batch"]
                 ins = [np.concatenate([x] * b, axis=0) for x in ins]
@@ -196,12 +197,8 @@ def torch_time(net, xs, runs, tf32):
 
 
 def flops(entry):
-    if entry.get("flops"):
-        return float(entry["flops"])
-    b = entry["baseline"]
-    if b["model"] in ("matmul", "matmul_f16", "matmul_bf16"):
-        return 2.0 * b["n"] ** 3
-    return None
+    """prepare.py's count (kilnc --emit=kiln), for every model of the kit."""
+    return float(entry["flops"]) if entry.get("flops") else None
 
 
 # Dense peaks in TFLOP/s from NVIDIA's data sheets: FP32 on the CUDA cores,

@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import json
 import lzma
+import math
 import os
 import re
 import shutil
@@ -222,14 +223,9 @@ def model_flops(path, extra):
         if not m:
             continue
         ins = re.findall(r"tensor<([0-9x]+)x[a-z]", m.group(2))
-        out = [int(d) for d in m.group(3).split("x")]
-        n = 1
-        for d in out:
-            n *= d
+        n = math.prod(int(d) for d in m.group(3).split("x"))
         if m.group(1) == "conv":
-            k = 1
-            for d in ins[1].split("x")[1:]:
-                k *= int(d)
+            k = math.prod(int(d) for d in ins[1].split("x")[1:])
         else:
             lhs = [int(d) for d in ins[0].split("x")]
             k = lhs[-2] if m.group(1) == "gemm" and "transA = 1" in line else lhs[-1]
