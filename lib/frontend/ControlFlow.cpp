@@ -160,28 +160,63 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
     return failure();
   // A condition known while compiling (a constant, or a graph input the
   // executable is specialised on) imports only the branch it takes.
-  if (auto known = getConstantBool(cond))
-    return sub(*known ? *thenGraph : *elseGraph, {}, outputs, nullptr, seqOutputs);
+  if (auto known = getConstantBool(cond)) {
+    SmallVector<CountedAxis> counts;
+    if (failed(sub(*known ? *thenGraph : *elseGraph, {}, outputs, nullptr, seqOutputs, &counts)))
+      return failure();
+    for (auto [i, c] : llvm::enumerate(counts))
+      if (c)
+        n.setRowCount(i, c.count, c.axis);
+    return success();
+  }
 
   Value c = toScalar(n, cond, "If's condition");
   if (!c)
     return failure();
   auto thenBlock = std::make_unique<Block>(), elseBlock = std::make_unique<Block>();
   SmallVector<Value> thenValues, elseValues;
+  SmallVector<CountedAxis> thenCounts, elseCounts;
   {
     OpBuilder::InsertionGuard guard(n.b);
     n.b.setInsertionPointToEnd(thenBlock.get());
-    if (failed(sub(*thenGraph, {}, thenValues, nullptr, nullptr)))
+    if (failed(sub(*thenGraph, {}, thenValues, nullptr, nullptr, &thenCounts)))
       return failure();
     n.b.setInsertionPointToEnd(elseBlock.get());
-    if (failed(sub(*elseGraph, {}, elseValues, nullptr, nullptr)))
+    if (failed(sub(*elseGraph, {}, elseValues, nullptr, nullptr, &elseCounts)))
       return failure();
   }
   if (thenValues.size() != elseValues.size())
     return n.error("then_branch has " + Twine(thenValues.size()) + " outputs and else_branch " +
                    Twine(elseValues.size()));
+  auto countOf = [](ArrayRef<CountedAxis> counts, size_t i) {
+    return i < counts.size() ? counts[i] : CountedAxis();
+  };
+  // Outputs that a branch counts along an axis (RowCounts.h) leave the If
+  // counted: each branch's value padded to the larger size along that axis,
+  // its count (or static size) a further result.
+  SmallVector<std::optional<int64_t>> countedAxis(thenValues.size());
   SmallVector<Type> types;
   for (auto [i, t, e] : llvm::enumerate(thenValues, elseValues)) {
+    CountedAxis tc = countOf(thenCounts, i), ec = countOf(elseCounts, i);
+    if (tc || ec) {
+      int64_t axis = tc ? tc.axis : ec.axis;
+      auto tt = NodeImporter::rankedType(t), et = NodeImporter::rankedType(e);
+      bool fits = tt && et && tt.hasStaticShape() && et.hasStaticShape() &&
+                  tt.getRank() == et.getRank() && tt.getElementType() == et.getElementType() &&
+                  (!tc || !ec || tc.axis == ec.axis);
+      for (int64_t d = 0; fits && d < tt.getRank(); ++d)
+        fits = d == axis || tt.getDimSize(d) == et.getDimSize(d);
+      if (!fits)
+        return n.error("output " + Twine(i) + " has a number of valid entries known only at "
+                       "run time in one branch, and the branches' types (" +
+                       typeString(t.getType()) + ", " + typeString(e.getType()) +
+                       ") differ in more than that axis");
+      SmallVector<int64_t> shape(tt.getShape());
+      shape[axis] = std::max(tt.getDimSize(axis), et.getDimSize(axis));
+      types.push_back(RankedTensorType::get(shape, tt.getElementType()));
+      countedAxis[i] = axis;
+      continue;
+    }
     Type joined = joinBranchTypes(t.getType(), e.getType());
     if (!joined)
       // Different ranks or element types: no one tensor type holds both.
@@ -195,21 +230,60 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
                      "other than small scalars, or on computed values)");
     types.push_back(joined);
   }
-  for (auto [block, values] : {std::pair{thenBlock.get(), &thenValues},
-                               std::pair{elseBlock.get(), &elseValues}}) {
+  size_t numValues = types.size();
+  Type scalarI64 = RankedTensorType::get({}, n.b.getI64Type());
+  for (auto &axis : countedAxis)
+    if (axis)
+      types.push_back(scalarI64);
+  for (auto [block, values, counts] :
+       {std::tuple{thenBlock.get(), &thenValues, &thenCounts},
+        std::tuple{elseBlock.get(), &elseValues, &elseCounts}}) {
     OpBuilder::InsertionGuard guard(n.b);
     n.b.setInsertionPointToEnd(block);
-    // Each branch's value takes the If's more general type.
-    for (size_t i = 0; i < types.size(); ++i)
-      if ((*values)[i].getType() != types[i])
-        (*values)[i] = tensor::CastOp::create(n.b, n.loc, types[i], (*values)[i]);
-    scf::YieldOp::create(n.b, n.loc, *values);
+    SmallVector<Value> yielded;
+    for (size_t i = 0; i < numValues; ++i) {
+      Value v = (*values)[i];
+      if (countedAxis[i]) {
+        // Padded with zeros to the If's size along the counted axis.
+        int64_t axis = *countedAxis[i];
+        auto vt = cast<RankedTensorType>(v.getType());
+        auto rt = cast<RankedTensorType>(types[i]);
+        if (vt != rt) {
+          SmallVector<int64_t> padShape(vt.getShape());
+          padShape[axis] = rt.getDimSize(axis) - vt.getDimSize(axis);
+          auto padType = RankedTensorType::get(padShape, vt.getElementType());
+          Value zeros = n.constant(
+              DenseElementsAttr::get(padType, n.b.getZeroAttr(vt.getElementType())));
+          v = n.make<ConcatOp>(ValueRange{v, zeros}, n.b.getI64IntegerAttr(axis));
+        }
+      } else if (v.getType() != types[i]) {
+        // Each branch's value takes the If's more general type.
+        v = tensor::CastOp::create(n.b, n.loc, types[i], v);
+      }
+      yielded.push_back(v);
+    }
+    for (size_t i = 0; i < numValues; ++i) {
+      if (!countedAxis[i])
+        continue;
+      CountedAxis own = countOf(*counts, i);
+      int64_t size = cast<RankedTensorType>((*values)[i].getType()).getDimSize(*countedAxis[i]);
+      yielded.push_back(own ? own.count
+                            : n.constant(DenseIntElementsAttr::get(
+                                  cast<RankedTensorType>(scalarI64), size)));
+    }
+    if (n.failed())
+      return failure();
+    scf::YieldOp::create(n.b, n.loc, yielded);
   }
   auto ifOp = scf::IfOp::create(n.b, n.loc, types, c, /*addThenBlock=*/true,
                                 /*addElseBlock=*/true);
   moveBody(thenBlock.get(), &ifOp.getThenRegion().front());
   moveBody(elseBlock.get(), &ifOp.getElseRegion().front());
-  llvm::append_range(outputs, ifOp.getResults());
+  llvm::append_range(outputs, ifOp.getResults().take_front(numValues));
+  size_t next = numValues;
+  for (size_t i = 0; i < numValues; ++i)
+    if (countedAxis[i])
+      n.setRowCount(i, ifOp.getResult(next++), *countedAxis[i]);
   return success();
 }
 
@@ -308,7 +382,7 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
       inits.push_back(v);
     }
     SmallVector<Value> results;
-    if (failed(sub(*body, bodyArgs, results, nullptr, nullptr)))
+    if (failed(sub(*body, bodyArgs, results, nullptr, nullptr, nullptr)))
       return failure();
     Value condOut = results[0];
     if (numScan > 0 && condOut != condTensor && getConstantBool(condOut) != true)
@@ -585,7 +659,7 @@ LogicalResult unrollLoop(NodeImporter &n, SubgraphImporter sub,
     }
     SmallVector<Value> results;
     SequenceSlots seqResults;
-    if (failed(sub(*body, args, results, &seqArgs, &seqResults)))
+    if (failed(sub(*body, args, results, &seqArgs, &seqResults, nullptr)))
       return failure();
     std::optional<bool> next = getConstantBool(results[0]);
     if (!next)
@@ -673,7 +747,7 @@ LogicalResult scanAlongFirstAxis(NodeImporter &n, SubgraphImporter sub,
       args.push_back(tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets, sizes, strides));
     }
     SmallVector<Value> results;
-    if (failed(sub(body, args, results, nullptr, nullptr)))
+    if (failed(sub(body, args, results, nullptr, nullptr, nullptr)))
       return failure();
     SmallVector<Value> yields;
     for (size_t i = 0; i < states.size(); ++i) {

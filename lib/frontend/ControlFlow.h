@@ -27,7 +27,7 @@ inline bool isEmptyOptionalSlot(const llvm::SmallVector<mlir::Value> &slot) {
 using SubgraphImporter = llvm::function_ref<mlir::LogicalResult(
     const onnx::GraphProto &graph, llvm::ArrayRef<mlir::Value> args,
     llvm::SmallVectorImpl<mlir::Value> &outputs, const SequenceSlots *seqArgs,
-    SequenceSlots *seqOutputs)>;
+    SequenceSlots *seqOutputs, llvm::SmallVectorImpl<CountedAxis> *outputCounts)>;
 
 /// Whether the importer handles `opType` as a control-flow operator.
 bool isControlFlowOperator(llvm::StringRef opType);

@@ -173,7 +173,8 @@ private:
   bool isNone(llvm::StringRef name) const;
   LogicalResult importSubgraph(OpBuilder &at, const onnx::GraphProto &graph,
                                ArrayRef<Value> args, SmallVectorImpl<Value> &outputs,
-                               const SequenceSlots *seqArgs, SequenceSlots *seqOutputs);
+                               const SequenceSlots *seqArgs, SequenceSlots *seqOutputs,
+                               SmallVectorImpl<CountedAxis> *outputCounts = nullptr);
   /// Optional, OptionalHasElement, OptionalGetElement, SequenceMap and an
   /// Identity of a sequence or an optional: ops on what names stand for
   /// rather than on tensors. False when `node` is none of them.
@@ -209,6 +210,18 @@ private:
     }
     return {};
   }
+  /// Bounds of small integer tensors computed from row counts (RowCounts.h).
+  llvm::StringMap<BoundedInts> intBounds;
+  BoundedInts boundsOf(llvm::StringRef name) const {
+    for (const GraphImporter *g = this; g; g = g->parent) {
+      if (auto it = g->intBounds.find(name); it != g->intBounds.end())
+        return it->second;
+      if (g->values.count(name))
+        return {};
+    }
+    return {};
+  }
+  CountedState countedState;
   GraphImporter *parent = nullptr;
   /// The graph whose nodes are being imported (Gradient reads earlier ones).
   const onnx::GraphProto *graphProto = nullptr;
@@ -256,6 +269,7 @@ void GraphImporter::bind(const std::string &name, Value tensor, const SmallVecto
   sequences.erase(name);
   nones.erase(name);
   rowCounts.erase(name);
+  intBounds.erase(name);
   if (none)
     nones.insert(name);
   else if (elements)
@@ -268,7 +282,8 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
                                             ArrayRef<Value> args,
                                             SmallVectorImpl<Value> &outputs,
                                             const SequenceSlots *seqArgs,
-                                            SequenceSlots *seqOutputs) {
+                                            SequenceSlots *seqOutputs,
+                                            SmallVectorImpl<CountedAxis> *outputCounts) {
   GraphImporter sub(*this);
   sub.graphProto = &graph;
   sub.b.setInsertionPoint(at.getInsertionBlock(), at.getInsertionPoint());
@@ -302,7 +317,10 @@ LogicalResult GraphImporter::importSubgraph(OpBuilder &at, const onnx::GraphProt
       outputs.push_back(Value());
       continue;
     }
-    if (v && sub.rowCountOf(out.name()))
+    if (v && outputCounts) {
+      outputCounts->resize(i);
+      outputCounts->push_back(sub.rowCountOf(out.name()));
+    } else if (v && sub.rowCountOf(out.name()))
       return emitError(loc) << "subgraph output '" << out.name()
                             << "' has a number of valid rows known only at run time (from a "
                                "NonMaxSuppression); such values cannot leave a subgraph";
@@ -555,8 +573,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     SmallVector<Value> outputs;
     std::map<size_t, SmallVector<Value>> seqOutputs;
     auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args, SmallVectorImpl<Value> &outs,
-                   const SequenceSlots *seqArgs, SequenceSlots *seqOuts) {
-      return importSubgraph(b, g, args, outs, seqArgs, seqOuts);
+                   const SequenceSlots *seqArgs, SequenceSlots *seqOuts,
+                   SmallVectorImpl<CountedAxis> *counts) {
+      return importSubgraph(b, g, args, outs, seqArgs, seqOuts, counts);
     };
     auto outerSequence = [&](StringRef name) { return isSequence(name); };
     if (failed(importControlFlowNode(ni, sub, outerSequence, seqInputs, outputs, seqOutputs)) ||
@@ -570,10 +589,13 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     for (auto [i, name] : llvm::enumerate(node.output())) {
       if (name.empty())
         continue;
-      if (auto seq = seqOutputs.find(i); seq != seqOutputs.end())
+      if (auto seq = seqOutputs.find(i); seq != seqOutputs.end()) {
         bind(name, {}, &seq->second, isEmptyOptionalSlot(seq->second));
-      else
-        values[name] = outputs[i];
+      } else {
+        bind(name, outputs[i], nullptr, false);
+        if (i < ni.rowCounts.size() && ni.rowCounts[i])
+          rowCounts[name] = ni.rowCounts[i];
+      }
     }
     return success();
   }
@@ -610,14 +632,68 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return failure();
   }
   NodeImporter ni(b, loc, node, nodeOpset, inputs);
+  // The rule, on the node's inputs or on replaced ones (CountedOps.cpp
+  // masks padding out); the row counts it sets are the node's.
+  bool ruleReported = false;
+  auto runRule = [&](ArrayRef<Value> ruleInputs, SmallVectorImpl<Value> &ruleOutputs) {
+    NodeImporter r(b, loc, node, nodeOpset, ruleInputs);
+    if (failed(rule->fn(r, ruleOutputs)) || r.failed()) {
+      ruleReported = true;
+      return (void)r.error("cannot import this " + node.op_type() + " node"), failure();
+    }
+    ni.rowCounts = r.rowCounts;
+    return success();
+  };
+  SmallVector<BoundedInts> inputBounds;
+  bool readsBounded = false;
+  for (const std::string &name : node.input()) {
+    inputBounds.push_back(name.empty() ? BoundedInts() : boundsOf(name));
+    readsBounded |= (bool)inputBounds.back();
+  }
+  if (readsBounded) // constant inputs take part in shape arithmetic too
+    for (auto [i, bounds] : llvm::enumerate(inputBounds))
+      if (!bounds && i < inputs.size())
+        if (auto known = getConstantInts(inputs[i]))
+          for (int64_t v : *known)
+            bounds.entries.push_back(BoundedInts::Entry{v, true, Value()});
   SmallVector<Value> outputs;
-  if (failed(rule->fn(ni, outputs)) || ni.failed()) {
-    (void)ni.error("cannot import this " + node.op_type() + " node");
+  SmallVector<CountedAxis> outputCounts;
+  SmallVector<BoundedInts> outputBounds;
+  FailureOr<bool> special = false;
+  if (readsCounted || readsBounded)
+    special = importCountedNode(ni, inputCounts, inputBounds, runRule, countedState, outputs,
+                                outputCounts, outputBounds);
+  if (failed(special) || ni.failed()) {
+    if (!ruleReported)
+      (void)ni.error("cannot import this " + node.op_type() + " node");
     return failure();
   }
-  SmallVector<CountedAxis> outputCounts(ni.rowCounts.begin(), ni.rowCounts.end());
-  if (readsCounted && failed(propagateRowCounts(ni, inputCounts, outputs, outputCounts)))
-    return failure();
+  if (*special) {
+    if (outputCounts.empty())
+      outputCounts.assign(ni.rowCounts.begin(), ni.rowCounts.end());
+  } else {
+    if (failed(runRule(inputs, outputs)))
+      return failure();
+    outputCounts.assign(ni.rowCounts.begin(), ni.rowCounts.end());
+    if (readsCounted && failed(propagateRowCounts(ni, inputCounts, outputs, outputCounts)))
+      return failure();
+    if (readsBounded)
+      propagateBounds(ni, inputBounds, outputs, outputBounds);
+  }
+  // Shape arithmetic that picks only static dims of a counted value (the
+  // second dim of a [count, 1] tensor) is a constant: later rules that need
+  // one (an If's condition, a Reshape's shape) see it.
+  for (auto [i, bounds] : llvm::enumerate(outputBounds)) {
+    auto t = i < outputs.size() && outputs[i] ? NodeImporter::rankedType(outputs[i])
+                                              : RankedTensorType();
+    if (!bounds || !t || !llvm::all_of(bounds.entries, [](auto &e) { return e.known; }))
+      continue;
+    SmallVector<int64_t> known;
+    for (const BoundedInts::Entry &e : bounds.entries)
+      known.push_back(e.max);
+    outputs[i] = ni.constant(DenseIntElementsAttr::get(t, known));
+    bounds = BoundedInts();
+  }
   for (size_t i = 0; i < (size_t)node.output_size(); ++i) {
     const std::string &name = node.output(i);
     if (name.empty())
@@ -629,6 +705,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       rowCounts[name] = outputCounts[i];
     else
       rowCounts.erase(name);
+    if (i < outputBounds.size() && outputBounds[i])
+      intBounds[name] = outputBounds[i];
+    else
+      intBounds.erase(name);
   }
   return success();
 }

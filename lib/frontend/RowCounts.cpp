@@ -100,6 +100,25 @@ std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
         ++a;
     return a;
   }
+  if (op == "Split" && onlyFirst) {
+    int64_t rank = rankOf(n.input(0)), axis = n.getInt("axis", 0);
+    return (axis < 0 ? axis + rank : axis) == a ? std::nullopt : std::optional<int64_t>(a);
+  }
+  if (op == "TopK" && onlyFirst) { // along another axis (CountedOps.cpp has the counted one)
+    int64_t rank = rankOf(n.input(0)), axis = n.getInt("axis", -1);
+    return (axis < 0 ? axis + rank : axis) == a ? std::nullopt : std::optional<int64_t>(a);
+  }
+  if (op == "Reshape" && onlyFirst && !outputs.empty()) {
+    // Dims up to the counted one unchanged: each valid entry keeps its
+    // elements, only the trailing dims regroup.
+    auto it = NodeImporter::rankedType(n.input(0)), ot = NodeImporter::rankedType(outputs[0]);
+    if (!it || !ot || !it.hasStaticShape() || !ot.hasStaticShape() || a >= ot.getRank())
+      return std::nullopt;
+    for (int64_t d = 0; d <= a; ++d)
+      if (it.getDimSize(d) != ot.getDimSize(d))
+        return std::nullopt;
+    return a;
+  }
   if (op == "Flatten" && onlyFirst && a == 0 && n.getInt("axis", 1) == 1)
     return 0;
   if (op == "Concat") {
@@ -121,15 +140,69 @@ std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
   return std::nullopt;
 }
 
+/// The count of a Slice along the counted axis with constant, non-negative
+/// starts and ends and step 1: clamp(min(count, end) - start, 0), where the
+/// slice's static size is already min(padded, end) - start. Nullopt for any
+/// other Slice of the counted axis (or one that leaves it whole: no change).
+std::optional<CountedAxis> slicedCount(NodeImporter &n, CountedAxis c, ArrayRef<Value> outputs) {
+  auto t = NodeImporter::rankedType(n.input(0));
+  auto starts = n.constInts(1), ends = n.constInts(2);
+  if (!t || !starts || !ends || starts->size() != ends->size() || !n.hasInput(3))
+    return std::nullopt;
+  auto axes = n.constInts(3);
+  auto steps = n.hasInput(4) ? n.constInts(4) : std::optional<SmallVector<int64_t>>();
+  if (!axes || axes->size() != starts->size() || (n.hasInput(4) && !steps))
+    return std::nullopt;
+  for (size_t k = 0; k < axes->size(); ++k) {
+    int64_t ax = (*axes)[k] < 0 ? (*axes)[k] + t.getRank() : (*axes)[k];
+    if (ax != c.axis)
+      continue;
+    int64_t start = (*starts)[k], end = (*ends)[k];
+    if (start < 0 || end < 0 || (steps && (*steps)[k] != 1))
+      return std::nullopt;
+    if (start == 0 && end >= t.getDimSize(c.axis))
+      return std::nullopt; // whole: outputAxis passes the count on
+    auto i64 = [&](int64_t v) {
+      return n.constant(
+          DenseIntElementsAttr::get(RankedTensorType::get({}, n.b.getI64Type()), v));
+    };
+    Value cut = n.make<MinOp>(c.count, i64(std::min(end, t.getDimSize(c.axis))));
+    cut = n.make<MaxOp>(n.make<SubOp>(cut, i64(start)), i64(0));
+    return CountedAxis{cut, c.axis};
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCounts,
                                  ArrayRef<Value> outputs,
                                  SmallVectorImpl<CountedAxis> &outputCounts) {
   StringRef op = n.node.op_type();
+  SmallVector<CountedAxis> in(inputCounts);
+  // Gathering from data counted along the gathered axis reads valid entries
+  // only (ONNX requires indices within the actual length): the data's count
+  // no longer matters, the indices' (if any) counts the output.
+  if ((op == "Gather" || op == "GatherElements") && in[0]) {
+    int64_t rank = rankOf(n.input(0)), g = n.getInt("axis", 0);
+    if (in[0].axis == (g < 0 ? g + rank : g))
+      in[0] = CountedAxis();
+  }
+  // A Slice of the leading entries along the counted axis: the count is cut
+  // to the slice.
+  if (op == "Slice" && in[0] && llvm::all_of(ArrayRef(in).drop_front(), [](CountedAxis c) {
+        return !c;
+      })) {
+    if (auto cut = slicedCount(n, in[0], outputs); cut) {
+      outputCounts.assign(outputs.size(), *cut);
+      return failure(n.failed());
+    }
+  }
+  if (llvm::none_of(in, [](CountedAxis c) { return (bool)c; }))
+    return success();
   CountedAxis first;
   SmallVector<size_t> counted;
-  for (auto [i, c] : llvm::enumerate(inputCounts)) {
+  for (auto [i, c] : llvm::enumerate(in)) {
     if (!c)
       continue;
     if (first && (c.count != first.count || c.axis != first.axis))
@@ -138,16 +211,16 @@ LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCou
     first = c;
     counted.push_back(i);
   }
-  std::optional<int64_t> axis = outputAxis(n, inputCounts, counted, first.axis, outputs);
+  std::optional<int64_t> axis = outputAxis(n, in, counted, first.axis, outputs);
   if (!axis)
     return n.error("input " + Twine(counted.front()) +
                    " has a number of valid entries along axis " + Twine(first.axis) +
                    " known only at run time (from a NonMaxSuppression or NonZero on run-time "
                    "values); '" + op + "' here would not keep them apart from the padding. "
                    "Kiln supports such values flowing to graph outputs through Gather, "
-                   "GatherND, Slice, "
-                   "Squeeze, Unsqueeze, Flatten, Concat, Transpose and elementwise operators "
-                   "that leave the counted axis whole");
+                   "GatherND, Slice, Split, Squeeze, Unsqueeze, Reshape, Flatten, Concat, "
+                   "Transpose, TopK, reductions, RoiAlign and elementwise operators that leave "
+                   "the counted axis whole");
   outputCounts.assign(outputs.size(), CountedAxis{first.count, *axis});
   return success();
 }

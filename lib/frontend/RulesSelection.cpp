@@ -9,7 +9,7 @@
 // buffers for the most they can produce, and the output carries its number
 // of valid entries along one axis, known at run time (RowCounts.h). Unique
 // on run-time values is reported as not supported.
-#include "NodeImporter.h"
+#include "RowCounts.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -66,8 +66,8 @@ Value unpackCounted(NodeImporter &n, Value packed, ArrayRef<int64_t> shape, Valu
   return n.make<ReshapeOp>(slice(1, 1 + entries), n.i64Tensor(shape), n.b.getBoolAttr(false));
 }
 
-/// NonZero of `x`, computed at run time by kiln_nonzero_u8: coordinates
-/// [rank, elements] whose valid columns (axis 1) number `count`.
+} // namespace
+
 LogicalResult runTimeNonZero(NodeImporter &n, Value x, Value &coords, Value &count) {
   auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape() || t.getRank() == 0)
@@ -83,6 +83,8 @@ LogicalResult runTimeNonZero(NodeImporter &n, Value x, Value &coords, Value &cou
   coords = unpackCounted(n, n.make<NonZeroOp>(mask), {t.getRank(), t.getNumElements()}, count);
   return failure(n.failed());
 }
+
+namespace {
 
 LogicalResult compress(NodeImporter &n, Outs &out) {
   Value x = n.required(0);

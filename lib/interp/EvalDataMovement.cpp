@@ -465,6 +465,35 @@ HostTensor nonZero(const HostTensor &mask, Type elt) {
   return y;
 }
 
+/// kiln.top_k: per line along the axis, the positions of the best
+/// min(k, valid) of its first `valid` entries (ties: lower position first),
+/// `capacity` slots, zero past them; then the kernel's `dim` of scratch.
+HostTensor topK(Operation *op, const Operands &in, Type elt) {
+  const HostTensor &x = *in[0];
+  int64_t axis = attrInt(op, "axis"), capacity = attrInt(op, "capacity");
+  bool largest = op->getAttrOfType<BoolAttr>("largest").getValue();
+  int64_t dim = x.shape.at(axis), outer = 1, inner = 1;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (d != axis)
+      (d < axis ? outer : inner) *= x.shape[d];
+  int64_t n = std::clamp<int64_t>(in[2]->integer(0), 0, dim);
+  int64_t m = std::min({std::max<int64_t>(in[1]->integer(0), 0), n, capacity});
+  HostTensor y(elt, {outer * capacity * inner + dim});
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < inner; ++c) {
+      auto at = [&](int64_t i) { return (float)x.num((o * dim + i) * inner + c); };
+      std::vector<int64_t> order(n);
+      for (int64_t i = 0; i < n; ++i)
+        order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return largest ? at(a) > at(b) : at(a) < at(b);
+      });
+      for (int64_t j = 0; j < m; ++j)
+        y.i[(o * capacity + j) * inner + c] = order[j];
+    }
+  return y;
+}
+
 } // namespace
 
 bool evalDataMovement(Operation *op, const Operands &in, std::vector<HostTensor> &out) {
@@ -560,6 +589,8 @@ bool evalDataMovement(Operation *op, const Operands &in, std::vector<HostTensor>
     out.push_back(nonMaxSuppression(op, in, elt));
   } else if (name == "non_zero") {
     out.push_back(nonZero(*in[0], elt));
+  } else if (name == "top_k") {
+    out.push_back(topK(op, in, elt));
   } else {
     return false;
   }

@@ -270,6 +270,22 @@ LogicalResult NonZeroOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   return success();
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>, Adaptor a,
+                                       SmallVectorImpl<Type> &types) {
+  Type i64 = IntegerType::get(ctx, 64);
+  auto t = ranked(a.getInput());
+  int64_t axis = a.getAxis();
+  if (!t || !t.hasStaticShape() || axis < 0 || axis >= t.getRank()) {
+    types.push_back(RankedTensorType::get({ShapedType::kDynamic}, i64));
+    return success();
+  }
+  // The positions, [outer][capacity][inner], then a line's scratch.
+  int64_t dim = t.getDimSize(axis);
+  int64_t positions = dim == 0 ? 0 : t.getNumElements() / dim * a.getCapacity();
+  types.push_back(RankedTensorType::get({positions + dim}, i64));
+  return success();
+}
+
 LogicalResult DetOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor a,
                                       SmallVectorImpl<Type> &types) {
   Type f32 = Float32Type::get(ctx);

@@ -90,6 +90,12 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // Deallocating buffers that an If's branches return calls a helper over
+  // memrefs of dynamic size (`dealloc_helper`), which the bare-pointer
+  // calling convention below cannot take as arguments: it is inlined
+  // instead (nothing else is callable here: kernels are declarations).
+  pm.addPass(createInlinerPass({}, [](OpPassManager &) {}));
+  pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());

@@ -1,6 +1,7 @@
 // Selection kernels whose output size depends on the values: NonMaxSuppression
-// on boxes and scores computed at run time (a detector's head), and NonZero
-// (also behind Compress) on a run-time mask.
+// on boxes and scores computed at run time (a detector's head), NonZero
+// (also behind Compress) on a run-time mask, and TopK of a k computed at run
+// time (a detector's "at most N per class").
 //
 // Kiln's executables have static shapes, so such a kernel writes a buffer
 // sized for the most it can select, and the number it did select: the
@@ -61,9 +62,11 @@ INLINE bool before(const float *score, kiln_i64 a, kiln_i64 b) {
   return score[a] > score[b] || (score[a] == score[b] && a < b);
 }
 
-/// Heap sort of `idx[0, n)` into candidate order: in place, no allocation,
-/// O(n log n) for the tens of thousands of anchors of a detector.
-void sortCandidates(kiln_i64 *idx, kiln_i64 n, const float *score) {
+/// Heap sort of `idx[0, n)` into the order `before(a, b)` defines: in place,
+/// no allocation, O(n log n) for the tens of thousands of anchors of a
+/// detector.
+template <typename Before>
+void heapSort(kiln_i64 *idx, kiln_i64 n, Before before) {
   auto siftDown = [&](kiln_i64 root, kiln_i64 end) {
     for (;;) {
       kiln_i64 child = 2 * root + 1;
@@ -71,9 +74,9 @@ void sortCandidates(kiln_i64 *idx, kiln_i64 n, const float *score) {
         return;
       // A max-heap under "after", so that popping puts the last in order at
       // the back.
-      if (child + 1 < end && before(score, idx[child], idx[child + 1]))
+      if (child + 1 < end && before(idx[child], idx[child + 1]))
         ++child;
-      if (!before(score, idx[root], idx[child]))
+      if (!before(idx[root], idx[child]))
         return;
       kiln_i64 t = idx[root];
       idx[root] = idx[child];
@@ -89,6 +92,11 @@ void sortCandidates(kiln_i64 *idx, kiln_i64 n, const float *score) {
     idx[end] = t;
     siftDown(0, end);
   }
+}
+
+/// Candidates by descending score, ties by index.
+void sortCandidates(kiln_i64 *idx, kiln_i64 n, const float *score) {
+  heapSort(idx, n, [&](kiln_i64 a, kiln_i64 b) { return before(score, a, b); });
 }
 
 } // namespace
@@ -167,6 +175,40 @@ void kiln_nonzero_u8(kiln_addr paramsAddr, kiln_addr maskAddr, kiln_addr outAddr
     for (kiln_i64 k = count; k < elements; ++k)
       coords[d * elements + k] = 0;
   out[0] = count;
+}
+
+/// ONNX TopK along the middle axis of [outer][dim][inner] floats, searching
+/// the first min(*valid, dim) entries of each line and writing the positions
+/// of the best min(*k, *valid, capacity) of them in order (largest or
+/// smallest first, ties by lower position, as ONNX Runtime orders them) to
+/// `out` [outer][capacity][inner], zero past them; `dim` i64 of scratch
+/// follow the positions.
+void kiln_topk_f32(kiln_addr paramsAddr, kiln_addr inAddr, kiln_addr kAddr, kiln_addr validAddr,
+                   kiln_addr outAddr) {
+  const kiln_topk_params &q = *(const kiln_topk_params *)paramsAddr;
+  const float *in = (const float *)inAddr;
+  kiln_i64 *out = (kiln_i64 *)outAddr;
+  kiln_i64 *order = out + q.outer * q.capacity * q.inner;
+  kiln_i64 valid = *(const kiln_i64 *)validAddr, k = *(const kiln_i64 *)kAddr;
+  kiln_i64 n = valid < 0 ? 0 : valid > q.dim ? q.dim : valid;
+  kiln_i64 m = k < 0 ? 0 : k > n ? n : k;
+  if (m > q.capacity)
+    m = q.capacity;
+  bool largest = q.largest != 0;
+  for (kiln_i64 o = 0; o < q.outer; ++o)
+    for (kiln_i64 c = 0; c < q.inner; ++c) {
+      const float *line = in + o * q.dim * q.inner + c;
+      for (kiln_i64 i = 0; i < n; ++i)
+        order[i] = i;
+      // Better entries first; equal ones by lower position.
+      heapSort(order, n, [&](kiln_i64 a, kiln_i64 b) {
+        float x = line[a * q.inner], y = line[b * q.inner];
+        return largest ? (x > y || (x == y && a < b)) : (x < y || (x == y && a < b));
+      });
+      kiln_i64 *dst = out + o * q.capacity * q.inner + c;
+      for (kiln_i64 j = 0; j < q.capacity; ++j)
+        dst[j * q.inner] = j < m ? order[j] : 0;
+    }
 }
 
 } // extern "C"

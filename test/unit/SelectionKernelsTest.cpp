@@ -2,7 +2,8 @@
 // natively. NonMaxSuppression: ONNX's own examples (expected selections from
 // the operator's specification) and random detector-like inputs against a
 // plain reference written from the specification (a sort, every pair's
-// IoU). NonZero: coordinates worked out by hand.
+// IoU). NonZero and TopK: positions worked out by hand, and TopK on random
+// lines against std::stable_sort.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 extern "C" void kiln_nms_f32(intptr_t, intptr_t, intptr_t, intptr_t, float, float);
 extern "C" void kiln_nonzero_u8(intptr_t, intptr_t, intptr_t);
+extern "C" void kiln_topk_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t);
 
 namespace {
 
@@ -160,3 +162,65 @@ TEST(SelectionKernels, NonZeroCoordinatesAndPadding) {
 }
 
 } // namespace
+
+namespace {
+
+/// kiln_topk_f32 on `in` seen as [outer][dim][inner]: the positions it
+/// writes, after checking that the scratch follows them untouched in size.
+std::vector<int64_t> topK(const std::vector<float> &in, int64_t outer, int64_t dim,
+                          int64_t inner, int64_t capacity, bool largest, int64_t k,
+                          int64_t valid) {
+  std::vector<int64_t> out(outer * capacity * inner + dim, -7);
+  int64_t params[] = {outer, dim, inner, capacity, largest ? 1 : 0};
+  kiln_topk_f32(addr(params), addr(in.data()), addr(&k), addr(&valid), addr(out.data()));
+  out.resize(outer * capacity * inner);
+  return out;
+}
+
+} // namespace
+
+// The valid prefix only: 9.0 at position 4 is padding.
+TEST(SelectionKernels, TopKOfValidEntries) {
+  std::vector<float> x = {0.5f, 0.9f, 0.1f, 0.7f, 9.0f};
+  EXPECT_EQ(topK(x, 1, 5, 1, 3, true, 3, 4), (std::vector<int64_t>{1, 3, 0}));
+  // Fewer valid entries than k: the rest of the capacity is zero.
+  EXPECT_EQ(topK(x, 1, 5, 1, 3, true, 3, 2), (std::vector<int64_t>{1, 0, 0}));
+  // Smallest first; k below the capacity.
+  EXPECT_EQ(topK(x, 1, 5, 1, 4, false, 2, 5), (std::vector<int64_t>{2, 0, 0, 0}));
+  // Nothing valid, or k = 0.
+  EXPECT_EQ(topK(x, 1, 5, 1, 2, true, 2, 0), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(topK(x, 1, 5, 1, 2, true, 0, 5), (std::vector<int64_t>{0, 0}));
+}
+
+// Ties keep the lower position first, as ONNX Runtime orders them.
+TEST(SelectionKernels, TopKTies) {
+  std::vector<float> x = {1, 2, 2, 1, 2};
+  EXPECT_EQ(topK(x, 1, 5, 1, 4, true, 4, 5), (std::vector<int64_t>{1, 2, 4, 0}));
+  EXPECT_EQ(topK(x, 1, 5, 1, 3, false, 3, 5), (std::vector<int64_t>{0, 3, 1}));
+}
+
+// Along a middle axis ([2][6][3]) of random lines, against std::stable_sort.
+TEST(SelectionKernels, TopKMiddleAxis) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> value(0, 9); // with ties
+  int64_t outer = 2, dim = 6, inner = 3, capacity = 4, k = 4, valid = 5;
+  std::vector<float> x(outer * dim * inner);
+  for (float &v : x)
+    v = (float)value(rng);
+  for (bool largest : {true, false}) {
+    std::vector<int64_t> got = topK(x, outer, dim, inner, capacity, largest, k, valid);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t c = 0; c < inner; ++c) {
+        auto at = [&](int64_t i) { return x[(o * dim + i) * inner + c]; };
+        std::vector<int64_t> order(valid);
+        for (int64_t i = 0; i < valid; ++i)
+          order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return largest ? at(a) > at(b) : at(a) < at(b);
+        });
+        for (int64_t j = 0; j < capacity; ++j)
+          EXPECT_EQ(got[(o * capacity + j) * inner + c], order[j])
+              << "line " << o << "," << c << " slot " << j << (largest ? " largest" : " smallest");
+      }
+  }
+}

@@ -735,6 +735,32 @@ def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
 }
 
 
+def Kiln_TopKOp : Kiln_Op<"top_k"> {
+  let summary = "positions of the k largest (smallest) entries along an axis, k and the valid length known at run time";
+  let description = [{
+    ONNX TopK for a `k` and a number of valid entries along `axis` that are
+    known only at run time (scalar i64 tensors): each line along the axis
+    is searched in its first min(`valid`, dim) entries only (the rest is
+    padding, see lib/frontend/RowCounts.cpp). The result is one i64
+    buffer: the positions of each line's min(`k`, `valid`) best entries in
+    order (ties: lower position first), laid out as the input with
+    `capacity` slots along the axis, zero past them; then `dim` elements of
+    scratch. The importer slices the positions out and gathers the values
+    by them. Lowered to the
+    `kiln_topk_f32` kernel, which sorts instead of the repeated arg-max the
+    importer unrolls for a small constant k.
+
+    ```mlir
+    %i = kiln.top_k %x, %k, %valid {axis = 0 : i64, capacity = 300 : i64, largest = true}
+         : (tensor<3234xf32>, tensor<i64>, tensor<i64>) -> tensor<3534xi64>
+    ```
+  }];
+  let arguments = (ins F32Tensor:$input, TensorOf<[I64]>:$k, TensorOf<[I64]>:$valid,
+                       Kiln_I64Attr:$axis, Kiln_I64Attr:$capacity, BoolAttr:$largest);
+  let results = (outs AnyTensor:$output);
+}
+
+
 def Kiln_DetOp : Kiln_Op<"det"> {
   let summary = "determinants of the trailing n x n matrices, by pivoted LU";
   let description = [{

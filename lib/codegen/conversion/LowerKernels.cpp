@@ -38,6 +38,7 @@ constexpr const char *kLayerNorm = KILN_KERNEL_SYMBOL(kiln_layer_norm_f32);
 constexpr const char *kAttention = KILN_KERNEL_SYMBOL(kiln_attention_f32);
 constexpr const char *kNms = KILN_KERNEL_SYMBOL(kiln_nms_f32);
 constexpr const char *kNonZero = KILN_KERNEL_SYMBOL(kiln_nonzero_u8);
+constexpr const char *kTopK = KILN_KERNEL_SYMBOL(kiln_topk_f32);
 constexpr const char *kDet = KILN_KERNEL_SYMBOL(kiln_det_f32);
 constexpr int64_t kMaxAttentionKeys = KILN_ATTENTION_MAX_KEYS;
 
@@ -551,6 +552,26 @@ LogicalResult lowerNonZero(NonZeroOp op, PatternRewriter &rw) {
   return success();
 }
 
+/// kiln.top_k -> kiln_topk_f32, whose parameter block is (outer, dim, inner,
+/// capacity, largest) of the input seen as [outer][dim][inner].
+LogicalResult lowerTopK(TopKOp op, PatternRewriter &rw) {
+  auto it = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto t = dyn_cast<RankedTensorType>(op.getType());
+  if (!it || !t || !it.hasStaticShape() || !t.hasStaticShape())
+    return rw.notifyMatchFailure(op, "needs static shapes");
+  int64_t axis = op.getAxis(), outer = 1, inner = 1;
+  for (int64_t d = 0; d < it.getRank(); ++d)
+    (d < axis ? outer : inner) *= d == axis ? 1 : it.getDimSize(d);
+  Location loc = op.getLoc();
+  kiln_topk_params params{outer, it.getDimSize(axis), inner, op.getCapacity(),
+                          op.getLargest() ? 1 : 0};
+  rw.replaceOp(op, callWithResult(rw, loc, kTopK, t,
+                                  {i64Block(rw, loc, fields(params)), op.getInput(), op.getK(),
+                                   op.getValid()},
+                                  4));
+  return success();
+}
+
 /// kiln.det -> kiln_det_f32 (runtime/kernels/LinearAlgebraKernels.cpp), whose
 /// parameter block is (matrices, n).
 LogicalResult lowerDet(DetOp op, PatternRewriter &rw) {
@@ -589,6 +610,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});
   declare(kNms, {i64, i64, i64, i64, f32t, f32t});
   declare(kNonZero, {i64, i64, i64});
+  declare(kTopK, {i64, i64, i64, i64, i64});
   declare(kDet, {i64, i64, i64});
 }
 
@@ -599,6 +621,7 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerLayerNorm);
   patterns.add(lowerNonMaxSuppression);
   patterns.add(lowerNonZero);
+  patterns.add(lowerTopK);
   patterns.add(lowerDet);
   patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
       patterns.getContext(), /*benefit=*/2);

@@ -40,7 +40,8 @@ typedef __INTPTR_TYPE__ kiln_kernel_addr;
   X(kiln_nms_f32) \
   X(kiln_nonzero_u8) \
   X(kiln_pool2d_nhwc_f32) \
-  X(kiln_softmax_f32)
+  X(kiln_softmax_f32) \
+  X(kiln_topk_f32)
 
 /* kiln_conv2d_nhwc_f32 and kiln_dwconv2d_nhwc_f32: NHWC input [n][h][w][c],
  * output [n][oh][ow][oc]; window kh x kw, strides, leading pads, dilations. */
@@ -99,6 +100,12 @@ typedef struct kiln_nonzero_params {
   /* kiln_kernel_i64 dims[rank]; */
 } kiln_nonzero_params;
 
+/* kiln_topk_f32: ONNX TopK over [outer][dim][inner] floats, of a k and a
+ * number of valid entries along the axis known at run time. */
+typedef struct kiln_topk_params {
+  kiln_kernel_i64 outer, dim, inner, capacity, largest;
+} kiln_topk_params;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -131,6 +138,10 @@ void kiln_nms_f32(kiln_kernel_addr params, kiln_kernel_addr boxes, kiln_kernel_a
 void kiln_det_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out);
 /* out (i64): [0] the count, then `rank` rows of `elements` coordinates. */
 void kiln_nonzero_u8(kiln_kernel_addr params, kiln_kernel_addr mask, kiln_kernel_addr out);
+/* out (i64): [outer][capacity][inner] positions along the axis, then `dim`
+ * elements of scratch; k and valid: addresses of one i64 each. */
+void kiln_topk_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr k,
+                   kiln_kernel_addr valid, kiln_kernel_addr out);
 
 #ifdef __cplusplus
 } /* extern "C" */
