@@ -267,9 +267,7 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
         continue;
       CountedAxis own = countOf(*counts, i);
       int64_t size = cast<RankedTensorType>((*values)[i].getType()).getDimSize(*countedAxis[i]);
-      yielded.push_back(own ? own.count
-                            : n.constant(DenseIntElementsAttr::get(
-                                  cast<RankedTensorType>(scalarI64), size)));
+      yielded.push_back(own ? own.count : n.i64Scalar(size));
     }
     if (n.failed())
       return failure();
@@ -648,8 +646,7 @@ LogicalResult unrollLoop(NodeImporter &n, SubgraphImporter sub,
     if (it >= kMaxUnrolledIterations)
       return n.error("Kiln unrolls this Loop while compiling, and it runs "
                      "over " + Twine(kMaxUnrolledIterations) + " iterations");
-    auto i64Type = RankedTensorType::get({}, n.b.getI64Type());
-    SmallVector<Value> args{n.constant(DenseElementsAttr::get(i64Type, it)),
+    SmallVector<Value> args{n.i64Scalar(it),
                             n.constant(DenseElementsAttr::get(boolType, true))};
     SequenceSlots seqArgs;
     for (size_t i = 0; i < numCarried; ++i) {

@@ -31,10 +31,6 @@ namespace {
 
 using Entry = BoundedInts::Entry;
 
-Value scalarI64(NodeImporter &n, int64_t v) {
-  return n.constant(DenseIntElementsAttr::get(RankedTensorType::get({}, n.b.getI64Type()), v));
-}
-
 /// A scalar i64 tensor from a one-element tensor (k is [1] in ONNX).
 Value toScalar(NodeImporter &n, Value v) {
   return n.make<ReshapeOp>(v, n.i64Tensor({}), n.b.getBoolAttr(false));
@@ -102,14 +98,14 @@ LogicalResult countedTopK(NodeImporter &n, CountedAxis in, const BoundedInts &kB
     kMax = (*known)[0];
     if (kMax < 0)
       return n.error("TopK k = " + Twine(kMax) + " is negative");
-    k = scalarI64(n, kMax);
+    k = n.i64Scalar(kMax);
   } else if (kBounds.entries.size() == 1) {
     kMax = kBounds.entries[0].max;
     k = toScalar(n, n.input(1));
   } else {
     return n.error("TopK's k must be a constant or a bounded count");
   }
-  Value valid = in && in.axis == *axis ? in.count : scalarI64(n, dim);
+  Value valid = in && in.axis == *axis ? in.count : n.i64Scalar(dim);
   int64_t capacity = std::clamp<int64_t>(kMax, 0, dim);
   Value buffer = n.make<TopKOp>(x, k, valid, n.b.getI64IntegerAttr(*axis),
                                 n.b.getI64IntegerAttr(capacity),
@@ -184,9 +180,9 @@ LogicalResult compactingConcat(NodeImporter &n, ArrayRef<CountedAxis> inputCount
   auto [it, fresh] = state.compactions.try_emplace(key);
   if (fresh) {
     SmallVector<Value> masks;
-    Value total = scalarI64(n, 0);
+    Value total = n.i64Scalar(0);
     for (auto [c, size] : key) {
-      Value count = c ? Value::getFromOpaquePointer(c) : scalarI64(n, size);
+      Value count = c ? Value::getFromOpaquePointer(c) : n.i64Scalar(size);
       masks.push_back(validMask(n, 1, 0, size, count));
       total = n.make<AddOp>(total, count);
     }

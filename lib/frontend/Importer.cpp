@@ -201,25 +201,25 @@ private:
   llvm::StringSet<> nones;
   /// Run-time row counts of tensors by name (RowCounts.h).
   llvm::StringMap<CountedAxis> rowCounts;
-  CountedAxis rowCountOf(llvm::StringRef name) const {
+  /// Bounds of small integer tensors computed from row counts (RowCounts.h).
+  llvm::StringMap<BoundedInts> intBounds;
+  /// What `table` of the innermost graph binding `name` holds for it:
+  /// a name bound again in a subgraph hides the outer entry.
+  template <typename T>
+  T scopedEntry(llvm::StringMap<T> GraphImporter::*table, llvm::StringRef name) const {
     for (const GraphImporter *g = this; g; g = g->parent) {
-      if (auto it = g->rowCounts.find(name); it != g->rowCounts.end())
+      if (auto it = (g->*table).find(name); it != (g->*table).end())
         return it->second;
       if (g->values.count(name))
         return {};
     }
     return {};
   }
-  /// Bounds of small integer tensors computed from row counts (RowCounts.h).
-  llvm::StringMap<BoundedInts> intBounds;
+  CountedAxis rowCountOf(llvm::StringRef name) const {
+    return scopedEntry(&GraphImporter::rowCounts, name);
+  }
   BoundedInts boundsOf(llvm::StringRef name) const {
-    for (const GraphImporter *g = this; g; g = g->parent) {
-      if (auto it = g->intBounds.find(name); it != g->intBounds.end())
-        return it->second;
-      if (g->values.count(name))
-        return {};
-    }
-    return {};
+    return scopedEntry(&GraphImporter::intBounds, name);
   }
   CountedState countedState;
   GraphImporter *parent = nullptr;

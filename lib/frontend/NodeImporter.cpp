@@ -135,6 +135,10 @@ Value NodeImporter::i64Tensor(ArrayRef<int64_t> values) {
   return constant(DenseIntElementsAttr::get(type, values));
 }
 
+Value NodeImporter::i64Scalar(int64_t value) {
+  return constant(DenseIntElementsAttr::get(RankedTensorType::get({}, b.getI64Type()), value));
+}
+
 Value NodeImporter::alongAxis(Value v, int64_t rank, int64_t axis) {
   auto vRank = rankOf(v);
   if (!vRank)

@@ -103,6 +103,8 @@ public:
   }
   mlir::Value constant(mlir::ElementsAttr value);
   mlir::Value i64Tensor(llvm::ArrayRef<int64_t> values);
+  /// A rank-0 i64 constant (a count, an index, an iteration number).
+  mlir::Value i64Scalar(int64_t value);
   /// i64 constant 0, 1, ..., size-1 laid along `axis` of a rank-`rank`
   /// shape that is 1 elsewhere: compared with an index tensor it selects
   /// the position the index names (one-hot, arg-max masks).

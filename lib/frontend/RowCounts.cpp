@@ -162,12 +162,8 @@ std::optional<CountedAxis> slicedCount(NodeImporter &n, CountedAxis c, ArrayRef<
       return std::nullopt;
     if (start == 0 && end >= t.getDimSize(c.axis))
       return std::nullopt; // whole: outputAxis passes the count on
-    auto i64 = [&](int64_t v) {
-      return n.constant(
-          DenseIntElementsAttr::get(RankedTensorType::get({}, n.b.getI64Type()), v));
-    };
-    Value cut = n.make<MinOp>(c.count, i64(std::min(end, t.getDimSize(c.axis))));
-    cut = n.make<MaxOp>(n.make<SubOp>(cut, i64(start)), i64(0));
+    Value cut = n.make<MinOp>(c.count, n.i64Scalar(std::min(end, t.getDimSize(c.axis))));
+    cut = n.make<MaxOp>(n.make<SubOp>(cut, n.i64Scalar(start)), n.i64Scalar(0));
     return CountedAxis{cut, c.axis};
   }
   return std::nullopt;

@@ -30,8 +30,7 @@ LogicalResult constant(NodeImporter &n, Outs &out) {
     return success();
   }
   if (const auto *a = n.attr("value_int")) {
-    out.push_back(n.constant(DenseElementsAttr::get(
-        RankedTensorType::get({}, n.b.getI64Type()), (int64_t)a->i())));
+    out.push_back(n.i64Scalar(a->i()));
     return success();
   }
   if (const auto *a = n.attr("value_ints")) {
@@ -253,8 +252,7 @@ LogicalResult size(NodeImporter &n, Outs &out) {
   auto t = NodeImporter::rankedType(x);
   if (!t || !t.hasStaticShape())
     return n.error("Size needs an input of static shape");
-  out.push_back(n.constant(
-      DenseElementsAttr::get(RankedTensorType::get({}, n.b.getI64Type()), t.getNumElements())));
+  out.push_back(n.i64Scalar(t.getNumElements()));
   return success();
 }
 
@@ -670,9 +668,7 @@ LogicalResult oneHot(NodeImporter &n, Outs &out) {
   idx = n.make<UnsqueezeOp>(idx, n.b.getDenseI64ArrayAttr({axis}));
   Value positions = n.positionsAlong(rank, axis, depth);
   auto pick = [&](int64_t i) {
-    return n.make<GatherOp>(values, n.constant(DenseIntElementsAttr::get(
-                                        RankedTensorType::get({}, n.b.getI64Type()), i)),
-                            n.b.getI64IntegerAttr(0));
+    return n.make<GatherOp>(values, n.i64Scalar(i), n.b.getI64IntegerAttr(0));
   };
   out.push_back(n.make<SelectOp>(n.make<EqualOp>(idx, positions), pick(1), pick(0)));
   return success();

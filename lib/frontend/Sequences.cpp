@@ -140,8 +140,7 @@ LogicalResult importSequenceNode(NodeImporter &n, ArrayRef<const Elements *> seq
     return failure();
   int64_t size = seq->size();
   if (op == "SequenceLength") {
-    tensorOut = n.constant(DenseIntElementsAttr::get(
-        RankedTensorType::get({}, n.b.getI64Type()), ArrayRef<int64_t>{size}));
+    tensorOut = n.i64Scalar(size);
     return success();
   }
   if (op == "ConcatFromSequence")
