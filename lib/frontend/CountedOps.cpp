@@ -14,7 +14,10 @@
 //   Shape            the static dims with the count spliced in (run time)
 //   TopK             kiln.top_k, sized by k's bound, searching the valid
 //                    entries only; counted by min(k, valid)
-//   ConstantOfShape  sized by the bounds, counted by the one run-time dim
+//   ConstantOfShape, Expand, Reshape to bounded dims, Slice to a bounded
+//                    end: sized by the bounds, counted by the run-time dim
+//   ScatterElements  of counted indices: their padding sent to a scratch
+//                    slice appended to the data
 //   Concat           along the counted axis: the parts' valid entries
 //                    gathered to the front (NonZero of a validity mask)
 //   ReduceMax/Min/Sum, NonMaxSuppression, NonZero over the counted axis:
@@ -126,33 +129,46 @@ LogicalResult countedTopK(NodeImporter &n, CountedAxis in, const BoundedInts &kB
   return failure(n.failed());
 }
 
+/// `shape` (a bounded shape input) as constant dims, each run-time dim at
+/// its bound; `runTime` the position of the one run-time dim, if any.
+std::optional<SmallVector<int64_t>> boundedDims(NodeImporter &n, const BoundedInts &shape,
+                                                std::optional<int64_t> &runTime) {
+  SmallVector<int64_t> dims;
+  for (auto [d, e] : llvm::enumerate(shape.entries)) {
+    dims.push_back(e.max);
+    if (e.known)
+      continue;
+    if (runTime) {
+      (void)n.error("the shape has more than one dim known only at run time");
+      return std::nullopt;
+    }
+    runTime = d;
+  }
+  return dims;
+}
+
+/// The run-time value of dim `d` of a bounded shape input `i`.
+Value runTimeDim(NodeImporter &n, const BoundedInts &shape, size_t i, int64_t d) {
+  if (Value same = shape.entries[d].same)
+    return same;
+  return toScalar(n, n.make<SliceOp>(n.input(i), n.i64Tensor({d}), n.i64Tensor({d + 1}),
+                                     n.i64Tensor({0}), n.i64Tensor({1})));
+}
+
 /// ConstantOfShape of a shape with one run-time dim: sized by its bound,
 /// counted by its value.
 LogicalResult boundedConstantOfShape(NodeImporter &n, const BoundedInts &shape, RunRule runRule,
                                      SmallVectorImpl<Value> &outputs,
                                      SmallVectorImpl<CountedAxis> &counts) {
-  SmallVector<int64_t> dims;
-  int64_t runTime = -1;
-  for (auto [d, e] : llvm::enumerate(shape.entries)) {
-    dims.push_back(e.max);
-    if (e.known)
-      continue;
-    if (runTime >= 0)
-      return n.error("ConstantOfShape's shape has more than one dim known only at run time");
-    runTime = d;
-  }
-  SmallVector<Value> inputs{n.i64Tensor(dims)};
+  std::optional<int64_t> runTime;
+  auto dims = boundedDims(n, shape, runTime);
+  if (!dims)
+    return failure();
+  SmallVector<Value> inputs{n.i64Tensor(*dims)};
   if (failed(runRule(inputs, outputs)))
     return failure();
-  if (runTime < 0)
-    return success();
-  const Entry &e = shape.entries[runTime];
-  Value count = e.same;
-  if (!count) // a dim computed from counts: read it from the shape
-    count = toScalar(n, n.make<SliceOp>(n.input(0), n.i64Tensor({runTime}),
-                                        n.i64Tensor({runTime + 1}), n.i64Tensor({0}),
-                                        n.i64Tensor({1})));
-  counts.assign(1, CountedAxis{count, runTime});
+  if (runTime)
+    counts.assign(1, CountedAxis{runTimeDim(n, shape, 0, *runTime), *runTime});
   return failure(n.failed());
 }
 
@@ -287,6 +303,133 @@ LogicalResult countedNonMaxSuppression(NodeImporter &n, ArrayRef<CountedAxis> in
   return runRule(inputs, outputs);
 }
 
+/// Expand or Reshape to a shape with a run-time dim (or of a counted
+/// input): the padded tensor takes the shape at its bounds. The result is
+/// counted along the run-time dim, by the input's count when the input is
+/// counted there (a count's shape arithmetic gives the count back), by
+/// the dim's value otherwise.
+LogicalResult boundedShapeOp(NodeImporter &n, CountedAxis in, const BoundedInts &shape,
+                             RunRule runRule, SmallVectorImpl<Value> &outputs,
+                             SmallVectorImpl<CountedAxis> &counts) {
+  std::optional<int64_t> runTime;
+  auto dims = boundedDims(n, shape, runTime);
+  if (!dims)
+    return failure();
+  SmallVector<Value> inputs{n.input(0), n.i64Tensor(*dims)};
+  if (failed(runRule(inputs, outputs)))
+    return failure();
+  if (!runTime) // every dim known: a count on the input passes as for constants
+    return success();
+  auto it = NodeImporter::rankedType(n.input(0));
+  auto ot = NodeImporter::rankedType(outputs[0]);
+  if (!it || !ot)
+    return n.error("needs ranked types");
+  Value count;
+  if (in) {
+    // Only where the counted axis lands on the run-time dim, with the
+    // entries up to it unchanged (Reshape) or aligned (Expand).
+    int64_t shift = n.node.op_type() == "Expand" ? ot.getRank() - it.getRank() : 0;
+    if (in.axis + shift != *runTime || ot.getDimSize(*runTime) != it.getDimSize(in.axis))
+      return n.error("the shape's run-time dim is not the input's counted axis");
+    count = in.count;
+  } else {
+    count = runTimeDim(n, shape, 1, *runTime);
+  }
+  counts.assign(1, CountedAxis{count, *runTime});
+  return failure(n.failed());
+}
+
+/// ScatterElements whose indices (and updates) are counted: the padding
+/// entries of the indices are sent to one scratch slice appended to the
+/// data along the scatter axis, and cut off after. The data's count (if
+/// any) is the result's.
+LogicalResult countedScatterElements(NodeImporter &n, ArrayRef<CountedAxis> counts, RunRule runRule,
+                                     SmallVectorImpl<Value> &outputs,
+                                     SmallVectorImpl<CountedAxis> &outputCounts) {
+  auto dt = NodeImporter::rankedType(n.input(0));
+  auto it = NodeImporter::rankedType(n.input(1));
+  if (!dt || !it || !dt.hasStaticShape() || !it.hasStaticShape())
+    return n.error("ScatterElements of counted values needs static shapes");
+  auto axis = n.normalizeAxis(n.getInt("axis", 0), dt.getRank());
+  if (!axis)
+    return failure();
+  CountedAxis data = counts[0], indices = counts.size() > 1 ? counts[1] : CountedAxis();
+  if (data && data.axis != *axis)
+    return n.error("ScatterElements into data counted along an axis other than its own");
+  if (!indices)
+    return n.error("ScatterElements of counted updates needs counted indices");
+  if (n.getString("reduction", "none") != "none")
+    return n.error("ScatterElements with a reduction of counted values is not supported");
+  SmallVector<int64_t> scratchShape(dt.getShape());
+  int64_t size = scratchShape[*axis];
+  scratchShape[*axis] = 1;
+  auto scratchType = RankedTensorType::get(scratchShape, dt.getElementType());
+  Value scratch =
+      n.constant(DenseElementsAttr::get(scratchType, n.b.getZeroAttr(dt.getElementType())));
+  SmallVector<Value> inputs{
+      n.make<ConcatOp>(ValueRange{n.input(0), scratch}, n.b.getI64IntegerAttr(*axis)),
+      n.make<SelectOp>(validMask(n, it.getRank(), indices.axis, it.getDimSize(indices.axis),
+                                 indices.count),
+                       n.input(1), n.i64Scalar(size)),
+      n.input(2)};
+  SmallVector<Value> scattered;
+  if (n.failed() || failed(runRule(inputs, scattered)))
+    return failure();
+  SmallVector<int64_t> starts(dt.getRank(), 0), ends(dt.getShape()), steps(dt.getRank(), 1);
+  SmallVector<int64_t> axes;
+  for (int64_t d = 0; d < dt.getRank(); ++d)
+    axes.push_back(d);
+  outputs.push_back(n.make<SliceOp>(scattered[0], n.i64Tensor(starts), n.i64Tensor(ends),
+                                    n.i64Tensor(axes), n.i64Tensor(steps)));
+  if (data)
+    outputCounts.assign(1, data);
+  return failure(n.failed());
+}
+
+/// Slice whose end along one axis is known only at run time (a count:
+/// `boxes[:n]`): the padded slice takes the end's bound, and the result is
+/// counted along that axis by clamp(min(count, end) - start, 0); a slice
+/// from 0 to the input's own count keeps that count.
+LogicalResult boundedSlice(NodeImporter &n, CountedAxis in, const BoundedInts &ends,
+                           RunRule runRule, SmallVectorImpl<Value> &outputs,
+                           SmallVectorImpl<CountedAxis> &counts) {
+  auto t = NodeImporter::rankedType(n.input(0));
+  auto starts = n.constInts(1);
+  auto axes = n.hasInput(3) ? n.constInts(3) : std::optional<SmallVector<int64_t>>();
+  auto steps = n.hasInput(4) ? n.constInts(4) : std::optional<SmallVector<int64_t>>();
+  if (!t || !t.hasStaticShape() || !starts || starts->size() != ends.entries.size() ||
+      (n.hasInput(3) && !axes) || (n.hasInput(4) && !steps))
+    return n.error("a Slice to a run-time end needs constant starts, axes and steps");
+  std::optional<int64_t> runTime;
+  auto bounds = boundedDims(n, ends, runTime);
+  if (!bounds)
+    return failure();
+  int64_t k = *runTime;
+  int64_t axis = axes ? (*axes)[k] : k;
+  axis = axis < 0 ? axis + t.getRank() : axis;
+  int64_t start = (*starts)[k];
+  if (start < 0 || (steps && (*steps)[k] != 1) || (in && in.axis != axis))
+    return n.error("a Slice to a run-time end needs a non-negative start and step 1 along the "
+                   "counted axis");
+  SmallVector<Value> inputs;
+  for (size_t i = 0; i < n.numInputs(); ++i)
+    inputs.push_back(n.input(i));
+  inputs[2] = n.i64Tensor(*bounds);
+  if (failed(runRule(inputs, outputs)))
+    return failure();
+  Value end = runTimeDim(n, ends, 2, k);
+  Value count;
+  if (in && start == 0 && end == in.count) {
+    count = in.count;
+  } else {
+    Value limit = in ? in.count : n.i64Scalar(t.getDimSize(axis));
+    count = n.make<MaxOp>(n.make<SubOp>(n.make<MinOp>(limit, end), n.i64Scalar(start)),
+                          n.i64Scalar(0));
+  }
+  counts.assign(1, CountedAxis{count, axis});
+  return failure(n.failed());
+}
+
 } // namespace
 
 FailureOr<bool> importCountedNode(NodeImporter &n, ArrayRef<CountedAxis> inputCounts,
@@ -318,6 +461,14 @@ FailureOr<bool> importCountedNode(NodeImporter &n, ArrayRef<CountedAxis> inputCo
       return done(countedTopK(n, countOf(0), boundsOf(1), outputs, outputCounts));
     return false;
   }
+  if ((op == "Expand" || (op == "Reshape" && !n.getInt("allowzero", 0))) &&
+      boundsOf(1) && !n.constInts(1))
+    return done(boundedShapeOp(n, countOf(0), boundsOf(1), runRule, outputs, outputCounts));
+  if (op == "Slice" && boundsOf(2) && !n.constInts(2) && !countOf(1) && !countOf(3) &&
+      !countOf(4))
+    return done(boundedSlice(n, countOf(0), boundsOf(2), runRule, outputs, outputCounts));
+  if (op == "ScatterElements" && (countOf(1) || countOf(2)))
+    return done(countedScatterElements(n, inputCounts, runRule, outputs, outputCounts));
   if (op == "ConstantOfShape" && boundsOf(0) && !n.constInts(0))
     return done(boundedConstantOfShape(n, boundsOf(0), runRule, outputs, outputCounts));
   if (op == "Concat") {
@@ -366,8 +517,16 @@ void propagateBounds(NodeImporter &n, ArrayRef<BoundedInts> in, ArrayRef<Value> 
   if (outputs.empty() || !outputs[0])
     return;
   auto t = NodeImporter::rankedType(outputs[0]);
-  if (!t || !t.hasStaticShape() || t.getRank() > 1 || !t.getElementType().isInteger(64))
+  if (!t || !t.hasStaticShape() || t.getRank() > 1 || !t.getElementType().isSignlessInteger())
     return;
+  // Element i of an input of n elements (a scalar or one-element input
+  // broadcasts), or null.
+  auto entryAt = [&](size_t input, int64_t i) -> const Entry * {
+    if (input >= in.size() || in[input].entries.empty())
+      return nullptr;
+    const auto &e = in[input].entries;
+    return e.size() == 1 ? &e[0] : i < (int64_t)e.size() ? &e[i] : nullptr;
+  };
   BoundedInts result;
   if (llvm::is_contained({"Identity", "Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}, op)) {
     result = first;
@@ -409,6 +568,48 @@ void propagateBounds(NodeImporter &n, ArrayRef<BoundedInts> in, ArrayRef<Value> 
       e.same = Value();
     }
     result.entries.push_back(e);
+  } else if (op == "Add") {
+    // Of non-negative entries (a count plus an offset); adding a known 0
+    // keeps the entry (and its count).
+    for (int64_t i = 0; i < t.getNumElements(); ++i) {
+      const Entry *a = entryAt(0, i), *b = entryAt(1, i);
+      if (!a || !b || (a->known && a->max < 0) || (b->known && b->max < 0))
+        return;
+      if (a->known && a->max == 0)
+        result.entries.push_back(*b);
+      else if (b->known && b->max == 0)
+        result.entries.push_back(*a);
+      else
+        result.entries.push_back(Entry{a->max + b->max, a->known && b->known, Value()});
+    }
+  } else if (op == "Equal") {
+    // Run-time entries are counts, never negative: equal to no negative
+    // constant (torchvision's `where(shape == -1, 1, shape)`).
+    for (int64_t i = 0; i < t.getNumElements(); ++i) {
+      const Entry *a = entryAt(0, i), *b = entryAt(1, i);
+      if (!a || !b)
+        return;
+      if (a->known && b->known)
+        result.entries.push_back(Entry{a->max == b->max, true, Value()});
+      else if ((a->known && a->max < 0) || (b->known && b->max < 0))
+        result.entries.push_back(Entry{0, true, Value()});
+      else
+        result.entries.push_back(Entry{1, false, Value()});
+    }
+  } else if (op == "Where") {
+    for (int64_t i = 0; i < t.getNumElements(); ++i) {
+      const Entry *c = entryAt(0, i), *x = entryAt(1, i), *y = entryAt(2, i);
+      if (!c || !x || !y)
+        return;
+      if (c->known) {
+        result.entries.push_back(c->max ? *x : *y);
+        continue;
+      }
+      // Either one: kept only while that stays a non-negative count.
+      if ((x->known && x->max < 0) || (y->known && y->max < 0))
+        return;
+      result.entries.push_back(Entry{std::max(x->max, y->max), false, Value()});
+    }
   }
   if (result && (int64_t)result.entries.size() == t.getNumElements()) {
     out.resize(outputs.size());

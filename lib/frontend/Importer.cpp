@@ -688,9 +688,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
                                               : RankedTensorType();
     if (!bounds || !t || !llvm::all_of(bounds.entries, [](auto &e) { return e.known; }))
       continue;
-    SmallVector<int64_t> known;
+    unsigned width = t.getElementType().getIntOrFloatBitWidth();
+    SmallVector<APInt> known;
     for (const BoundedInts::Entry &e : bounds.entries)
-      known.push_back(e.max);
+      known.push_back(APInt(width, e.max, /*isSigned=*/true));
     outputs[i] = ni.constant(DenseIntElementsAttr::get(t, known));
     bounds = BoundedInts();
   }

@@ -100,6 +100,19 @@ std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
         ++a;
     return a;
   }
+  if ((op == "Gemm" && !n.getInt("transA", 0) && a == 0) ||
+      (op == "MatMul" && a < rankOf(n.input(0)) - 1)) {
+    // Rows of the first operand: each output row is its own.
+    if (!onlyFirst || outputs.empty())
+      return std::nullopt;
+    return a + rankOf(outputs[0]) - rankOf(n.input(0));
+  }
+  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && onlyFirst) {
+    // Along another axis; before opset 13 over every axis from `axis` on.
+    int64_t rank = rankOf(n.input(0)), axis = n.getInt("axis", n.opset < 13 ? 1 : -1);
+    axis = axis < 0 ? axis + rank : axis;
+    return (n.opset < 13 ? a < axis : a != axis) ? std::optional<int64_t>(a) : std::nullopt;
+  }
   if (op == "Split" && onlyFirst) {
     int64_t rank = rankOf(n.input(0)), axis = n.getInt("axis", 0);
     return (axis < 0 ? axis + rank : axis) == a ? std::nullopt : std::optional<int64_t>(a);
@@ -169,6 +182,29 @@ std::optional<CountedAxis> slicedCount(NodeImporter &n, CountedAxis c, ArrayRef<
   return std::nullopt;
 }
 
+/// The count of a Reshape that merges the counted axis with the axes after
+/// it (per-class boxes [n, classes, 4] -> [n * classes, 4]): each valid
+/// entry becomes `merged` consecutive ones, so count * merged are valid.
+std::optional<CountedAxis> mergedCount(NodeImporter &n, CountedAxis c, ArrayRef<Value> outputs) {
+  auto it = NodeImporter::rankedType(n.input(0));
+  auto ot = outputs.empty() ? RankedTensorType() : NodeImporter::rankedType(outputs[0]);
+  if (!it || !ot || !it.hasStaticShape() || !ot.hasStaticShape() || c.axis >= ot.getRank())
+    return std::nullopt;
+  for (int64_t d = 0; d < c.axis; ++d)
+    if (it.getDimSize(d) != ot.getDimSize(d))
+      return std::nullopt;
+  int64_t merged = 1, d = c.axis + 1;
+  while (d < it.getRank() && it.getDimSize(c.axis) * merged < ot.getDimSize(c.axis))
+    merged *= it.getDimSize(d++);
+  if (merged == 1 || it.getDimSize(c.axis) * merged != ot.getDimSize(c.axis) ||
+      it.getRank() - d != ot.getRank() - c.axis - 1)
+    return std::nullopt;
+  for (int64_t k = 0; d + k < it.getRank(); ++k)
+    if (it.getDimSize(d + k) != ot.getDimSize(c.axis + 1 + k))
+      return std::nullopt;
+  return CountedAxis{n.make<MulOp>(c.count, n.i64Scalar(merged)), c.axis};
+}
+
 } // namespace
 
 LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCounts,
@@ -194,6 +230,12 @@ LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCou
       return failure(n.failed());
     }
   }
+  if (op == "Reshape" && in[0] && !in[1]) {
+    if (auto merged = mergedCount(n, in[0], outputs)) {
+      outputCounts.assign(outputs.size(), *merged);
+      return failure(n.failed());
+    }
+  }
   if (llvm::none_of(in, [](CountedAxis c) { return (bool)c; }))
     return success();
   CountedAxis first;
@@ -215,8 +257,8 @@ LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCou
                    "values); '" + op + "' here would not keep them apart from the padding. "
                    "Kiln supports such values flowing to graph outputs through Gather, "
                    "GatherND, Slice, Split, Squeeze, Unsqueeze, Reshape, Flatten, Concat, "
-                   "Transpose, TopK, reductions, RoiAlign and elementwise operators that leave "
-                   "the counted axis whole");
+                   "Transpose, TopK, Softmax, Gemm, MatMul, reductions, RoiAlign and "
+                   "elementwise operators that leave the counted axis whole");
   outputCounts.assign(outputs.size(), CountedAxis{first.count, *axis});
   return success();
 }

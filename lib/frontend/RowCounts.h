@@ -28,6 +28,8 @@ namespace kiln {
 /// (Gather, Concat, Unsqueeze, ReduceMin, ...). Each element has an upper
 /// bound known while compiling, and is either known exactly or, when it is
 /// a row count itself, equal at run time to `same` (a scalar i64 tensor).
+/// Run-time entries are never negative: they come from counts through ops
+/// that keep that (min, max, selection, comparisons give 0 or 1).
 /// Consumers that size a result by such values (TopK's k, ConstantOfShape)
 /// size it by the bounds and count it by the value (CountedOps.cpp).
 struct BoundedInts {
@@ -60,10 +62,11 @@ struct CountedState {
 
 /// Imports a node that reads counted or bounded values where it needs more
 /// than passing a count on: Shape of a counted tensor, TopK over a counted
-/// axis or of a bounded k, ConstantOfShape of bounded dims, Concat along the
-/// counted axis (compacting the parts), reductions and NonMaxSuppression
-/// over the counted axis (padding masked out). Returns false, having built
-/// nothing, for other nodes.
+/// axis or of a bounded k, ConstantOfShape/Expand/Reshape to bounded dims,
+/// Slice to a bounded end, Concat along the counted axis (compacting the
+/// parts), ScatterElements of counted indices, reductions,
+/// NonMaxSuppression, NonZero and RoiAlign over the counted axis (padding
+/// masked out). Returns false, having built nothing, for other nodes.
 mlir::FailureOr<bool> importCountedNode(NodeImporter &n, llvm::ArrayRef<CountedAxis> inputCounts,
                                         llvm::ArrayRef<BoundedInts> inputBounds,
                                         RunRule runRule, CountedState &state,
