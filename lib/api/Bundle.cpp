@@ -77,6 +77,10 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
   for (char &c : upper)
     c = (char)std::toupper((unsigned char)c);
   bool several = l.variants.size() > 1;
+  std::string rowCountBuffers =
+      l.variants.front().numRowCounts
+          ? "pointers to " + upper + "_NUM_ROW_COUNTS int64 row counts (_ROW_COUNT below),\n * "
+          : "";
   std::string h;
   llvm::raw_string_ostream os(h);
   os << "/* " << l.name << ".h: a Kiln bundle of " << commentText(sourceName)
@@ -113,7 +117,8 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
        << " * " << upper << "_..._MAX_NUM_BYTES the room the largest needs.\n"
        << " * Or call " << l.name
        << "_entry_K(buffers) directly: input data pointers, output data\n"
-       << " * pointers, then a " << upper << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
+       << " * pointers, " << rowCountBuffers << "then a " << upper
+       << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
        << "_VARIANT_K_WORKSPACE_SIZE bytes.\n */\n";
   else if (l.cuda)
     os << " * or kiln_cuda_model_run(model, buffers, n) on device buffers of your own\n"
@@ -123,7 +128,8 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
   else
     os << " * or call " << l.name
        << "_entry(buffers) directly: input data pointers, output data pointers,\n"
-       << " * then a " << upper << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
+       << " * " << rowCountBuffers << "then a " << upper
+       << "_WORKSPACE_ALIGNMENT-aligned workspace of " << upper
        << "_WORKSPACE_SIZE bytes.\n */\n";
   os << "#ifndef " << upper << "_KILN_BUNDLE_H\n#define " << upper << "_KILN_BUNDLE_H\n\n"
      << (l.cuda ? "#include \"kiln/cuda.h\"\n\n" : "#include \"kiln/runtime.h\"\n\n")
@@ -139,7 +145,8 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
      << "#define " << upper << "_WORKSPACE_ALIGNMENT 64\n"
      << "#define " << upper << "_NUM_INPUTS " << l.variants.front().inputs.size() << "\n"
      << "#define " << upper << "_NUM_OUTPUTS " << l.variants.front().outputs.size() << "\n"
-     << "#define " << upper << "_NUM_VARIANTS " << l.variants.size() << "\n";
+     << "#define " << upper << "_NUM_VARIANTS " << l.variants.size() << "\n"
+     << "#define " << upper << "_NUM_ROW_COUNTS " << l.variants.front().numRowCounts << "\n";
   if (l.cuda)
     os << "#define " << upper << "_CUDA_COMPUTE_CAPABILITY " << l.cuda->computeCapability << "\n"
        << "#define " << upper << "_CUDA_NUM_KERNELS " << l.cuda->kernels.size() << "\n"
@@ -169,6 +176,13 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
          << "#define " << p << size << "ELEMENTS " << elements << "\n"
          << "#define " << p << size << "BYTES " << elements * (int64_t)kiln_dtype_size(t.dtype)
          << "\n";
+      const std::vector<BundleOutputRows> &rows = l.variants.front().outputRows;
+      if (perVariant == &BundleVariant::outputs && i < rows.size() && rows[i].count >= 0)
+        os << "/* Its dim " << rows[i].axis << " is known only at run time: _DIMS give the most,\n"
+           << " * kiln_model_execute the run's; the entry point writes that number as an\n"
+           << " * int64 to row-count buffer " << p << "_ROW_COUNT. */\n"
+           << "#define " << p << "_ROWS_AXIS " << rows[i].axis << "\n"
+           << "#define " << p << "_ROW_COUNT " << rows[i].count << "\n";
     }
   };
   describe(l.commonInputs(), &BundleVariant::inputs, "INPUT");
@@ -192,6 +206,32 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
 }
 
 using Shapes = std::vector<std::vector<int64_t>>;
+
+/// Moves the hidden results that hold outputs' run-time row counts (the
+/// module's kiln.output_row_counts, Importer.h) out of `v.outputs` into
+/// `v.outputRows`: the entry point writes them to row-count buffers after
+/// the outputs.
+static Status splitRowCounts(ModuleOp module, BundleVariant &v) {
+  auto counts = module->getAttrOfType<DenseI64ArrayAttr>("kiln.output_row_counts");
+  auto axes = module->getAttrOfType<DenseI64ArrayAttr>("kiln.output_count_axes");
+  if (!counts)
+    return {};
+  size_t visible = counts.size();
+  if (!axes || axes.size() != counts.size() || visible > v.outputs.size())
+    return Status::error(KILN_INTERNAL, "malformed output row counts");
+  for (size_t k = visible; k < v.outputs.size(); ++k)
+    if (v.outputs[k].dtype != KILN_INT64 || !v.outputs[k].dims.empty())
+      return Status::error(KILN_INTERNAL, "a row count is not an int64 scalar");
+  v.numRowCounts = (int32_t)(v.outputs.size() - visible);
+  v.outputs.resize(visible);
+  for (size_t k = 0; k < visible; ++k) {
+    int64_t c = counts[k];
+    if (c >= 0 && ((size_t)c < visible || (size_t)c >= visible + v.numRowCounts))
+      return Status::error(KILN_INTERNAL, "malformed output row counts");
+    v.outputRows.push_back({c < 0 ? -1 : (int32_t)(c - visible), (int32_t)axes[k]});
+  }
+  return {};
+}
 
 /// One shape set per combination of `options.dimValues` (the last dim
 /// varying fastest), each the declared shapes with those named dims set;
@@ -382,7 +422,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     if (Status s = importAndOptimize(*ctx, model, sets[k], {}, module); !s.ok())
       return fail(s);
     clock.done("import, shape inference, folding" + (labels[k].empty() ? "" : " (" + labels[k] + ")"));
-    if (Status s = checkFixedOutputs(*module); !s.ok())
+    if (Status s = checkFixedOutputs(*module, /*rowCounts=*/!cuda); !s.ok())
       return fail(s);
     std::vector<TensorInfo> inputs, outputs;
     if (Status s = describeSignature(*module, inputs, outputs); !s.ok())
@@ -395,6 +435,13 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       variant.inputs.push_back({t.name, t.dtype, t.dims});
     for (const TensorInfo &t : outputs)
       variant.outputs.push_back({t.name, t.dtype, t.dims});
+    if (Status s = splitRowCounts(*module, variant); !s.ok())
+      return fail(s);
+    if (k && variant.outputRows.size() != layout.variants.front().outputRows.size())
+      return fail(Status::error(KILN_COMPILE_ERROR,
+                                "the outputs whose number of rows is known only at run time "
+                                "differ between the shapes asked for (" + labels[0] + ", " +
+                                    labels[k] + "): compile one bundle per shape"));
     ConstantPool pool;
     if (cuda) {
       CudaHostCode code;

@@ -339,15 +339,26 @@ Status importForEmit(const LoadedModel &model, const EmitOptions &options, Stage
   return {};
 }
 
-Status checkFixedOutputs(ModuleOp module) {
-  // An object's entry point has outputs of fixed shapes (kiln/runtime.h);
-  // an output whose number of rows is known only at run time would come back
-  // padded, with no way to tell, and a sequence output as loose tensors.
-  if (module->hasAttr("kiln.output_row_counts"))
+Status checkFixedOutputs(ModuleOp module, bool rowCounts) {
+  // A bare entry point has outputs of fixed shapes (kiln/runtime.h); an
+  // output whose number of rows is known only at run time would come back
+  // padded, with no way to tell but the bundle descriptor's row counts, and
+  // a sequence output as loose tensors.
+  auto counts = module->getAttrOfType<DenseI64ArrayAttr>("kiln.output_row_counts");
+  if (!rowCounts && counts) {
+    std::string name = "an output";
+    auto func = dyn_cast<func::FuncOp>(module.getBody()->front());
+    for (auto [k, c] : llvm::enumerate(counts.asArrayRef()))
+      if (c >= 0 && func && k < func.getNumResults()) {
+        if (auto n = func.getResultAttrOfType<StringAttr>(k, "kiln.name"))
+          name = "output '" + displaySafe(n.getValue().str(), 200) + "'";
+        break;
+      }
     return Status::error(KILN_COMPILE_ERROR,
-                         "an output's number of rows is known only at run time (a "
-                         "NonMaxSuppression on run-time boxes); kilnc's objects do not support "
-                         "that yet: run the model through the JIT (kiln-run, kiln::Model)");
+                         name + " has a number of rows known only at run time (from a NonZero "
+                         "or NonMaxSuppression on run-time values), which only a CPU bundle "
+                         "(--emit=bundle) and the JIT (kiln-run, kiln::Model) support");
+  }
   if (module->hasAttr("kiln.output_layout"))
     return Status::error(KILN_COMPILE_ERROR,
                          "an output is a sequence or an optional; kilnc's objects return "

@@ -115,9 +115,10 @@ struct CudaHostCode {
 Status lowerForCuda(mlir::ModuleOp module, const std::string &chip, const std::string &entryName,
                     CudaHostCode &out, const GpuPassOptions &gpu = {});
 
-/// Refuses modules whose outputs an ahead-of-time entry point cannot return
-/// (run-time row counts, sequences, optionals).
-Status checkFixedOutputs(mlir::ModuleOp module);
+/// Refuses modules whose outputs an ahead-of-time entry point cannot return:
+/// sequences, optionals, and run-time row counts unless `rowCounts` (a CPU
+/// bundle, whose descriptor carries them: kiln_output_rows).
+Status checkFixedOutputs(mlir::ModuleOp module, bool rowCounts = false);
 
 /// For --emit=ptx, and for the host code (obj, asm, llvm, bundle) of a GPU
 /// triple: the default triple (nvptx64-nvidia-cuda) and GPU (sm_80), and a

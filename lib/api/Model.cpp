@@ -67,6 +67,7 @@ struct Executable {
   std::vector<int64_t> rowCounts, countAxes;
   size_t numVisible() const { return rowCounts.empty() ? outputs.size() : rowCounts.size(); }
   std::vector<kiln_tensor_desc> inputDescs, outputDescs;
+  std::vector<kiln_output_rows> outputRows;
   kiln_model_desc desc{};
   /// Set when the model runs through the reference interpreter instead.
   std::shared_ptr<interp::Program> interpreted;
@@ -85,6 +86,18 @@ struct Executable {
     desc.inputs = inputDescs.data();
     desc.outputs = outputDescs.data();
     desc.entry = entry;
+    // Compiled code's row counts are the runtime's to apply, as for a
+    // bundle: the descriptor lists the visible outputs, then the counts.
+    if (!rowCounts.empty() && !interpreted) {
+      size_t visible = numVisible();
+      desc.num_outputs = (int32_t)visible;
+      outputRows.clear();
+      for (size_t k = 0; k < visible; ++k)
+        outputRows.push_back({rowCounts[k] < 0 ? -1 : (int32_t)(rowCounts[k] - visible),
+                              (int32_t)countAxes[k]});
+      desc.output_rows = outputRows.data();
+      desc.num_row_counts = (int32_t)(outputs.size() - visible);
+    }
   }
 };
 
@@ -687,41 +700,26 @@ static Status execute(const Model::Impl &impl, const Executable &exe,
       return s;
     std::lock_guard<std::mutex> lock(impl.mutex);
     impl.stats.deviceMilliseconds = ms;
-  } else if (Status s = takeStatus(kiln_model_execute_with_pool(
-                 &exe.desc, inputs.data(), inputs.size(), raw.data(), raw.size(), nullptr,
-                 impl.runPool()));
-             !s.ok()) {
-    return s;
+  } else {
+    // The runtime cuts outputs with a run-time row count (desc.output_rows).
+    raw.resize(exe.desc.num_outputs);
+    if (Status s = takeStatus(kiln_model_execute_with_pool(&exe.desc, inputs.data(),
+                                                           inputs.size(), raw.data(), raw.size(),
+                                                           nullptr, impl.runPool()));
+        !s.ok())
+      return s;
   }
-  for (size_t k = 0; k < exe.rowCounts.size(); ++k) {
+  for (size_t k = 0; exe.interpreted && k < exe.rowCounts.size(); ++k) {
     if (exe.rowCounts[k] < 0)
       continue;
-    // Keep the first `count` entries along the counted axis: `outer` blocks
-    // of `count` slices out of `dims[axis]`.
     int64_t count = *static_cast<const int64_t *>(kiln_tensor_data(raw[exe.rowCounts[k]]));
-    size_t axis = exe.countAxes[k];
-    std::vector<int64_t> dims(kiln_tensor_dims(raw[k]),
-                              kiln_tensor_dims(raw[k]) + kiln_tensor_rank(raw[k]));
-    count = std::clamp<int64_t>(count, 0, dims[axis]);
-    size_t sliceBytes = kiln_dtype_size(kiln_tensor_dtype(raw[k])), outer = 1;
-    for (size_t d = 0; d < axis; ++d)
-      outer *= dims[d];
-    for (size_t d = axis + 1; d < dims.size(); ++d)
-      sliceBytes *= dims[d];
-    int64_t full = dims[axis];
-    dims[axis] = count;
-    kiln_tensor *cut =
-        kiln_tensor_create(kiln_tensor_dtype(raw[k]), (int32_t)dims.size(), dims.data());
+    kiln_tensor *cut = kiln_tensor_take_leading(raw[k], (int32_t)exe.countAxes[k], count);
     if (!cut) {
       for (kiln_tensor *t : raw)
         kiln_tensor_free(t);
       raw.clear();
       return Status::error(KILN_OUT_OF_MEMORY, "cannot allocate output " + std::to_string(k));
     }
-    const char *from = static_cast<const char *>(kiln_tensor_data(raw[k]));
-    char *to = static_cast<char *>(kiln_tensor_data(cut));
-    for (size_t o = 0; count && o < outer; ++o)
-      std::memcpy(to + o * count * sliceBytes, from + o * full * sliceBytes, count * sliceBytes);
     kiln_tensor_free(raw[k]);
     raw[k] = cut;
   }

@@ -66,6 +66,10 @@ kiln_status *kiln_cuda_model_load(kiln_cuda_device *device, const kiln_model_des
                 modelName(m) + " is compiled for the CPU: run it with kiln_model_execute");
   if (!m->entry || m->num_variants || !staticSignature(m))
     return fail(KILN_INVALID_ARGUMENT, modelName(m) + " has no entry point of static shapes");
+  if (m->output_rows && m->num_row_counts > 0) // kilnc does not make these for GPUs
+    return fail(KILN_INVALID_ARGUMENT,
+                modelName(m) + " has outputs whose number of rows is known only at run time, "
+                               "which the CUDA runtime does not support");
   int have = kiln_cuda_device_compute_capability(device);
   if (code->compute_capability > have ||
       (code->arch_specific && code->compute_capability != have))

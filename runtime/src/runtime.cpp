@@ -172,6 +172,30 @@ size_t kiln_tensor_num_bytes(const kiln_tensor *t) {
 }
 void *kiln_tensor_data(kiln_tensor *t) { return t ? t->data : nullptr; }
 
+kiln_tensor *kiln_tensor_take_leading(const kiln_tensor *t, int32_t axis, int64_t count) {
+  if (!t || axis < 0 || axis >= t->rank)
+    return nullptr;
+  int64_t full = t->dims[axis];
+  count = count < 0 ? 0 : count > full ? full : count;
+  int64_t dims[KILN_MAX_RANK];
+  std::memcpy(dims, t->dims, sizeof dims);
+  dims[axis] = count;
+  kiln_tensor *cut = createUninitialized(t->dtype, t->rank, dims);
+  if (!cut)
+    return nullptr;
+  // `outer` blocks of `count` slices out of each block of `full`.
+  size_t slice = kiln_dtype_size(t->dtype), outer = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= (size_t)t->dims[d];
+  for (int32_t d = axis + 1; d < t->rank; ++d)
+    slice *= (size_t)t->dims[d];
+  const char *from = static_cast<const char *>(t->data);
+  char *to = static_cast<char *>(cut->data);
+  for (size_t o = 0; count && o < outer; ++o)
+    std::memcpy(to + o * count * slice, from + o * full * slice, count * slice);
+  return cut;
+}
+
 static std::string shapeString(int32_t rank, const int64_t *dims) {
   std::string s = "[";
   for (int32_t i = 0; i < rank; ++i) {
@@ -412,26 +436,49 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
       if (m->outputs[k].dims[d] < 0)
         return kiln_status_create(KILN_INTERNAL,
                                   "output shapes must be static in a compiled executable");
-  size_t total = numInputs + numOutputs + 1;
+  int32_t numCounts = m->output_rows ? m->num_row_counts : 0;
+  if (numCounts < 0)
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "the model has a negative row-count number");
+  for (int32_t k = 0; m->output_rows && k < m->num_outputs; ++k) {
+    const kiln_output_rows &r = m->output_rows[k];
+    if (r.count >= numCounts || (r.count >= 0 && (r.axis < 0 || r.axis >= m->outputs[k].rank)))
+      return kiln_status_create(KILN_INVALID_ARGUMENT,
+                                ("output " + std::to_string(k) +
+                                 "'s row count is out of the model's range").c_str());
+  }
+  size_t total = numInputs + numOutputs + numCounts + 1;
   void **buffers = static_cast<void **>(std::malloc(total * sizeof(void *)));
-  if (!buffers)
+  // One 64-byte slot per row count: the compiled code may assume the
+  // alignment it gets for every buffer.
+  int64_t *counts =
+      numCounts ? static_cast<int64_t *>(std::aligned_alloc(64, (size_t)numCounts * 64)) : nullptr;
+  if (!buffers || (numCounts && !counts)) {
+    std::free(buffers);
+    std::free(counts);
     return kiln_status_create(KILN_OUT_OF_MEMORY, "out of memory");
+  }
+  auto freeOutputs = [&](size_t n) {
+    for (size_t j = 0; j < n; ++j) {
+      kiln_tensor_free(outputs[j]);
+      outputs[j] = nullptr;
+    }
+  };
   for (size_t i = 0; i < numInputs; ++i)
     buffers[i] = inputs[i]->data;
   for (size_t k = 0; k < numOutputs; ++k) {
     const kiln_tensor_desc &d = m->outputs[k];
     outputs[k] = createUninitialized(d.dtype, d.rank, d.dims);
     if (!outputs[k]) {
-      for (size_t j = 0; j < k; ++j) {
-        kiln_tensor_free(outputs[j]);
-        outputs[j] = nullptr;
-      }
+      freeOutputs(k);
       std::free(buffers);
+      std::free(counts);
       return kiln_status_create(KILN_OUT_OF_MEMORY, "cannot allocate an output tensor");
     }
     buffers[numInputs + k] = outputs[k]->data;
   }
-  buffers[numInputs + numOutputs] = workspace;
+  for (int32_t c = 0; c < numCounts; ++c)
+    buffers[numInputs + numOutputs + c] = counts + 8 * c;
+  buffers[numInputs + numOutputs + numCounts] = workspace;
   kiln_thread_pool *previous = kiln_thread_pool_attach(pool);
   kiln_status *outer = runError; // a run inside another run's callback, if ever
   runError = nullptr;
@@ -441,12 +488,24 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
   kiln_thread_pool_attach(previous);
   std::free(buffers);
   if (stopped) {
-    for (size_t k = 0; k < numOutputs; ++k) {
-      kiln_tensor_free(outputs[k]);
-      outputs[k] = nullptr;
-    }
+    freeOutputs(numOutputs);
+    std::free(counts);
     return ownedRunError(stopped);
   }
+  for (size_t k = 0; m->output_rows && k < numOutputs; ++k) {
+    const kiln_output_rows &r = m->output_rows[k];
+    if (r.count < 0)
+      continue;
+    kiln_tensor *cut = kiln_tensor_take_leading(outputs[k], r.axis, counts[8 * r.count]);
+    if (!cut) {
+      freeOutputs(numOutputs);
+      std::free(counts);
+      return kiln_status_create(KILN_OUT_OF_MEMORY, "cannot allocate an output tensor");
+    }
+    kiln_tensor_free(outputs[k]);
+    outputs[k] = cut;
+  }
+  std::free(counts);
   return nullptr;
 }
 

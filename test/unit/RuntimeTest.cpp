@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -364,4 +365,92 @@ TEST(Runtime, ShapesNoVariantWasCompiledForAreRefused) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(kiln_status_get_code(s), KILN_DTYPE_MISMATCH);
   kiln_status_free(s);
+}
+
+// A model whose outputs are padded to their largest size: "kept" is [4, 2]
+// with 4 rows at most, "scores" is [2, 4] with its columns counted, both by
+// the one row count, which the entry point sets to a[0] (a NonMaxSuppression
+// deciding how many boxes it keeps). Buffers: a, kept, scores, count.
+void keepEntry(void **buffers) {
+  const float *a = static_cast<float *>(buffers[0]);
+  auto *kept = static_cast<float *>(buffers[1]);
+  auto *scores = static_cast<float *>(buffers[2]);
+  auto *count = static_cast<int64_t *>(buffers[3]);
+  for (int i = 0; i < 8; ++i) {
+    kept[i] = (float)i;
+    scores[i] = 10.0f + (float)i;
+  }
+  *count = (int64_t)a[0];
+}
+
+const int64_t kDims1[] = {1}, kDims4x2[] = {4, 2}, kDims2x4[] = {2, 4};
+const kiln_tensor_desc kKeepIn[] = {{"a", KILN_FLOAT32, 1, kDims1}};
+const kiln_tensor_desc kKeepOut[] = {{"kept", KILN_FLOAT32, 2, kDims4x2},
+                                     {"scores", KILN_FLOAT32, 2, kDims2x4}};
+const kiln_output_rows kKeepRows[] = {{0, 0}, {0, 1}};
+
+kiln_model_desc keepModel() {
+  kiln_model_desc m{};
+  m.abi_version = KILN_ABI_VERSION;
+  m.name = "keep";
+  m.num_inputs = 1;
+  m.num_outputs = 2;
+  m.inputs = kKeepIn;
+  m.outputs = kKeepOut;
+  m.entry = keepEntry;
+  m.output_rows = kKeepRows;
+  m.num_row_counts = 1;
+  return m;
+}
+
+TEST(Runtime, OutputsAreCutToTheirRunTimeRowCounts) {
+  kiln_model_desc m = keepModel();
+  for (float n : {3.0f, 0.0f, 9.0f}) {
+    TensorPtr a = floats({n});
+    const kiln_tensor *in[] = {a.get()};
+    kiln_tensor *out[2] = {};
+    kiln_status *s = kiln_model_execute(&m, in, 1, out, 2);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    TensorPtr kept(out[0]), scores(out[1]);
+    int64_t rows = std::min<int64_t>((int64_t)n, 4); // clamped to the largest size
+    ASSERT_EQ(kiln_tensor_rank(kept.get()), 2);
+    EXPECT_EQ(kiln_tensor_dims(kept.get())[0], rows);
+    EXPECT_EQ(kiln_tensor_dims(kept.get())[1], 2);
+    EXPECT_EQ(kiln_tensor_dims(scores.get())[0], 2);
+    EXPECT_EQ(kiln_tensor_dims(scores.get())[1], rows);
+    // kept keeps its first rows; scores keeps the first `rows` of each of
+    // its two rows of 4 (10..13 and 14..17).
+    const float *k = static_cast<float *>(kiln_tensor_data(kept.get()));
+    const float *sc = static_cast<float *>(kiln_tensor_data(scores.get()));
+    for (int64_t i = 0; i < rows * 2; ++i)
+      EXPECT_EQ(k[i], (float)i);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < rows; ++c)
+        EXPECT_EQ(sc[r * rows + c], 10.0f + (float)(r * 4 + c));
+  }
+}
+
+TEST(Runtime, RowCountsOutOfRangeAreRefused) {
+  kiln_model_desc m = keepModel();
+  const kiln_output_rows bad[] = {{1, 0}, {-1, 0}}; // only buffer 0 exists
+  m.output_rows = bad;
+  TensorPtr a = floats({1.0f});
+  const kiln_tensor *in[] = {a.get()};
+  kiln_tensor *out[2] = {};
+  kiln_status *s = kiln_model_execute(&m, in, 1, out, 2);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("row count"), std::string::npos);
+  kiln_status_free(s);
+  EXPECT_EQ(out[0], nullptr);
+}
+
+TEST(Runtime, TakeLeadingRefusesABadAxis) {
+  TensorPtr a = floats({1, 2, 3});
+  EXPECT_EQ(kiln_tensor_take_leading(a.get(), 1, 1), nullptr);
+  EXPECT_EQ(kiln_tensor_take_leading(a.get(), -1, 1), nullptr);
+  TensorPtr two(kiln_tensor_take_leading(a.get(), 0, 2));
+  ASSERT_TRUE(two);
+  EXPECT_EQ(kiln_tensor_dims(two.get())[0], 2);
+  EXPECT_EQ(static_cast<float *>(kiln_tensor_data(two.get()))[1], 2.0f);
 }

@@ -24,9 +24,19 @@ struct BundleTensor {
   std::vector<int64_t> dims;
 };
 
+/// An output's run-time row count (kiln_output_rows).
+struct BundleOutputRows {
+  int32_t count = -1; ///< row-count buffer, -1 for fixed dims
+  int32_t axis = 0;
+};
+
 /// The model compiled for one set of input shapes.
 struct BundleVariant {
   std::vector<BundleTensor> inputs, outputs;
+  /// Empty when every output has fixed dims, else one per output; outputs
+  /// with a count have their largest dims in `outputs`.
+  std::vector<BundleOutputRows> outputRows;
+  int32_t numRowCounts = 0;
   uint64_t workspaceSize = 0;
   std::string entry; ///< its entry point's symbol
 };

@@ -196,19 +196,35 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
         "cuda_code");
   }
 
+  // kiln_output_rows: {count, axis} per output, or NULL.
+  auto *rowsTy = llvm::StructType::get(b.ctx, {b.i32, b.i32});
+  auto outputRows = [&](const BundleVariant &v) -> llvm::Constant * {
+    if (v.outputRows.empty())
+      return null;
+    std::vector<llvm::Constant *> entries;
+    for (const BundleOutputRows &r : v.outputRows)
+      entries.push_back(llvm::ConstantStruct::get(
+          rowsTy, {llvm::ConstantInt::get(b.i32, r.count), llvm::ConstantInt::get(b.i32, r.axis)}));
+    return b.privateConstant(
+        llvm::ConstantArray::get(llvm::ArrayType::get(rowsTy, entries.size()), entries),
+        "output_rows");
+  };
   // kiln_model_desc, field by field (kiln/runtime.h).
-  auto *descTy = llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64,
-                                                b.ptr, b.i64, b.ptr, b.ptr, b.i32, b.ptr, b.ptr});
+  auto *descTy =
+      llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64, b.ptr, b.i64,
+                                    b.ptr, b.ptr, b.i32, b.ptr, b.ptr, b.ptr, b.i32});
   auto descriptor = [&](const std::vector<BundleTensor> &inputs,
                         const std::vector<BundleTensor> &outputs, uint64_t workspace,
-                        llvm::Constant *entry, int32_t numVariants, llvm::Constant *variants) {
+                        llvm::Constant *entry, int32_t numVariants, llvm::Constant *variants,
+                        const BundleVariant &rows) {
     return llvm::ConstantStruct::get(
         descTy, {llvm::ConstantInt::get(b.i32, KILN_ABI_VERSION), b.string(layout.name),
                  llvm::ConstantInt::get(b.i32, inputs.size()),
                  llvm::ConstantInt::get(b.i32, outputs.size()), b.tensors(inputs, "inputs"),
                  b.tensors(outputs, "outputs"), llvm::ConstantInt::get(b.i64, workspace), entry,
                  llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot,
-                 llvm::ConstantInt::get(b.i32, numVariants), variants, cuda});
+                 llvm::ConstantInt::get(b.i32, numVariants), variants, cuda, outputRows(rows),
+                 llvm::ConstantInt::get(b.i32, rows.outputRows.empty() ? 0 : rows.numRowCounts)});
   };
   auto entryOf = [&](const BundleVariant &v) -> llvm::Constant * {
     if (llvm::Function *f = module.getFunction(v.entry))
@@ -218,16 +234,19 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
   llvm::Constant *desc;
   if (layout.variants.size() == 1) {
     const BundleVariant &v = layout.variants.front();
-    desc = descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null);
+    desc = descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null, v);
   } else {
     std::vector<llvm::Constant *> variants;
     for (const BundleVariant &v : layout.variants)
-      variants.push_back(descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null));
+      variants.push_back(
+          descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null, v));
     llvm::Constant *array = b.privateConstant(
         llvm::ConstantArray::get(llvm::ArrayType::get(descTy, variants.size()), variants),
         "variants");
+    // The runtime runs a variant's own descriptor; the top one tells callers
+    // which outputs have run-time counts (the same outputs in every variant).
     desc = descriptor(layout.commonInputs(), layout.commonOutputs(), layout.maxWorkspaceSize(),
-                      null, (int32_t)variants.size(), array);
+                      null, (int32_t)variants.size(), array, layout.variants.front());
   }
   new llvm::GlobalVariable(module, descTy, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
                            desc, layout.name + "_model");

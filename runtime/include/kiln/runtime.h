@@ -20,8 +20,9 @@ extern "C" {
 /* Bumped whenever kiln_model_desc or the entry-point ABI changes
  * (3: compiled code calls kiln_parallel_for; 4: workspace alignment, model
  * hash and external weights in kiln_model_desc; 6: compiled code calls
- * kiln_loop_guard; 7: kiln_model_desc.cuda). */
-#define KILN_ABI_VERSION 7
+ * kiln_loop_guard; 7: kiln_model_desc.cuda; 8: outputs whose number of rows
+ * is known only at run time, kiln_model_desc.output_rows). */
+#define KILN_ABI_VERSION 8
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -71,7 +72,8 @@ typedef struct kiln_tensor_desc {
 } kiln_tensor_desc;
 
 /* The entry point of a compiled model: buffers holds the input data
- * pointers, then the output data pointers, in signature order, then (when
+ * pointers, then the output data pointers, in signature order, then one
+ * 8-byte buffer per row count (kiln_model_desc.num_row_counts), then (when
  * workspace_size > 0) the workspace: scratch memory of workspace_size bytes,
  * 64-byte aligned, where the compiled code keeps its intermediates at
  * offsets planned at compile time. Buffers are dense, row-major, and at
@@ -90,6 +92,16 @@ typedef struct kiln_weights {
   uint64_t hash;    /* kiln_hash64 of the bytes */
   int32_t loaded;   /* set by kiln_model_load_weights */
 } kiln_weights;
+
+/* An output whose number of entries along one axis is known only at run
+ * time: the boxes a NonMaxSuppression keeps, NonZero's indices, what a
+ * detector's post-processing gathers with them. The compiled code writes
+ * the output at its largest size (the desc's dims) and the number of valid
+ * entries along `axis` as an int64 to row-count buffer `count`. */
+typedef struct kiln_output_rows {
+  int32_t count; /* index of the row-count buffer; -1 for an output of fixed dims */
+  int32_t axis;
+} kiln_output_rows;
 
 typedef struct kiln_model_desc {
   uint32_t abi_version; /* KILN_ABI_VERSION; checked before anything else is read */
@@ -117,6 +129,13 @@ typedef struct kiln_model_desc {
    * with kiln_cuda_model_load and kiln_cuda_model_execute. NULL for CPU
    * code. */
   const struct kiln_cuda_code *cuda;
+  /* NULL when every output has fixed dims; otherwise one entry per output.
+   * The entry point takes num_row_counts buffers of one int64 each after
+   * the outputs, and kiln_model_execute gives each output with a count
+   * cut to that many entries along its axis (so its dims are at most the
+   * desc's). */
+  const kiln_output_rows *output_rows;
+  int32_t num_row_counts;
 } kiln_model_desc;
 
 /* A 64-bit hash of `size` bytes (not cryptographic): what kiln_weights.hash
@@ -167,9 +186,16 @@ int64_t kiln_tensor_num_elements(const kiln_tensor *tensor);
 size_t kiln_tensor_num_bytes(const kiln_tensor *tensor);
 void *kiln_tensor_data(kiln_tensor *tensor);
 
+/* A new tensor holding the first `count` entries of `tensor` along `axis`
+ * (count clamped to [0, dims[axis]]): what kiln_model_execute gives for an
+ * output whose number of rows is known only at run time. NULL on a bad
+ * axis or out of memory. */
+kiln_tensor *kiln_tensor_take_leading(const kiln_tensor *tensor, int32_t axis, int64_t count);
+
 /* Checks `inputs` against the model's signature, allocates outputs[0..n)
  * (not zero-filled: the model writes every element; the caller frees them
- * with kiln_tensor_free) and runs the entry point on
+ * with kiln_tensor_free; an output with a run-time row count is cut to it,
+ * kiln_output_rows) and runs the entry point on
  * kiln_default_thread_pool(). Safe to call concurrently on one model.
  * Returns NULL on success. */
 kiln_status *kiln_model_execute(const kiln_model_desc *model, const kiln_tensor *const *inputs,
