@@ -10,7 +10,9 @@ OUT/NAME-opsetK/ in the ONNX backend-test layout, with two data sets of
 different shapes (test_data_set_0 and _1: input_J.pb in graph-input order,
 output_K.pb from ONNX Runtime, one thread). A reference is kept only if ONNX
 Runtime agrees with PyTorch on it (1e-3 + 1e-3*|ref|; for detection models
-on the number of detections too).
+on the number of detections too), except where a model's spec names an
+opset whose graph rounds differently from PyTorch (torch_disagrees; the
+summary line says so).
 
 Weights are random with a fixed seed (nothing can be downloaded); BatchNorm
 statistics are calibrated as in export_models.py. OUT defaults to
@@ -55,15 +57,17 @@ class FirstOutput(nn.Module):
 
 
 class Detector(nn.Module):
-    """A torchvision detector on one image (3xHxW): boxes, scores, labels."""
+    """A torchvision detector on one image (3xHxW): boxes, scores, labels
+    (and whatever else `keys` names, such as a keypoint head's)."""
 
-    def __init__(self, m):
+    def __init__(self, m, keys=("boxes", "scores", "labels")):
         super().__init__()
         self.m = m
+        self.keys = keys
 
     def forward(self, x):
         out = self.m([x])[0]
-        return out["boxes"], out["scores"], out["labels"]
+        return tuple(out[k] for k in self.keys)
 
 
 class Gpt2Decoder(nn.Module):
@@ -148,7 +152,7 @@ def segmentation(name):
         weights=None, weights_backbone=None))
 
 
-def detection(name, cls_scale, **kw):
+def detection(name, cls_scale, keys=("boxes", "scores", "labels"), **kw):
     def build():
         m = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None, **kw)
         # Freshly initialised class logits are tiny (N(0, 0.01) weights), so
@@ -163,7 +167,7 @@ def detection(name, cls_scale, **kw):
             for pname, p in m.named_parameters():
                 if any(k in pname for k in ("classification_head", "cls_logits", "cls_score")):
                     p.mul_(cls_scale)
-        return Detector(m)
+        return Detector(m, keys)
     return build
 
 
@@ -209,6 +213,26 @@ MODELS = {
                         box_score_thresh=0.3),
         sets=[[("image", (3, 320, 320))], [("image", (3, 240, 300))]],
         names=["image"], outputs=["boxes", "scores", "labels"],
+        dyn={"image": {1: "height", 2: "width"}}, detection=True,
+        # At opset 16 and later, torch 1.13's exporter writes RoiAlign-16
+        # without coordinate_transformation_mode, whose default (half_pixel)
+        # shifts the sampling grid by half a pixel against torchvision's
+        # aligned=False (output_half_pixel): the graph detects other boxes (2
+        # where PyTorch has 6 on the second image). ONNX Runtime's outputs,
+        # which follow the graph, are kept as its references.
+        torch_disagrees={17: "the exported RoiAlign-16 has the default half_pixel mode, "
+                             "torchvision's aligned=False is output_half_pixel"}),
+    # Keypoint R-CNN at 320 pixels: Faster R-CNN's box head on a ResNet-50
+    # FPN, plus a keypoint head whose heatmaps become keypoints in a Loop
+    # over the detections.
+    "keypointrcnn_resnet50_fpn": dict(
+        build=detection("keypointrcnn_resnet50_fpn", 30.0,
+                        keys=("boxes", "scores", "labels", "keypoints", "keypoints_scores"),
+                        min_size=320, max_size=320, box_detections_per_img=20,
+                        box_score_thresh=0.3),
+        sets=[[("image", (3, 320, 320))], [("image", (3, 240, 300))]],
+        names=["image"],
+        outputs=["boxes", "scores", "labels", "keypoints", "keypoints_scores"],
         dyn={"image": {1: "height", 2: "width"}}, detection=True),
     "gpt2_kv": dict(
         build=Gpt2Decoder, sets=gpt2_sets(),
@@ -318,10 +342,14 @@ def make_model(name, opset, out, ort):
                 onnx.save_tensor(numpy_helper.from_array(x.numpy(), spec["names"][j]),
                                  os.path.join(d, f"input_{j}.pb"))
             em.ort_reference(ort, path, d)
+            known = spec.get("torch_disagrees", {}).get(opset)
             for k, w in enumerate(want):
                 got = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, f"output_{k}.pb")))
                 ok, what = close(got, w)
-                if not ok:
+                if not ok and known:
+                    notes.append(f"set {i} output {k}: ONNX Runtime's, not PyTorch's ({what}; "
+                                 f"{known})")
+                elif not ok:
                     raise RuntimeError(f"data set {i} output {k}: ONNX Runtime and PyTorch "
                                        f"disagree: {what}")
             notes.append("x".join("x".join(map(str, x.shape)) for x in xs[:1]) + " -> " +
