@@ -16,8 +16,21 @@ bool isElementwise(StringRef op) {
       {"Identity", "Cast", "Neg", "Abs", "Relu", "Sigmoid", "Exp", "Log", "Sqrt", "Floor", "Ceil",
        "Round", "Not", "Sign", "Tanh", "Reciprocal", "Clip", "Add", "Sub", "Mul", "Div", "Min",
        "Max", "Pow", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or",
-       "Xor", "Where", "Mod"},
+       "Xor", "Where", "Mod", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Celu",
+       "Softplus", "Softsign", "Erf", "Gelu", "Mish", "PRelu", "ThresholdedRelu", "Sin", "Cos",
+       "IsNaN", "IsInf"},
       op);
+}
+
+/// Ops that compute each entry of axis 0 (an image, a detection's crop) from
+/// that entry alone: a keypoint or mask head's convolutions over the crops
+/// that a NonMaxSuppression kept leave the padding crops apart.
+bool isPerImage(StringRef op) {
+  return llvm::is_contained({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool",
+                             "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
+                             "BatchNormalization", "InstanceNormalization", "LRN", "Resize",
+                             "Upsample", "DepthToSpace", "SpaceToDepth"},
+                            op);
 }
 
 int64_t rankOf(Value v) {
@@ -134,6 +147,14 @@ std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
   }
   if (op == "Flatten" && onlyFirst && a == 0 && n.getInt("axis", 1) == 1)
     return 0;
+  if (isPerImage(op) && onlyFirst && a == 0 && !outputs.empty()) {
+    // Axis 0 kept as it is (a Resize whose scale along it is 1).
+    auto it = NodeImporter::rankedType(n.input(0)), ot = NodeImporter::rankedType(outputs[0]);
+    if (it && ot && it.getRank() == ot.getRank() && it.getRank() > 0 &&
+        !it.isDynamicDim(0) && it.getDimSize(0) == ot.getDimSize(0))
+      return 0;
+    return std::nullopt;
+  }
   if (op == "Concat") {
     // Along another axis, of inputs of one rank.
     int64_t rank = rankOf(n.input(counted[0])), c = n.getInt("axis", 0);
@@ -257,7 +278,8 @@ LogicalResult propagateRowCounts(NodeImporter &n, ArrayRef<CountedAxis> inputCou
                    "values); '" + op + "' here would not keep them apart from the padding. "
                    "Kiln supports such values flowing to graph outputs through Gather, "
                    "GatherND, Slice, Split, Squeeze, Unsqueeze, Reshape, Flatten, Concat, "
-                   "Transpose, TopK, Softmax, Gemm, MatMul, reductions, RoiAlign and "
+                   "Transpose, TopK, Softmax, Gemm, MatMul, reductions, RoiAlign, "
+                   "convolutions, pooling and Resize over counted images (axis 0), and "
                    "elementwise operators that leave the counted axis whole");
   outputCounts.assign(outputs.size(), CountedAxis{first.count, *axis});
   return success();
