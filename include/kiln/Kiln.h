@@ -76,6 +76,11 @@ struct TensorInfo {
   ValueKind kind = ValueKind::Tensor;
   /// Declared as an optional (of `kind`): may be given or returned as None.
   bool optional = false;
+  /// Per dim of an input's declared shape: its ONNX dim_param ("seq"), or ""
+  /// when it has none. Tensor inputs that name the same dim must agree on
+  /// its value at run time (a KILN_SHAPE_MISMATCH otherwise). Empty when not
+  /// declared.
+  std::vector<std::string> dimNames;
 };
 
 /// A graph input for run(): a tensor, a sequence of tensors, or None (an

@@ -247,6 +247,9 @@ void PayloadWriter::tensorInfos(const std::vector<TensorInfo> &list) {
     i64s(t.dims);
     u64((uint64_t)t.kind);
     u64(t.optional ? 1 : 0);
+    u64(t.dimNames.size());
+    for (const std::string &name : t.dimNames)
+      bytes(name);
   }
 }
 
@@ -260,6 +263,8 @@ std::vector<TensorInfo> PayloadReader::tensorInfos() {
     t.dims = i64s();
     t.kind = (ValueKind)u64();
     t.optional = u64() != 0;
+    for (uint64_t k = 0, names = u64(); ok && k < names; ++k)
+      t.dimNames.emplace_back(bytes());
     list.push_back(std::move(t));
   }
   return list;

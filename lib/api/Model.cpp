@@ -579,6 +579,42 @@ static Status checkShape(size_t i, const TensorInfo &declared, const std::vector
                                                 str(shape));
 }
 
+/// Tensor inputs that name the same dim (an ONNX dim_param such as "seq")
+/// must give it one value: checked before any compilation, so that the
+/// error names the inputs, the dim and the values instead of a node deep in
+/// the model. `shapes[i]` is null for an input that is not one tensor.
+static Status checkNamedDims(const std::vector<TensorInfo> &declared,
+                             const std::vector<const std::vector<int64_t> *> &shapes) {
+  struct Seen {
+    size_t input, dim;
+    int64_t value;
+  };
+  std::map<std::string, Seen> first;
+  for (size_t i = 0; i < shapes.size() && i < declared.size(); ++i) {
+    const TensorInfo &d = declared[i];
+    if (!shapes[i] || d.kind != ValueKind::Tensor || shapes[i]->size() != d.dimNames.size())
+      continue;
+    for (size_t k = 0; k < d.dimNames.size(); ++k) {
+      if (d.dimNames[k].empty())
+        continue;
+      int64_t value = (*shapes[i])[k];
+      auto [at, inserted] = first.emplace(d.dimNames[k], Seen{i, k, value});
+      if (inserted || at->second.value == value)
+        continue;
+      const Seen &s = at->second;
+      auto where = [&](size_t input, size_t dim, int64_t v) {
+        return std::to_string(v) + " in input " + std::to_string(input) + " '" +
+               displaySafe(declared[input].name, 200) + "' (dim " + std::to_string(dim) + ")";
+      };
+      return Status::error(KILN_SHAPE_MISMATCH,
+                           "the inputs disagree on the dim '" + displaySafe(d.dimNames[k], 200) +
+                               "' that the model names in both: " + where(s.input, s.dim, s.value) +
+                               ", " + where(i, k, value));
+    }
+  }
+  return {};
+}
+
 /// Checks shapes against the declared signature before any compilation, so
 /// a wrong input is reported as such rather than as a compile error.
 static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
@@ -595,7 +631,10 @@ static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
     if (Status s = checkShape(i, declared[i], shapes[i]); !s.ok())
       return s;
   }
-  return {};
+  std::vector<const std::vector<int64_t> *> each;
+  for (const auto &shape : shapes)
+    each.push_back(&shape);
+  return checkNamedDims(declared, each);
 }
 
 Status Model::prepare(const std::vector<std::vector<int64_t>> &shapes) const {
@@ -649,10 +688,16 @@ static Status executableFor(const Model::Impl &impl, const Layout &layout,
     if (Status s = checkAgainstDeclared(impl.inputs, shapes); !s.ok())
       return s;
   } else {
+    std::vector<const std::vector<int64_t> *> each(impl.inputs.size(), nullptr);
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (layout[owner[i]] == kLayoutTensor)
+      if (layout[owner[i]] == kLayoutTensor) {
         if (Status s = checkShape(owner[i], impl.inputs[owner[i]], shapes[i]); !s.ok())
           return s;
+        if (owner[i] < each.size())
+          each[owner[i]] = &shapes[i];
+      }
+    if (Status s = checkNamedDims(impl.inputs, each); !s.ok())
+      return s;
   }
   bool specialise;
   {

@@ -33,8 +33,10 @@ static TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
   // "undefined", which the importer then refuses with the node's name.
   int32_t elem = type->tensor_type().elem_type();
   info.dtype = elem >= 0 && elem < 32 ? (kiln_dtype)elem : (kiln_dtype)0;
-  for (const auto &d : type->tensor_type().shape().dim())
+  for (const auto &d : type->tensor_type().shape().dim()) {
     info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    info.dimNames.push_back(d.has_dim_param() ? d.dim_param() : std::string());
+  }
   return info;
 }
 

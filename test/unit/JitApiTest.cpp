@@ -411,3 +411,63 @@ TEST(JitApi, InterpreterAndVerify) {
   EXPECT_EQ(report.opType, "Gemm");
   EXPECT_EQ(report.nodeIndex, 0);
 }
+
+namespace {
+/// y = a + b, both declared [1, seq]: the one dim_param names one length.
+std::string sharedDimModelBytes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto *g = m.mutable_graph();
+  g->set_name("shared");
+  onnx::NodeProto *add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("a");
+  add->add_input("b");
+  add->add_output("y");
+  auto row = [](onnx::ValueInfoProto *v, const std::string &name, const std::string &dim) {
+    v->set_name(name);
+    auto *t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(1);
+    t->mutable_shape()->add_dim()->set_dim_param(dim);
+  };
+  row(g->add_input(), "a", "seq");
+  row(g->add_input(), "b", "seq");
+  row(g->add_output(), "y", "seq");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+} // namespace
+
+/// Inputs that disagree on a dim the model names in both are refused before
+/// anything compiles, naming both inputs, the dim and the values; ONNX
+/// broadcasting would otherwise accept a length of 1 against 3. The model
+/// stays usable.
+TEST(JitApi, InputsDisagreeingOnANamedDimAreRefused) {
+  std::string bytes = sharedDimModelBytes(), err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  ASSERT_TRUE(model) << err;
+  EXPECT_EQ(model->inputs()[0].dimNames, (std::vector<std::string>{"", "seq"}));
+  auto row = [](std::vector<float> v) {
+    kiln::Tensor t(KILN_FLOAT32, {1, (int64_t)v.size()});
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  };
+  kiln::Tensor three = row({1, 2, 3}), one = row({10}), otherThree = row({10, 20, 30});
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run({three.get(), one.get()}, out);
+  EXPECT_EQ(s.code, KILN_SHAPE_MISMATCH);
+  EXPECT_EQ(s.message, "the inputs disagree on the dim 'seq' that the model names in both: 3 in "
+                       "input 0 'a' (dim 1), 1 in input 1 'b' (dim 1)");
+  EXPECT_EQ(model->stats().compilations, 0);
+  // Through the ValueView entry point too.
+  std::vector<kiln::Value> viewOut;
+  s = model->run({kiln::ValueView::tensor(one.get()), kiln::ValueView::tensor(three.get())},
+                 viewOut);
+  EXPECT_EQ(s.code, KILN_SHAPE_MISMATCH);
+  s = model->run({three.get(), otherThree.get()}, out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(values(out[0]), (std::vector<float>{11, 22, 33}));
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""What a user pays when input shapes vary, Kiln against ONNX Runtime: the
+"Shapes II" workloads (issue 39).
+
+    /usr/bin/python3 scripts/bench/shapes_bench.py [--threads 1] [--lengths 38]
+        [--tokens 48] [--d 256] [--layers 4] [--only encoder|decode] [--json FILE]
+
+encoder: ../shared/models/encoder4 (input [1, seq, 256]) through one
+  compiled model at --lengths sequence lengths from 1 to 256, each called
+  once at a new length (Kiln compiles then: its compile cache is off) and
+  then 5 more times (steady state). ONNX Runtime runs the same lengths
+  through one session.
+decode: a GPT-2-style decoder (export_shape_models.Gpt2Decoder, --d wide,
+  --layers deep, 4 heads, random weights), exported once into the bench
+  cache; greedy generation of --tokens tokens at batch 1 from an 8-token
+  prompt and an empty KV cache. Every step has a new past length. The
+  tokens both engines choose must agree.
+
+Kiln runs in this process through its Python API (the build's, build/ or
+$KILN_BUILD_DIR); ONNX Runtime in node (ort_shapes.js, onnxruntime-node from
+the bench cache that scripts/bench.sh installs), one engine after the other.
+Times are wall-clock per call; "first" includes Kiln's compile.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "models"))
+
+
+def bench_cache():
+    return os.environ.get("KILN_BENCH_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "kiln", "bench")
+
+
+def ort_dir():
+    d = os.path.join(bench_cache(), "onnxruntime-node-1.30.0")
+    if not os.path.isdir(os.path.join(d, "node_modules", "onnxruntime-node")):
+        sys.exit(f"shapes_bench: no onnxruntime-node in {d}: run scripts/bench.sh once")
+    return d
+
+
+def ort_run(args):
+    r = subprocess.run(["node", os.path.join(HERE, "ort_shapes.js"), "--ort", ort_dir()] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode:
+        sys.exit(f"shapes_bench: ONNX Runtime failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def lengths_list(n):
+    """n lengths from 1 to 256: every one up to 16, then spread to 256."""
+    out = list(range(1, min(n, 16) + 1))
+    rest = n - len(out)
+    for k in range(1, rest + 1):
+        out.append(int(round(16 * (256 / 16) ** (k / rest))))
+    return sorted(set(out))
+
+
+def encoder(kiln, np, args):
+    model = os.path.join(ROOT, "..", "shared", "models", "encoder4", "model.onnx")
+    lengths = lengths_list(args.lengths)
+    t0 = time.perf_counter()
+    m = kiln.compile(model, threads=args.threads, cache=False)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    rows = []
+    for L in lengths:
+        x = (0.01 * ((np.arange(L * 256) % 13) - 6)).astype(np.float32).reshape(1, L, 256)
+        t = time.perf_counter()
+        m.run(None, {"input": x})
+        first = (time.perf_counter() - t) * 1e3
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            m.run(None, {"input": x})
+            times.append((time.perf_counter() - t) * 1e3)
+        rows.append({"length": L, "first_ms": first, "steady_ms": statistics.median(times)})
+    ort = ort_run(["--model", model, "--mode", "lengths", "--lengths",
+                   ",".join(map(str, lengths)), "--threads", str(args.threads)])
+    print(f"\n== encoder4 at {len(lengths)} lengths (1..256), threads={args.threads}")
+    print(f"{'length':>6}  {'Kiln first ms':>13}  {'Kiln ms':>8}  {'ORT first ms':>12}  "
+          f"{'ORT ms':>8}  {'Kiln/ORT':>8}")
+    for k, o in zip(rows, ort["lengths"]):
+        print(f"{k['length']:>6}  {k['first_ms']:>13.1f}  {k['steady_ms']:>8.3f}  "
+              f"{o['first_ms']:>12.2f}  {o['steady_ms']:>8.3f}  "
+              f"{k['steady_ms'] / o['steady_ms']:>8.2f}")
+    kiln_first = sum(r["first_ms"] for r in rows)
+    kiln_steady = sum(r["steady_ms"] for r in rows)
+    ort_first = sum(o["first_ms"] for o in ort["lengths"])
+    geo = math.exp(statistics.mean(math.log(k["steady_ms"] / o["steady_ms"])
+                                   for k, o in zip(rows, ort["lengths"])))
+    print(f"Kiln: load {load_ms:.0f} ms, first calls {kiln_first / 1e3:.2f} s in all "
+          f"(compiling), steady runs {kiln_steady:.1f} ms in all")
+    print(f"ORT:  session {ort['session_ms']:.0f} ms, first calls {ort_first:.1f} ms in all")
+    print(f"steady-state geomean Kiln/ORT over the lengths: {geo:.2f}")
+    return {"kiln": rows, "kiln_load_ms": load_ms, "ort": ort, "steady_geomean": geo}
+
+
+def decoder_model(args):
+    """The decoder's ONNX file in the bench cache, exported on first use."""
+    import export_shape_models as esm
+    torch = esm.torch
+    folder = os.path.join(bench_cache(), f"gpt2_d{args.d}_l{args.layers}")
+    path = os.path.join(folder, "model.onnx")
+    if os.path.exists(path):
+        return path
+    os.makedirs(folder, exist_ok=True)
+    torch.manual_seed(0)
+    model = esm.Gpt2Decoder(vocab=512, d=args.d, heads=4, layers=args.layers,
+                            max_pos=512).eval()
+    hd = args.d // 4
+    ids = torch.randint(0, 512, (1, 5))
+    past = [torch.randn(1, 4, 2, hd) for _ in range(2 * args.layers)]
+    names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(args.layers) for kv in ("key", "value")]
+    outs = ["logits"] + [f"present_{kv}_{i}" for i in range(args.layers)
+                         for kv in ("key", "value")]
+    dyn = {"input_ids": {0: "batch", 1: "new"}, "logits": {0: "batch", 1: "new"}}
+    for n in names[1:]:
+        dyn[n] = {0: "batch", 2: "past"}
+    for n in outs[1:]:
+        dyn[n] = {0: "batch", 2: "total"}
+    kwargs = dict(opset_version=17, input_names=names, output_names=outs, dynamic_axes=dyn,
+                  do_constant_folding=True)
+    if "dynamo" in esm.em.inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    tmp = path + ".tmp"
+    torch.onnx.export(model, (ids, *past), tmp, **kwargs)
+    os.rename(tmp, path)
+    return path
+
+
+def decode(kiln, np, args):
+    path = decoder_model(args)
+    heads, hd = 4, args.d // 4
+    prompt = [(7 * i + 3) % 512 for i in range(8)]
+    t0 = time.perf_counter()
+    m = kiln.compile(path, threads=args.threads, cache=False)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    feeds = {f"past_{kv}_{i}": np.zeros((1, heads, 0, hd), np.float32)
+             for i in range(args.layers) for kv in ("key", "value")}
+    ids, steps, tokens = prompt, [], []
+    for _ in range(args.tokens + 1):
+        feeds["input_ids"] = np.array([ids], np.int64)
+        t = time.perf_counter()
+        out = m.run(None, feeds)
+        steps.append((time.perf_counter() - t) * 1e3)
+        best = int(np.argmax(out[0][0, -1]))
+        tokens.append(best)
+        ids = [best]
+        for i in range(args.layers):
+            feeds[f"past_key_{i}"] = out[1 + 2 * i]
+            feeds[f"past_value_{i}"] = out[2 + 2 * i]
+    ort = ort_run(["--model", path, "--mode", "decode", "--prompt", ",".join(map(str, prompt)),
+                   "--tokens", str(args.tokens), "--layers", str(args.layers), "--heads",
+                   str(heads), "--head-dim", str(hd), "--threads", str(args.threads)])
+    same = tokens == ort["tokens"]
+    k_total = load_ms + sum(steps)
+    o_total = ort["session_ms"] + sum(ort["steps_ms"])
+    k_med, o_med = statistics.median(steps[1:]), statistics.median(ort["steps_ms"][1:])
+    print(f"\n== GPT-2-style decoder d={args.d}, {args.layers} layers: 8-token prompt, "
+          f"{args.tokens} tokens, batch 1, threads={args.threads}")
+    print(f"Kiln: {k_total / 1e3:.2f} s in all (load {load_ms:.0f} ms, prompt step "
+          f"{steps[0]:.0f} ms), median per token {k_med:.2f} ms")
+    print(f"ORT:  {o_total / 1e3:.3f} s in all (session {ort['session_ms']:.0f} ms, prompt "
+          f"step {ort['steps_ms'][0]:.1f} ms), median per token {o_med:.3f} ms")
+    print(f"total Kiln/ORT {k_total / o_total:.1f}; per token Kiln/ORT {k_med / o_med:.1f}; "
+          f"tokens {'agree' if same else 'DIFFER'}")
+    return {"kiln_steps_ms": steps, "kiln_load_ms": load_ms, "kiln_tokens": tokens, "ort": ort,
+            "tokens_agree": same}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--lengths", type=int, default=38)
+    p.add_argument("--tokens", type=int, default=48)
+    p.add_argument("--d", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--only", choices=["encoder", "decode"])
+    p.add_argument("--json")
+    args = p.parse_args()
+    build = os.environ.get("KILN_BUILD_DIR", os.path.join(ROOT, "build"))
+    sys.path.insert(0, os.path.join(build, "python"))
+    import numpy as np
+    import kiln
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}; Kiln {kiln.__file__}")
+    result = {}
+    if args.only in (None, "encoder"):
+        result["encoder"] = encoder(kiln, np, args)
+    if args.only in (None, "decode"):
+        result["decode"] = decode(kiln, np, args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
