@@ -25,6 +25,8 @@ config.substitutions.append(
      # A sanitizer build's runtime needs the sanitizers' own runtimes.
      + (" -fsanitize=" + config.kiln_sanitizers if config.kiln_sanitizers else "")))
 config.substitutions.append(
+    ("%runtime-include", os.path.join(config.kiln_source_dir, "runtime", "include")))
+config.substitutions.append(
     ("%encode-model", "protoc --encode=onnx.ModelProto -I/usr/include/onnx onnx.proto"))
 config.substitutions.append(
     ("%encode-tensor", "protoc --encode=onnx.TensorProto -I/usr/include/onnx onnx.proto"))
