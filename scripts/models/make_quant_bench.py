@@ -3,7 +3,7 @@
 per-channel int8 weights and int32 biases, uint8 activations) for the
 benchmark, with ONNX Runtime's outputs as references:
 
-    /usr/bin/python3 scripts/models/make_quant_bench.py [--out DIR]
+    /usr/bin/python3 scripts/models/make_quant_bench.py [--out DIR] [--channels C] [--size S]
     scripts/bench.sh --models DIR --only qlinear_cnn
 
 Default DIR: ~/.cache/kiln/models (generated files stay out of git). The
@@ -61,17 +61,23 @@ def qlinear_cnn(folder, rng, c=64, hw=56):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.expanduser("~/.cache/kiln/models"))
+    ap.add_argument("--channels", type=int, default=64,
+                    help="channels of both convolutions (default 64; 256 and more make "
+                         "reductions too deep for one exact f32 sum: qlinear_cnn_cN)")
+    ap.add_argument("--size", type=int, default=56, help="height and width (default 56)")
     args = ap.parse_args()
     ort = ort_dir()
     check_ort(ort)
-    folder = os.path.join(args.out, "qlinear_cnn")
+    name = "qlinear_cnn" if (args.channels, args.size) == (64, 56) else \
+        f"qlinear_cnn_c{args.channels}_s{args.size}"
+    folder = os.path.join(args.out, name)
     data = os.path.join(folder, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
-    inputs = qlinear_cnn(folder, np.random.default_rng(23))
+    inputs = qlinear_cnn(folder, np.random.default_rng(23), c=args.channels, hw=args.size)
     for j, value in enumerate(inputs):
         onnx.save_tensor(numpy_helper.from_array(value), os.path.join(data, f"input_{j}.pb"))
     ort_reference(ort, os.path.join(folder, "model.onnx"), data)
-    print(f"qlinear_cnn in {folder}")
+    print(f"{name} in {folder}")
 
 
 if __name__ == "__main__":
