@@ -197,11 +197,84 @@ Value toI32(NodeImporter &n, Value v) {
   return n.make<CastOp>(v, TypeAttr::get(n.b.getI32Type()));
 }
 
+/// The ranges of rows of a constant matrix B [K, N] over which (a - a_zp)
+/// (B - b_zp) stays exact in f32 (255 x the range's sum of |b - b_zp| below
+/// 2^24 in every column), as exactChannelRanges has them for convolutions;
+/// `centered` holds B - b_zp row-major. Empty when there is no such split.
+struct RowRanges {
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  std::vector<float> centered;
+};
+RowRanges exactRowRanges(Value a, Value b, Value bZp) {
+  auto at = NodeImporter::rankedType(a), bt = NodeImporter::rankedType(b);
+  DenseElementsAttr values;
+  if (!at || !bt || !bt.hasStaticShape() || bt.getRank() != 2 ||
+      at.getElementTypeBitWidth() > 8 || bt.getElementTypeBitWidth() > 8 ||
+      !matchPattern(b, m_Constant(&values)))
+    return {};
+  int64_t rows = bt.getDimSize(0), cols = bt.getDimSize(1);
+  std::optional<SmallVector<int64_t>> zps =
+      bZp ? getConstantInts(bZp) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+  if (!zps || (zps->size() != 1 && (int64_t)zps->size() != cols))
+    return {};
+  RowRanges out;
+  out.centered.reserve(bt.getNumElements());
+  bool isUnsigned = bt.getElementType().isUnsignedInteger();
+  int64_t flat = 0;
+  for (const APInt &v : values.getValues<APInt>()) {
+    int64_t j = flat++ % cols;
+    int64_t zp = zps->size() == 1 ? (*zps)[0] : (*zps)[j];
+    out.centered.push_back(
+        (float)((isUnsigned ? (int64_t)v.getZExtValue() : v.getSExtValue()) - zp));
+  }
+  constexpr double kExact = 16777216.0 / 255.0;
+  SmallVector<double> sums(cols, 0.0);
+  int64_t start = 0;
+  for (int64_t k = 0; k < rows; ++k) {
+    const float *row = out.centered.data() + k * cols;
+    bool fits = true;
+    for (int64_t j = 0; fits && j < cols; ++j)
+      fits = sums[j] + std::abs(row[j]) < kExact;
+    if (!fits) {
+      if (k == start)
+        return {};
+      out.ranges.push_back({start, k});
+      start = k;
+      llvm::fill(sums, 0.0);
+    }
+    for (int64_t j = 0; j < cols; ++j)
+      sums[j] += std::abs(row[j]);
+  }
+  out.ranges.push_back({start, rows});
+  return out;
+}
+
 /// (a - a_zp) (b - b_zp), in i32, or in f32 where that is exact (B's
-/// columns are the outputs).
+/// columns are the outputs). A constant B too deep for one exact f32 sum
+/// (a transformer's 3072-deep projection) is split into ranges of its rows,
+/// one exact f32 product each, summed in i32.
 Value centeredMatMul(NodeImporter &n, Value a, Value aZp, Value b, Value bZp) {
   auto bt = NodeImporter::rankedType(b);
   bool f32 = bt && bt.getRank() >= 1 && exactInF32(n, a, b, bZp, bt.getRank() - 1, Value());
+  RowRanges split;
+  if (!f32)
+    split = exactRowRanges(a, b, bZp);
+  auto at = NodeImporter::rankedType(a);
+  if (split.ranges.size() > 1 && at && at.getRank() >= 1) {
+    Value ac = centered(n, a, aZp, true, n.b.getF32Type());
+    int64_t cols = bt.getDimSize(1), last = at.getRank() - 1;
+    Value sum;
+    for (auto [k0, k1] : split.ranges) {
+      Value br = n.constant(DenseElementsAttr::get(
+          RankedTensorType::get({k1 - k0, cols}, n.b.getF32Type()),
+          ArrayRef<float>(split.centered.data() + k0 * cols, (k1 - k0) * cols)));
+      Value ar = n.make<SliceOp>(ac, n.i64Tensor({k0}), n.i64Tensor({k1}), n.i64Tensor({last}),
+                                 n.i64Tensor({1}));
+      Value part = n.make<CastOp>(n.make<MatMulOp>(ar, br), TypeAttr::get(n.b.getI32Type()));
+      sum = sum ? n.make<AddOp>(sum, part) : part;
+    }
+    return sum;
+  }
   Type t = f32 ? Type(n.b.getF32Type()) : Type(n.b.getI32Type());
   return n.make<MatMulOp>(centered(n, a, aZp, true, t), centered(n, b, bZp, false, t));
 }
