@@ -437,7 +437,18 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       variant.outputs.push_back({t.name, t.dtype, t.dims});
     if (Status s = splitRowCounts(*module, variant); !s.ok())
       return fail(s);
-    if (k && variant.outputRows.size() != layout.variants.front().outputRows.size())
+    auto sameRows = [](const BundleVariant &a, const BundleVariant &b) {
+      if (a.outputRows.size() != b.outputRows.size() || a.numRowCounts != b.numRowCounts)
+        return false;
+      for (size_t i = 0; i < a.outputRows.size(); ++i)
+        if (a.outputRows[i].count != b.outputRows[i].count ||
+            a.outputRows[i].axis != b.outputRows[i].axis)
+          return false;
+      return true;
+    };
+    // The header and the top descriptor describe every variant's row counts
+    // by the first one's.
+    if (k && !sameRows(variant, layout.variants.front()))
       return fail(Status::error(KILN_COMPILE_ERROR,
                                 "the outputs whose number of rows is known only at run time "
                                 "differ between the shapes asked for (" + labels[0] + ", " +

@@ -595,7 +595,9 @@ static Status checkNamedDims(const std::vector<TensorInfo> &declared,
     if (!shapes[i] || d.kind != ValueKind::Tensor || shapes[i]->size() != d.dimNames.size())
       continue;
     for (size_t k = 0; k < d.dimNames.size(); ++k) {
-      if (d.dimNames[k].empty())
+      // "None" and "?" are what some exporters write for any unknown dim,
+      // not the name of one.
+      if (d.dimNames[k].empty() || d.dimNames[k] == "None" || d.dimNames[k] == "?")
         continue;
       int64_t value = (*shapes[i])[k];
       auto [at, inserted] = first.emplace(d.dimNames[k], Seen{i, k, value});
@@ -607,9 +609,9 @@ static Status checkNamedDims(const std::vector<TensorInfo> &declared,
                displaySafe(declared[input].name, 200) + "' (dim " + std::to_string(dim) + ")";
       };
       return Status::error(KILN_SHAPE_MISMATCH,
-                           "the inputs disagree on the dim '" + displaySafe(d.dimNames[k], 200) +
-                               "' that the model names in both: " + where(s.input, s.dim, s.value) +
-                               ", " + where(i, k, value));
+                           "the inputs disagree on the dim the model names '" +
+                               displaySafe(d.dimNames[k], 200) + "': " +
+                               where(s.input, s.dim, s.value) + ", " + where(i, k, value));
     }
   }
   return {};

@@ -148,6 +148,12 @@ std::optional<int64_t> outputAxis(NodeImporter &n, ArrayRef<CountedAxis> in,
   if (op == "Flatten" && onlyFirst && a == 0 && n.getInt("axis", 1) == 1)
     return 0;
   if (isPerImage(op) && onlyFirst && a == 0 && !outputs.empty()) {
+    // Batch statistics (training mode) and crops along axis 0 mix images.
+    if (op == "BatchNormalization" && (n.getInt("training_mode", 0) != 0 || outputs.size() > 1))
+      return std::nullopt;
+    if ((op == "Resize" || op == "Upsample") &&
+        n.getString("coordinate_transformation_mode", "") == "tf_crop_and_resize")
+      return std::nullopt;
     // Axis 0 kept as it is (a Resize whose scale along it is 1).
     auto it = NodeImporter::rankedType(n.input(0)), ot = NodeImporter::rankedType(outputs[0]);
     if (it && ot && it.getRank() == ot.getRank() && it.getRank() > 0 &&

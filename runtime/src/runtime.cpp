@@ -436,9 +436,11 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
       if (m->outputs[k].dims[d] < 0)
         return kiln_status_create(KILN_INTERNAL,
                                   "output shapes must be static in a compiled executable");
-  int32_t numCounts = m->output_rows ? m->num_row_counts : 0;
-  if (numCounts < 0)
-    return kiln_status_create(KILN_INVALID_ARGUMENT, "the model has a negative row-count number");
+  int32_t numCounts = m->num_row_counts;
+  if (numCounts < 0 || (numCounts > 0 && !m->output_rows))
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              "the model's row counts are malformed (num_row_counts without "
+                              "output_rows, or negative)");
   for (int32_t k = 0; m->output_rows && k < m->num_outputs; ++k) {
     const kiln_output_rows &r = m->output_rows[k];
     if (r.count >= numCounts || (r.count >= 0 && (r.axis < 0 || r.axis >= m->outputs[k].rank)))
@@ -457,6 +459,8 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
     std::free(counts);
     return kiln_status_create(KILN_OUT_OF_MEMORY, "out of memory");
   }
+  if (counts) // a count the code failed to write reads as no rows, not as garbage
+    std::memset(counts, 0, (size_t)numCounts * 64);
   auto freeOutputs = [&](size_t n) {
     for (size_t j = 0; j < n; ++j) {
       kiln_tensor_free(outputs[j]);
@@ -494,8 +498,8 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
   }
   for (size_t k = 0; m->output_rows && k < numOutputs; ++k) {
     const kiln_output_rows &r = m->output_rows[k];
-    if (r.count < 0)
-      continue;
+    if (r.count < 0 || counts[8 * r.count] >= outputs[k]->dims[r.axis])
+      continue; // every row valid: nothing to cut
     kiln_tensor *cut = kiln_tensor_take_leading(outputs[k], r.axis, counts[8 * r.count]);
     if (!cut) {
       freeOutputs(numOutputs);

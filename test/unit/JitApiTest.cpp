@@ -459,8 +459,8 @@ TEST(JitApi, InputsDisagreeingOnANamedDimAreRefused) {
   std::vector<kiln::Tensor> out;
   kiln::Status s = model->run({three.get(), one.get()}, out);
   EXPECT_EQ(s.code, KILN_SHAPE_MISMATCH);
-  EXPECT_EQ(s.message, "the inputs disagree on the dim 'seq' that the model names in both: 3 in "
-                       "input 0 'a' (dim 1), 1 in input 1 'b' (dim 1)");
+  EXPECT_EQ(s.message, "the inputs disagree on the dim the model names 'seq': 3 in input 0 'a' "
+                       "(dim 1), 1 in input 1 'b' (dim 1)");
   EXPECT_EQ(model->stats().compilations, 0);
   // Through the ValueView entry point too.
   std::vector<kiln::Value> viewOut;

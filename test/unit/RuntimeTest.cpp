@@ -445,6 +445,20 @@ TEST(Runtime, RowCountsOutOfRangeAreRefused) {
   EXPECT_EQ(out[0], nullptr);
 }
 
+TEST(Runtime, RowCountsWithoutTheirOutputsAreRefused) {
+  kiln_model_desc m = keepModel();
+  m.output_rows = nullptr; // one count buffer, but no output says it has rows
+  TensorPtr a = floats({1.0f});
+  const kiln_tensor *in[] = {a.get()};
+  kiln_tensor *out[2] = {};
+  kiln_status *s = kiln_model_execute(&m, in, 1, out, 2);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("row counts are malformed"),
+            std::string::npos);
+  kiln_status_free(s);
+}
+
 TEST(Runtime, TakeLeadingRefusesABadAxis) {
   TensorPtr a = floats({1, 2, 3});
   EXPECT_EQ(kiln_tensor_take_leading(a.get(), 1, 1), nullptr);

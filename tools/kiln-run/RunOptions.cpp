@@ -10,6 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -162,10 +163,11 @@ int usageError(const std::string &msg) {
   return 2;
 }
 
+/// A finite number, all of `s`.
 static bool parseNumber(const std::string &s, double &out) {
   char *end = nullptr;
   out = std::strtod(s.c_str(), &end);
-  return end && *end == 0 && end != s.c_str();
+  return end && *end == 0 && end != s.c_str() && std::isfinite(out);
 }
 
 /// "1x3x224x224" -> {1, 3, 224, 224}; false on anything else.
@@ -200,7 +202,7 @@ static bool splitNamed(const std::string &v, std::string &name, std::string &res
 /// A positive integer of at most 4096 (--bench, --threads).
 static bool positiveCount(const std::string &text, long &out) {
   double num;
-  if (!parseNumber(text, num) || num < 1 || num != (long)num || num > 4096)
+  if (!parseNumber(text, num) || num < 1 || num > 4096 || num != std::floor(num))
     return false;
   out = (long)num;
   return true;
@@ -213,7 +215,7 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
   for (const char *name : kFlagNames)
     if (cl::Option *taken = cl::getRegisteredOptions().lookup(name))
       taken->removeArgument();
-  static Flags f;
+  static Flags f; // parseRunOptions runs once per process
   auto &runCat = f.runCat;
   cl::SetVersionPrinter(
       [](llvm::raw_ostream &os) { os << "kiln-run (Kiln) " << kiln::version() << "\n"; });
@@ -265,7 +267,8 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
   o.randomFill = f.fillArg == "random";
   double num;
   if (f.seedArg.getNumOccurrences()) {
-    if (!parseNumber(f.seedArg, num) || num < 0 || num != (unsigned long long)num)
+    if (!parseNumber(f.seedArg, num) || num < 0 || num >= 18446744073709551616.0 ||
+        num != std::floor(num))
       return usageError("--seed needs a non-negative integer");
     o.seed = (unsigned long long)num;
   }
