@@ -197,6 +197,35 @@ Value toI32(NodeImporter &n, Value v) {
   return n.make<CastOp>(v, TypeAttr::get(n.b.getI32Type()));
 }
 
+/// Splits [0, depth) into contiguous ranges over each of which every one of
+/// the `outputs` sums of `magnitude(k, o)` (an output's |w - w_zp| at
+/// reduction index k) keeps 255 times itself below 2^24: a product of 8-bit
+/// operands over such a range is exact in f32. Empty when one index alone is
+/// too much.
+SmallVector<std::pair<int64_t, int64_t>>
+exactRanges(int64_t depth, int64_t outputs, function_ref<double(int64_t, int64_t)> magnitude) {
+  constexpr double kExact = 16777216.0 / 255.0; // 2^24 over the largest |x - x_zp|
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  SmallVector<double> sums(outputs, 0.0);
+  int64_t start = 0;
+  for (int64_t k = 0; k < depth; ++k) {
+    bool fits = true;
+    for (int64_t o = 0; fits && o < outputs; ++o)
+      fits = sums[o] + magnitude(k, o) < kExact;
+    if (!fits) {
+      if (k == start)
+        return {};
+      ranges.push_back({start, k});
+      start = k;
+      llvm::fill(sums, 0.0);
+    }
+    for (int64_t o = 0; o < outputs; ++o)
+      sums[o] += magnitude(k, o);
+  }
+  ranges.push_back({start, depth});
+  return ranges;
+}
+
 /// The ranges of rows of a constant matrix B [K, N] over which (a - a_zp)
 /// (B - b_zp) stays exact in f32 (255 x the range's sum of |b - b_zp| below
 /// 2^24 in every column), as exactChannelRanges has them for convolutions;
@@ -227,25 +256,9 @@ RowRanges exactRowRanges(Value a, Value b, Value bZp) {
     out.centered.push_back(
         (float)((isUnsigned ? (int64_t)v.getZExtValue() : v.getSExtValue()) - zp));
   }
-  constexpr double kExact = 16777216.0 / 255.0;
-  SmallVector<double> sums(cols, 0.0);
-  int64_t start = 0;
-  for (int64_t k = 0; k < rows; ++k) {
-    const float *row = out.centered.data() + k * cols;
-    bool fits = true;
-    for (int64_t j = 0; fits && j < cols; ++j)
-      fits = sums[j] + std::abs(row[j]) < kExact;
-    if (!fits) {
-      if (k == start)
-        return {};
-      out.ranges.push_back({start, k});
-      start = k;
-      llvm::fill(sums, 0.0);
-    }
-    for (int64_t j = 0; j < cols; ++j)
-      sums[j] += std::abs(row[j]);
-  }
-  out.ranges.push_back({start, rows});
+  out.ranges = exactRanges(rows, cols, [&](int64_t k, int64_t j) {
+    return std::abs(out.centered[k * cols + j]);
+  });
   return out;
 }
 
@@ -339,25 +352,9 @@ ChannelRanges exactChannelRanges(NodeImporter &n, Value x, Value w, Value wZp) {
     out.centered.push_back((float)centered);
     perChannel[oc] += std::abs(centered);
   }
-  constexpr double kExact = 16777216.0 / 255.0; // 2^24 over the largest |x - x_zp|
-  SmallVector<std::pair<int64_t, int64_t>> &ranges = out.ranges;
-  SmallVector<double> sums(outputs, 0.0);
-  int64_t start = 0;
-  for (int64_t c = 0; c < channels; ++c) {
-    bool fits = true;
-    for (int64_t o = 0; fits && o < outputs; ++o)
-      fits = sums[o] + perChannel[o * channels + c] < kExact;
-    if (!fits) {
-      if (c == start)
-        return {};
-      ranges.push_back({start, c});
-      start = c;
-      llvm::fill(sums, 0.0);
-    }
-    for (int64_t o = 0; o < outputs; ++o)
-      sums[o] += perChannel[o * channels + c];
-  }
-  ranges.push_back({start, channels});
+  out.ranges = exactRanges(channels, outputs, [&](int64_t c, int64_t o) {
+    return perChannel[o * channels + c];
+  });
   return out;
 }
 
