@@ -191,6 +191,10 @@ MODELS = {
                                                 [("image", (2, 3, 224, 224))]], **IMG),
     "maxvit_t": dict(build=vision("maxvit_t"), sets=[[("image", (1, 3, 224, 224))],
                                                     [("image", (2, 3, 224, 224))]], **IMG),
+    # Squeeze-and-excitation blocks and SiLU at two image sizes.
+    "efficientnet_b0": dict(build=vision("efficientnet_b0"),
+                            sets=[[("image", (1, 3, 224, 224))], [("image", (1, 3, 192, 256))]],
+                            **HW),
     "lraspp_mobilenet_v3_large": dict(build=segmentation("lraspp_mobilenet_v3_large"),
                                       sets=[[("image", (1, 3, 224, 224))],
                                             [("image", (1, 3, 256, 320))]], **HW),
