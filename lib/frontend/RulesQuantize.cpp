@@ -226,15 +226,19 @@ exactRanges(int64_t depth, int64_t outputs, function_ref<double(int64_t, int64_t
   return ranges;
 }
 
-/// The ranges of rows of a constant matrix B [K, N] over which (a - a_zp)
-/// (B - b_zp) stays exact in f32 (255 x the range's sum of |b - b_zp| below
-/// 2^24 in every column), as exactChannelRanges has them for convolutions;
-/// `centered` holds B - b_zp row-major. Empty when there is no such split.
-struct RowRanges {
+/// A constant weight split for exact f32 products: the ranges of its
+/// reduction axis (exactRanges) and its values less their zero points,
+/// row-major, from which each range's weights are cut.
+struct SplitWeights {
   SmallVector<std::pair<int64_t, int64_t>> ranges;
   std::vector<float> centered;
 };
-RowRanges exactRowRanges(Value a, Value b, Value bZp) {
+
+/// The ranges of rows of a constant matrix B [K, N] over which (a - a_zp)
+/// (B - b_zp) stays exact in f32 (255 x the range's sum of |b - b_zp| below
+/// 2^24 in every column), as exactChannelRanges has them for convolutions.
+/// No ranges when there is no such split.
+SplitWeights exactRowRanges(Value a, Value b, Value bZp) {
   auto at = NodeImporter::rankedType(a), bt = NodeImporter::rankedType(b);
   DenseElementsAttr values;
   if (!at || !bt || !bt.hasStaticShape() || bt.getRank() != 2 ||
@@ -246,7 +250,7 @@ RowRanges exactRowRanges(Value a, Value b, Value bZp) {
       bZp ? getConstantInts(bZp) : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
   if (!zps || (zps->size() != 1 && (int64_t)zps->size() != cols))
     return {};
-  RowRanges out;
+  SplitWeights out;
   out.centered.reserve(bt.getNumElements());
   bool isUnsigned = bt.getElementType().isUnsignedInteger();
   int64_t flat = 0;
@@ -269,7 +273,7 @@ RowRanges exactRowRanges(Value a, Value b, Value bZp) {
 Value centeredMatMul(NodeImporter &n, Value a, Value aZp, Value b, Value bZp) {
   auto bt = NodeImporter::rankedType(b);
   bool f32 = bt && bt.getRank() >= 1 && exactInF32(n, a, b, bZp, bt.getRank() - 1, Value());
-  RowRanges split;
+  SplitWeights split;
   if (!f32)
     split = exactRowRanges(a, b, bZp);
   auto at = NodeImporter::rankedType(a);
@@ -322,11 +326,7 @@ LogicalResult qlinearMatMul(NodeImporter &n, Outs &out) {
 /// range's sum of |w - w_zp| below 2^24 for every output; exactInF32 for
 /// the whole), in order; empty when there is no such split (run-time
 /// weights, groups, one channel alone too large).
-struct ChannelRanges {
-  SmallVector<std::pair<int64_t, int64_t>> ranges;
-  std::vector<float> centered; ///< w - w_zp, [O, C, k...] row-major
-};
-ChannelRanges exactChannelRanges(NodeImporter &n, Value x, Value w, Value wZp) {
+SplitWeights exactChannelRanges(NodeImporter &n, Value x, Value w, Value wZp) {
   auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
   DenseElementsAttr values;
   if (!xt || !wt || !wt.hasStaticShape() || wt.getRank() < 3 || n.getInt("group", 1) != 1 ||
@@ -341,7 +341,7 @@ ChannelRanges exactChannelRanges(NodeImporter &n, Value x, Value w, Value wZp) {
     return {};
   // perChannel[o * C + c]: sum over the window of |w - zp| for output o.
   SmallVector<double> perChannel(outputs * channels, 0.0);
-  ChannelRanges out;
+  SplitWeights out;
   out.centered.reserve(wt.getNumElements());
   bool isUnsigned = wt.getElementType().isUnsignedInteger();
   int64_t flat = 0;
@@ -373,7 +373,7 @@ Value centeredConv(NodeImporter &n, Value x, Value xZp, Value w, Value wZp, Valu
   // input channels: one f32 convolution per range on the CPU kernels, each
   // exact, summed in i32. The generic i32 loop took 100-180 ms for one such
   // layer against about 1 ms at 128 channels.
-  ChannelRanges split;
+  SplitWeights split;
   if (!exact)
     split = exactChannelRanges(n, x, w, wZp);
   const auto &ranges = split.ranges;
