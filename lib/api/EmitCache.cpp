@@ -48,7 +48,7 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   k.add(options.profile ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0)
       .add(options.gpu.tileContractions ? 1 : 0).add(options.gpu.blockReductions ? 1 : 0)
       .add(options.gpu.vectorizeElementwise ? 1 : 0)
-      .add(options.gpu.mmaContractions ? 1 : 0);
+      .add(options.gpu.mmaContractions ? 1 : 0).add(options.gpu.tf32 ? 1 : 0);
   // A bundle's header names the model file.
   k.add(llvm::sys::path::filename(path).str());
   key = k.digest();

@@ -287,7 +287,8 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
   key.add(options.optLevel).add(options.debugMemory ? 1 : 0).add(options.profile ? 1 : 0);
-  key.add(options.gpuTensorPassesOnCpu ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0);
+  key.add(options.gpuTensorPassesOnCpu ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0)
+      .add(options.gpu.tf32 ? 1 : 0);
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();

@@ -110,6 +110,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
     KilnGpuTileContractionsOptions tiles;
     tiles.emulate = true;
     tiles.minBlocks = 1;
+    tiles.tf32 = opts.gpu.tf32;
     pm.addNestedPass<func::FuncOp>(createKilnGpuTileContractions(tiles));
     KilnGpuBlockReductionsOptions rows;
     rows.emulate = true;
@@ -152,8 +153,9 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
 
   std::string libdevice = gpu.libdevice.empty() ? "" : " l=" + gpu.libdevice;
   std::string weights = "{global-alignment=" + std::to_string(kGpuWeightAlignment) + "},";
-  // mma.sync with bf16 operands is sm_80's (sm_75 has f16 only).
+  // mma.sync with bf16 or tf32 operands is sm_80's (sm_75 has f16 only).
   bool bf16TensorCores = std::atoi(gpu.chip.c_str() + 3) >= 80;
+  bool tf32 = gpu.passes.tf32 && bf16TensorCores;
   // No min/max bounds: with them the tiled bound is an affine.min and
   // convert-parallel-loops-to-gpu silently leaves the loop on the host.
   std::string tail =
@@ -162,7 +164,9 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
                                  std::to_string(kGpuWeightAlignment) +
                                  " bf16=" + (bf16TensorCores ? "true" : "false") + "},"
                            : "") +
-      std::string(gpu.passes.tileContractions ? "kiln-gpu-tile-contractions," : "") +
+      std::string(gpu.passes.tileContractions
+                      ? (tf32 ? "kiln-gpu-tile-contractions{tf32=true}," : "kiln-gpu-tile-contractions,")
+                      : "") +
       std::string(gpu.passes.blockReductions ? "kiln-gpu-block-reductions," : "") +
       (gpu.passes.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise" + weights : "") +
       "kiln-gpu-loops,"

@@ -1,5 +1,6 @@
 # -*- Python -*-
 import os
+import sys
 import lit.formats
 from lit.llvm import llvm_config
 
@@ -14,6 +15,8 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OP
                                      "TSAN_OPTIONS", "LSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%examples", config.kiln_examples_dir))
+# The Python that runs lit (Debian's, with numpy), for tests' input makers.
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%onnx-node", "/usr/share/libonnx-testdata/data/node"))
 # Compiling and linking a C program against Kiln's runtime (kilnc objects

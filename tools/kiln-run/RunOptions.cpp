@@ -110,6 +110,12 @@ struct Flags {
     cl::desc("--device cuda and --gpu-tensor-passes: also split long reductions with few outputs "
              "in two (kiln-gpu-split-reductions)"),
     cl::cat(runCat)};
+  cl::opt<std::string> gpuPrecisionArg{
+    "gpu-precision",
+    cl::desc("--device cuda and --gpu-tensor-passes: float32 products and convolutions on TF32 "
+             "tensor cores (tf32, the default on sm_80 and later: inputs rounded to 10 mantissa "
+             "bits, f32 sums) or with exact FP32 FMAs (fp32)"),
+    cl::value_desc("tf32|fp32"), cl::init("tf32"), cl::cat(runCat)};
   cl::opt<std::string> profileArg{
     "profile",
     cl::desc("Compile with a timer around every kernel, run the model (--bench N times, else 10, "
@@ -142,7 +148,7 @@ struct Flags {
 } // namespace
 
 /// The names Flags registers.
-static const char *const kFlagNames[] = {"inputs", "input", "shape", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "profile", "max-loop-iterations", "no-cache", "device"};
+static const char *const kFlagNames[] = {"inputs", "input", "shape", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "device"};
 
 static const char *kOverview =
     "kiln-run: compiles an ONNX model for the shapes of its inputs, runs it and prints a\n"
@@ -304,6 +310,9 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
   o.compile.testPerturbNode = f.perturbArg;
   o.compile.gpuTensorPassesOnCpu = f.gpuTensorPassesArg;
   o.compile.gpu.splitReductions = f.gpuSplitReductionsArg;
+  if (f.gpuPrecisionArg != "tf32" && f.gpuPrecisionArg != "fp32")
+    return usageError("--gpu-precision needs 'tf32' or 'fp32'");
+  o.compile.gpu.tf32 = f.gpuPrecisionArg == "tf32";
   o.compile.cache = !f.noCacheArg;
   if (f.mcpuArg.getNumOccurrences())
     o.compile.cpu = f.mcpuArg;

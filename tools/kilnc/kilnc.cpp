@@ -118,6 +118,12 @@ static cl::opt<bool> gpuTileContractions(
              "kernels (kiln-gpu-tile-contractions; default on). =false measures the GPU code "
              "without"),
     cl::init(true), cl::cat(kilncCat));
+static cl::opt<std::string> gpuPrecision(
+    "gpu-precision",
+    cl::desc("GPU targets: float32 matrix products and convolutions on TF32 tensor cores (tf32, "
+             "the default on sm_80 and later, as PyTorch's convolutions: inputs rounded to 10 "
+             "mantissa bits, f32 sums) or with exact FP32 FMAs (fp32)"),
+    cl::value_desc("tf32|fp32"), cl::init("tf32"), cl::cat(kilncCat));
 static cl::opt<bool> noCache(
     "no-cache",
     cl::desc("Compile afresh: neither read nor write the compile cache (KILN_CACHE_DIR, default "
@@ -348,6 +354,12 @@ static int kilncMain(int argc, char **argv) {
   opts.gpu.blockReductions = gpuBlockReductions;
   opts.gpu.vectorizeElementwise = gpuVectorizeElementwise;
   opts.gpu.mmaContractions = gpuMmaContractions;
+  if (gpuPrecision != "tf32" && gpuPrecision != "fp32") {
+    llvm::errs() << "kilnc: error: --gpu-precision needs 'tf32' or 'fp32', not '" << gpuPrecision
+                 << "'\n";
+    return 2;
+  }
+  opts.gpu.tf32 = gpuPrecision == "tf32";
 
   auto start = std::chrono::steady_clock::now();
   if (verbose) {

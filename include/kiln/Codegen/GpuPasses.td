@@ -148,19 +148,32 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
     `linalg.fill` of C right before the op, or a copy into C from a buffer
     only a fill wrote, is taken over (C = fill value + sums), so no fill or
     copy kernel runs.
+    With `tf32` (what float32 models get on sm_80 and later unless
+    `--gpu-precision=fp32`), the products run on tensor cores: tiles of
+    128x128 or 64x64 with K-slices of 32, the 8 warps as 2 x 4, each warp
+    a 64x32 (or 32x16) tile of C as `nvvm.mma.sync` m16n8k8 with `.tf32`
+    operands and f32 accumulators; the staged elements are rounded to
+    TF32 (to nearest, ties away) as they are stored to shared memory, and
+    each operand's slice is kept K-major or x-major, padded, so that
+    neither staging nor fragment loads have bank conflicts.
     `emulate` builds the same phases for the CPU (blocks and threads as
     loops, one phase for all threads before the next), which `kiln-run
-    --gpu-tensor-passes` runs.
+    --gpu-tensor-passes` runs; with `tf32`, every lane's fragments are
+    loaded first and each mma.sync is computed from them through the
+    inverse of the fragment layout.
   }];
   let options = [
     Option<"emulate", "emulate", "bool", /*default=*/"false",
            "Build the kernel as CPU loops (testing the index arithmetic)">,
     Option<"minBlocks", "min-blocks", "int64_t", /*default=*/"128",
            "Least number of blocks a tiled kernel must have">,
+    Option<"tf32", "tf32", "bool", /*default=*/"false",
+           "Multiply on TF32 tensor cores (mma.sync m16n8k8, sm_80 and later)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
-                           "mlir::arith::ArithDialect"];
+                           "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::NVVM::NVVMDialect"];
 }
 
 def KilnGpuVectorizeElementwise

@@ -25,6 +25,11 @@ struct GpuPassOptions {
   bool vectorizeElementwise = true;
   /// kiln-gpu-mma-contractions: f16/bf16 products on tensor cores.
   bool mmaContractions = true;
+  /// kiln-gpu-tile-contractions' tf32: float32 products and convolutions
+  /// on TF32 tensor cores (inputs rounded to 10 mantissa bits, f32 sums),
+  /// on sm_80 and later, as PyTorch does for convolutions by default;
+  /// false (kilnc --gpu-precision=fp32) keeps exact FP32 FMAs.
+  bool tf32 = true;
 };
 
 } // namespace kiln

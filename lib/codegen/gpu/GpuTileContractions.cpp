@@ -46,6 +46,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -73,6 +75,30 @@ struct BlockTile {
   /// (bk consecutive threads per column) hits 32 distinct banks.
   int64_t pad() const { return 32 / bk; }
   int64_t tn() const { return bn / kSide; }
+};
+
+// TF32 (tf32=true): the block's 8 warps as 2 x 4, each warp a (bm / 2) x
+// (bn / 4) tile of C as mTiles x nTiles mma.sync m16n8k8 tiles; each
+// thread holds 4 accumulators per mma tile, as many as the FMA kernel's
+// tm x tn (64 for 128 x 128, 16 for 64 x 64).
+constexpr int64_t kWarpSize = 32;
+constexpr int64_t kWarpsM = 2, kWarpsN = 4; // kWarpsM * kWarpsN * 32 == kThreads
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8;
+constexpr int64_t kARegs = 4, kBRegs = 2, kCRegs = 4;
+
+/// Where an operand's K-slice lives in shared memory. The FMA kernel keeps
+/// [k][x] (x: M for A, N for B). The TF32 kernel picks per operand so that
+/// both the staging stores and the fragment loads are free of bank
+/// conflicts: an operand fetched with consecutive threads along K (a
+/// row-major A, a convolution's weights) is kept [x][bk + 4] (a fragment's
+/// 8 x 4 lanes read x = g, k = t: bank 4g + t); one fetched along x is kept
+/// [k][span + 8] (bank 8t + g).
+struct Staging {
+  bool xMajor = false;
+  int64_t rows = 0, cols = 0;
+  std::pair<Value, Value> at(Value k, Value x) const {
+    return xMajor ? std::pair(x, k) : std::pair(k, x);
+  }
 };
 
 /// C[batch][M][N] += A[batch][M][K] * B[batch][K][N] over groups of the
@@ -152,11 +178,14 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
 /// at most a fifth of its outputs on the edges; else, among those with
 /// enough blocks, the least wasteful if it wastes at most half (a thin
 /// product, such as a depthwise convolution's M = 1, is no tile's work).
-std::optional<BlockTile> chooseTile(const Contraction &c, int64_t minBlocks) {
-  static const BlockTile tiles[] = {{128, 128, 8}, {64, 64, 16}};
+std::optional<BlockTile> chooseTile(const Contraction &c, int64_t minBlocks, bool tf32) {
+  static const BlockTile fmaTiles[] = {{128, 128, 8}, {64, 64, 16}};
+  // Deeper slices for tensor cores: a slice of 8 would be two mma.sync per
+  // fragment load and one barrier pair per 16 of them per warp.
+  static const BlockTile tf32Tiles[] = {{128, 128, 32}, {64, 64, 32}};
   std::optional<BlockTile> best;
   double bestUse = 0;
-  for (const BlockTile &t : tiles) {
+  for (const BlockTile &t : tf32 ? ArrayRef(tf32Tiles) : ArrayRef(fmaTiles)) {
     int64_t rows = llvm::divideCeil(c.M, t.bm), cols = llvm::divideCeil(c.N, t.bn);
     if (rows > kMaxGridYZ || c.batchSize > kMaxGridYZ || rows * cols * c.batchSize < minBlocks)
       continue;
@@ -177,8 +206,14 @@ struct TileEmitter {
   const Contraction &c;
   BlockTile tile;
   Location loc;
-  Value aTile, bTile; // A^T: [bk][bm + pad], B: [bk][bn + pad]
+  bool tf32;
+  Value aTile, bTile; // shared K-slices of A and B, laid out as aStage, bStage
   Value blockN, blockM, blockBatch;
+  Staging aStage, bStage;
+
+  TileEmitter(const Contraction &c, BlockTile tile, bool tf32)
+      : c(c), tile(tile), loc(c.op.getLoc()), tf32(tf32),
+        aStage(staging(c.a, c.m, tile.bm)), bStage(staging(c.b, c.n, tile.bn)) {}
 
   Value cst(OpBuilder &b, int64_t v) const { return codegen::indexConstant(b, loc, v); }
   Value add(OpBuilder &b, Value x, int64_t v) const {
@@ -233,14 +268,30 @@ struct TileEmitter {
     return cond.getResult(0);
   }
 
+  /// Whether consecutive threads fetch one operand along K: its innermost
+  /// dim follows K's innermost and not its own group's (a row-major A, a
+  /// transposed B).
+  bool kInner(OpOperand *operand, ArrayRef<unsigned> group) const {
+    AffineExpr last = c.op.getMatchingIndexingMap(operand).getResults().back();
+    return last.isFunctionOfDim(c.k.back()) && !last.isFunctionOfDim(group.back());
+  }
+
+  /// The shared layout of one operand's K-slice (Staging).
+  Staging staging(OpOperand *operand, ArrayRef<unsigned> group, int64_t span) const {
+    if (!tf32)
+      return {false, tile.bk, span + tile.pad()};
+    if (kInner(operand, group))
+      return {true, span, tile.bk + 4};
+    return {false, tile.bk, span + 8};
+  }
+
   /// Where thread `t`'s e-th element of a K-slice of one operand goes in
-  /// its shared tile ([k][x], x: the operand's own group, `span` of it).
-  /// Consecutive threads go along the group the operand's innermost dim
-  /// follows (coalesced): K for a row-major A or a transposed B, else x.
+  /// its shared tile, as (k, x), x in the operand's own group (`span` of
+  /// it). Consecutive threads go along the group the operand's innermost
+  /// dim follows (coalesced): K for a row-major A or a transposed B, else x.
   std::pair<Value, Value> slot(OpBuilder &b, Value t, int64_t e, OpOperand *operand,
                                ArrayRef<unsigned> group, int64_t span) const {
-    AffineExpr last = c.op.getMatchingIndexingMap(operand).getResults().back();
-    bool kInner = last.isFunctionOfDim(c.k.back()) && !last.isFunctionOfDim(group.back());
+    bool kInner = this->kInner(operand, group);
     int64_t inner = kInner ? tile.bk : span;
     Value flat = add(b, t, e);
     Value lo = arith::RemUIOp::create(b, loc, flat, cst(b, inner));
@@ -288,16 +339,184 @@ struct TileEmitter {
     return SmallVector<Value>(cond.getResults());
   }
 
-  /// Stores thread `t`'s fetched elements into the shared tiles.
+  /// Stores thread `t`'s fetched elements into the shared tiles (rounded
+  /// to TF32 for the tensor cores: once per element, here).
   void put(OpBuilder &b, Value t, ValueRange values) const {
     int64_t i = 0;
-    for (auto [operand, group, span, dst] :
-         {std::tuple(c.a, ArrayRef<unsigned>(c.m), tile.bm, aTile),
-          std::tuple(c.b, ArrayRef<unsigned>(c.n), tile.bn, bTile)})
+    for (auto [operand, group, span, dst, stage] :
+         {std::tuple(c.a, ArrayRef<unsigned>(c.m), tile.bm, aTile, aStage),
+          std::tuple(c.b, ArrayRef<unsigned>(c.n), tile.bn, bTile, bStage)})
       for (int64_t e = 0; e < span * tile.bk; e += kThreads) {
         auto [ki, xi] = slot(b, t, e, operand, group, span);
-        memref::StoreOp::create(b, loc, values[i++], dst, ValueRange{ki, xi});
+        auto [row, col] = stage.at(ki, xi);
+        Value v = values[i++];
+        memref::StoreOp::create(b, loc, tf32 ? roundToTf32(b, v) : v, dst, ValueRange{row, col});
       }
+  }
+
+  /// x rounded to TF32 (10 explicit mantissa bits), to nearest with ties
+  /// away from zero as cvt.rna.tf32.f32 does, in integer arithmetic so that
+  /// the emulation rounds alike: add half of TF32's last place, clear the
+  /// 13 bits below it. Infinities and NaNs keep their class (their
+  /// mantissa bits below TF32's are clear or do not matter); the largest
+  /// finite floats round to infinity, as they must.
+  Value roundToTf32(OpBuilder &b, Value x) const {
+    Type i32 = b.getI32Type();
+    Value bits = arith::BitcastOp::create(b, loc, i32, x);
+    Value half = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0x1000));
+    Value mask = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(0xFFFFE000u)));
+    Value rounded = arith::AndIOp::create(b, loc, arith::AddIOp::create(b, loc, bits, half), mask);
+    return arith::BitcastOp::create(b, loc, b.getF32Type(), rounded);
+  }
+
+  // --- TF32: warp tiles of mma.sync m16n8k8 ---------------------------------
+
+  int64_t mTiles() const { return tile.bm / kWarpsM / kMmaM; }
+  int64_t nTiles() const { return tile.bn / kWarpsN / kMmaN; }
+  /// Fragment registers per thread per step of 8 along K: A's, then B's.
+  int64_t fragmentsPerStep() const { return mTiles() * kARegs + nTiles() * kBRegs; }
+  int64_t fragmentsPerThread() const { return tile.bk / kMmaK * fragmentsPerStep(); }
+
+  /// Thread `t`'s lane coordinates in the fragment layouts (PTX ISA,
+  /// "Matrix Fragments for mma.m16n8k8" with .tf32): g = lane / 4, q =
+  /// lane % 4, and its warp's first row and column in the block's tile.
+  struct WarpLane {
+    Value lane, g, q, m0, n0;
+  };
+  WarpLane warpLane(OpBuilder &b, Value t) const {
+    Value warp = arith::DivUIOp::create(b, loc, t, cst(b, kWarpSize));
+    Value lane = arith::RemUIOp::create(b, loc, t, cst(b, kWarpSize));
+    Value wm = arith::DivUIOp::create(b, loc, warp, cst(b, kWarpsN));
+    Value wn = arith::RemUIOp::create(b, loc, warp, cst(b, kWarpsN));
+    return {lane, arith::DivUIOp::create(b, loc, lane, cst(b, 4)),
+            arith::RemUIOp::create(b, loc, lane, cst(b, 4)),
+            arith::MulIOp::create(b, loc, wm, cst(b, tile.bm / kWarpsM)),
+            arith::MulIOp::create(b, loc, wn, cst(b, tile.bn / kWarpsN))};
+  }
+
+  /// Thread `t`'s fragments of step s (of 8 along K) of the staged slice:
+  /// for each mma row tile i, a0..a3 = A(g, q), A(g + 8, q), A(g, q + 4),
+  /// A(g + 8, q + 4); then for each column tile j, b0, b1 = B(q, g),
+  /// B(q + 4, g) (rows and columns within the tile, k within the step).
+  /// Every step's, in order, when `step` is none (the emulation's).
+  SmallVector<Value> fragments(OpBuilder &b, Value t, std::optional<int64_t> step = {}) const {
+    WarpLane w = warpLane(b, t);
+    SmallVector<Value> regs;
+    auto load = [&](Value tileMem, const Staging &stage, Value k, Value x) {
+      auto [row, col] = stage.at(k, x);
+      regs.push_back(memref::LoadOp::create(b, loc, tileMem, ValueRange{row, col}));
+    };
+    for (int64_t s = step.value_or(0); s < (step ? *step + 1 : tile.bk / kMmaK); ++s) {
+      Value k = add(b, w.q, s * kMmaK), k4 = add(b, w.q, s * kMmaK + 4);
+      Value gm = arith::AddIOp::create(b, loc, w.m0, w.g);
+      for (int64_t i = 0; i < mTiles(); ++i) {
+        Value m = add(b, gm, i * kMmaM), m8 = add(b, gm, i * kMmaM + 8);
+        load(aTile, aStage, k, m);
+        load(aTile, aStage, k, m8);
+        load(aTile, aStage, k4, m);
+        load(aTile, aStage, k4, m8);
+      }
+      Value gn = arith::AddIOp::create(b, loc, w.n0, w.g);
+      for (int64_t j = 0; j < nTiles(); ++j) {
+        Value n = add(b, gn, j * kMmaN);
+        load(bTile, bStage, k, n);
+        load(bTile, bStage, k4, n);
+      }
+    }
+    return regs;
+  }
+
+  /// Thread `t`'s accumulators after the staged slice, on the tensor cores:
+  /// accumulator (i * nTiles + j) * 4 + e is element e of mma tile (i, j).
+  /// Each step's fragments are loaded right before its mma.sync (not all
+  /// up front), so that only one step's are live: 128 x 128 tiles need
+  /// 64 accumulators and 32 values of the next slice per thread already.
+  SmallVector<Value> mmaMultiply(OpBuilder &b, Value t, ValueRange acc) const {
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    auto dType = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(kCRegs, f32));
+    auto word = [&](Value v) -> Value { return arith::BitcastOp::create(b, loc, i32, v); };
+    SmallVector<Value> sums(acc.begin(), acc.end());
+    for (int64_t s = 0; s < tile.bk / kMmaK; ++s) {
+      SmallVector<Value> regs = fragments(b, t, s);
+      int64_t base = 0;
+      for (int64_t i = 0; i < mTiles(); ++i)
+        for (int64_t j = 0; j < nTiles(); ++j) {
+          SmallVector<Value> a, bv;
+          for (int64_t r = 0; r < kARegs; ++r)
+            a.push_back(word(regs[base + i * kARegs + r]));
+          for (int64_t r = 0; r < kBRegs; ++r)
+            bv.push_back(word(regs[base + mTiles() * kARegs + j * kBRegs + r]));
+          int64_t first = (i * nTiles() + j) * kCRegs;
+          Value d = NVVM::MmaOp::create(
+              b, loc, dType, a, bv, ArrayRef<Value>(sums).slice(first, kCRegs),
+              {kMmaM, kMmaN, kMmaK}, std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32, NVVM::MMATypes::tf32},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+          for (int64_t e = 0; e < kCRegs; ++e)
+            sums[first + e] = LLVM::ExtractValueOp::create(b, loc, d, e);
+        }
+    }
+    return sums;
+  }
+
+  /// The block-tile row and column of thread `t`'s accumulator `idx`
+  /// (element e of mma tile (i, j): row g + 8 (e / 2), column 2q + e % 2).
+  std::pair<Value, Value> accumulatorAt(OpBuilder &b, const WarpLane &w, int64_t idx) const {
+    int64_t e = idx % kCRegs, j = idx / kCRegs % nTiles(), i = idx / kCRegs / nTiles();
+    Value row = add(b, arith::AddIOp::create(b, loc, w.m0, w.g), i * kMmaM + 8 * (e / 2));
+    Value col = add(b, arith::AddIOp::create(b, loc, w.n0, arith::MulIOp::create(b, loc, w.q, cst(b, 2))),
+                    j * kMmaN + e % 2);
+    return {row, col};
+  }
+
+  /// The emulation's mma.sync for thread `t`: each of its accumulators
+  /// (row r, column n of an mma tile) += sum over k of A(r, k) B(k, n),
+  /// every operand element read from the registers (`fragMem`, one row per
+  /// thread, as `fragments` loaded them) of the lane and register that the
+  /// layout puts it in, written as the inverse of `fragments`' formulas:
+  /// A(r, k) in lane 4 (r % 8) + k % 4, register r / 8 + 2 (k / 4); B(k, n)
+  /// in lane 4 n + k % 4, register k / 4. A load that puts an element in
+  /// the wrong lane or register, or a store of an accumulator to the wrong
+  /// place, gives a wrong result.
+  void emulatedMma(OpBuilder &b, Value t, Value fragMem, Value accMem) const {
+    WarpLane w = warpLane(b, t);
+    Value warpBase = arith::SubIOp::create(b, loc, t, w.lane);
+    for (int64_t s = 0; s < tile.bk / kMmaK; ++s)
+      codegen::emulationLoop(b, loc, mTiles() * nTiles() * kCRegs, [&](OpBuilder &ib, Value idx) {
+        Value e = arith::RemUIOp::create(ib, loc, idx, cst(ib, kCRegs));
+        Value tileIdx = arith::DivUIOp::create(ib, loc, idx, cst(ib, kCRegs));
+        Value j = arith::RemUIOp::create(ib, loc, tileIdx, cst(ib, nTiles()));
+        Value i = arith::DivUIOp::create(ib, loc, tileIdx, cst(ib, nTiles()));
+        Value upper = arith::DivUIOp::create(ib, loc, e, cst(ib, 2));   // row g + 8
+        Value odd = arith::RemUIOp::create(ib, loc, e, cst(ib, 2));     // column 2q + 1
+        Value n = arith::AddIOp::create(ib, loc, arith::MulIOp::create(ib, loc, w.q, cst(ib, 2)), odd);
+        Value aRegBase = arith::AddIOp::create(
+            ib, loc, cst(ib, s * fragmentsPerStep()),
+            arith::AddIOp::create(ib, loc, arith::MulIOp::create(ib, loc, i, cst(ib, kARegs)), upper));
+        Value bRegBase = arith::AddIOp::create(
+            ib, loc, cst(ib, s * fragmentsPerStep() + mTiles() * kARegs),
+            arith::MulIOp::create(ib, loc, j, cst(ib, kBRegs)));
+        Value aLaneBase = arith::AddIOp::create(ib, loc, warpBase,
+                                                arith::MulIOp::create(ib, loc, w.g, cst(ib, 4)));
+        Value bLaneBase = arith::AddIOp::create(ib, loc, warpBase,
+                                                arith::MulIOp::create(ib, loc, n, cst(ib, 4)));
+        Value init = memref::LoadOp::create(ib, loc, accMem, ValueRange{t, idx});
+        auto sum = scf::ForOp::create(
+            ib, loc, cst(ib, 0), cst(ib, kMmaK), cst(ib, 1), ValueRange{init},
+            [&](OpBuilder &kb, Location, Value k, ValueRange acc) {
+              Value kq = arith::RemUIOp::create(kb, loc, k, cst(kb, 4));
+              Value kh = arith::DivUIOp::create(kb, loc, k, cst(kb, 4));
+              Value aLane = arith::AddIOp::create(kb, loc, aLaneBase, kq);
+              Value aReg = arith::AddIOp::create(kb, loc, aRegBase,
+                                                 arith::MulIOp::create(kb, loc, kh, cst(kb, 2)));
+              Value bLane = arith::AddIOp::create(kb, loc, bLaneBase, kq);
+              Value bReg = arith::AddIOp::create(kb, loc, bRegBase, kh);
+              Value x = memref::LoadOp::create(kb, loc, fragMem, ValueRange{aLane, aReg});
+              Value y = memref::LoadOp::create(kb, loc, fragMem, ValueRange{bLane, bReg});
+              scf::YieldOp::create(kb, loc, ValueRange{math::FmaOp::create(kb, loc, x, y, acc[0])});
+            });
+        memref::StoreOp::create(ib, loc, sum.getResult(0), accMem, ValueRange{t, idx});
+      });
   }
 
   /// Thread `t`'s tm x tn accumulators (row-major) after the staged slice.
@@ -324,15 +543,26 @@ struct TileEmitter {
   /// C += thread `t`'s accumulators, within C's bounds (C = the fill's
   /// value + the accumulators, when the kernel takes the fill over).
   void store(OpBuilder &b, Value t, ValueRange acc) const {
-    Value tx = arith::RemUIOp::create(b, loc, t, cst(b, kSide));
-    Value ty = arith::DivUIOp::create(b, loc, t, cst(b, kSide));
-    Value m0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockM, cst(b, tile.bm)), ty);
-    Value n0 = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockN, cst(b, tile.bn)), tx);
+    Value bm0 = arith::MulIOp::create(b, loc, blockM, cst(b, tile.bm));
+    Value bn0 = arith::MulIOp::create(b, loc, blockN, cst(b, tile.bn));
+    // Where accumulator idx goes in the block's tile: the FMA kernel's
+    // (ty + 16 i, tx + 16 j) for idx = i * tn + j, or the mma layout's.
+    std::function<std::pair<Value, Value>(int64_t)> position;
+    if (tf32) {
+      WarpLane w = warpLane(b, t);
+      position = [&, w](int64_t idx) { return accumulatorAt(b, w, idx); };
+    } else {
+      Value tx = arith::RemUIOp::create(b, loc, t, cst(b, kSide));
+      Value ty = arith::DivUIOp::create(b, loc, t, cst(b, kSide));
+      position = [&, tx, ty](int64_t idx) {
+        return std::pair(add(b, ty, kSide * (idx / tile.tn())), add(b, tx, kSide * (idx % tile.tn())));
+      };
+    }
     OpOperand *out = c.op.getDpsInitOperand(0);
-    for (int64_t i = 0; i < tile.tm(); ++i)
-      for (int64_t j = 0; j < tile.tn(); ++j) {
-        Value m = add(b, m0, kSide * i), n = add(b, n0, kSide * j);
-        Value sum = acc[i * tile.tn() + j];
+    for (int64_t idx = 0; idx < (int64_t)acc.size(); ++idx) {
+        auto [mi, ni] = position(idx);
+        Value m = arith::AddIOp::create(b, loc, bm0, mi), n = arith::AddIOp::create(b, loc, bn0, ni);
+        Value sum = acc[idx];
         auto update = [&](OpBuilder &nb) {
           SmallVector<Value> iv = blockIndices(nb);
           delinearize(nb, m, c.m, iv);
@@ -368,12 +598,12 @@ struct TileEmitter {
 
 /// The kernel as one gpu.launch: the phases separated by barriers, the
 /// accumulators carried in registers across K-slices.
-void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile) {
+void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile, bool tf32) {
   Location loc = c.op.getLoc();
-  TileEmitter em{c, tile, loc, {}, {}, {}, {}, {}};
+  TileEmitter em(c, tile, tf32);
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Type aType = em.tileType(tile.bk, tile.bm + tile.pad(), workgroup);
-  Type bType = em.tileType(tile.bk, tile.bn + tile.pad(), workgroup);
+  Type aType = em.tileType(em.aStage.rows, em.aStage.cols, workgroup);
+  Type bType = em.tileType(em.bStage.rows, em.bStage.cols, workgroup);
   Value one = em.cst(b, 1);
   auto launch = gpu::LaunchOp::create(b, loc, em.cst(b, em.gridN()), em.cst(b, em.gridM()),
                                       em.cst(b, c.batchSize), em.cst(b, kThreads), one, one,
@@ -393,7 +623,7 @@ void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile) {
       kb, loc, em.cst(kb, 0), em.cst(kb, c.K), em.cst(kb, tile.bk), em.zeroSums(kb),
       [&](OpBuilder &lb, Location, Value k0, ValueRange acc) {
         SmallVector<Value> next = em.fetchNext(lb, t, k0);
-        SmallVector<Value> sums = em.multiply(lb, t, acc);
+        SmallVector<Value> sums = tf32 ? em.mmaMultiply(lb, t, acc) : em.multiply(lb, t, acc);
         gpu::BarrierOp::create(lb, loc);
         em.put(lb, t, next);
         gpu::BarrierOp::create(lb, loc);
@@ -405,13 +635,17 @@ void buildLaunch(OpBuilder &b, const Contraction &c, BlockTile tile) {
 
 /// The same kernel for the CPU (emulate=true): blocks and threads as
 /// loops, each phase run for every thread before the next one starts.
-void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
+void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile, bool tf32) {
   Location loc = c.op.getLoc();
-  TileEmitter em{c, tile, loc, {}, {}, {}, {}, {}};
+  TileEmitter em(c, tile, tf32);
   int64_t accs = tile.tm() * tile.tn();
-  em.aTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bm + tile.pad(), {}));
-  em.bTile = memref::AllocOp::create(b, loc, em.tileType(tile.bk, tile.bn + tile.pad(), {}));
+  em.aTile = memref::AllocOp::create(b, loc, em.tileType(em.aStage.rows, em.aStage.cols, {}));
+  em.bTile = memref::AllocOp::create(b, loc, em.tileType(em.bStage.rows, em.bStage.cols, {}));
   Value accMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, accs, {}));
+  // TF32: every thread's fragment registers, loaded before any mma.sync
+  // of the warp reads them (mma.sync is a warp's collective).
+  Value fragMem = memref::AllocOp::create(
+      b, loc, em.tileType(kThreads, tf32 ? em.fragmentsPerThread() : 1, {}));
   auto forEach = [&](OpBuilder &ob, int64_t n, function_ref<void(OpBuilder &, Value)> fn) {
     codegen::emulationLoop(ob, loc, n, fn);
   };
@@ -442,9 +676,18 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
                              forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
                                storeRow(tb, fetchedMem, t, em.fetchNext(tb, t, k0));
                              });
-                             forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
-                               storeRow(tb, accMem, t, em.multiply(tb, t, loadRow(tb, accMem, t)));
-                             });
+                             if (tf32) {
+                               forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
+                                 storeRow(tb, fragMem, t, em.fragments(tb, t));
+                               });
+                               forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
+                                 em.emulatedMma(tb, t, fragMem, accMem);
+                               });
+                             } else {
+                               forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
+                                 storeRow(tb, accMem, t, em.multiply(tb, t, loadRow(tb, accMem, t)));
+                               });
+                             }
                              forEach(lb, kThreads, [&](OpBuilder &tb, Value t) {
                                em.put(tb, t, loadRow(tb, fetchedMem, t));
                              });
@@ -454,7 +697,7 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile) {
       });
     });
   });
-  for (Value mem : {em.aTile, em.bTile, accMem, fetchedMem})
+  for (Value mem : {em.aTile, em.bTile, accMem, fetchedMem, fragMem})
     memref::DeallocOp::create(b, loc, mem);
 }
 
@@ -467,11 +710,11 @@ struct GpuTileContractionsPass : impl::KilnGpuTileContractionsBase<GpuTileContra
       std::optional<Contraction> c = matchContraction(op);
       if (!c)
         continue;
-      std::optional<BlockTile> tile = chooseTile(*c, minBlocks);
+      std::optional<BlockTile> tile = chooseTile(*c, minBlocks, tf32);
       if (!tile)
         continue;
       codegen::replaceWithKernel(op, c->fill, [&](OpBuilder &b) {
-        emulate ? buildEmulation(b, *c, *tile) : buildLaunch(b, *c, *tile);
+        emulate ? buildEmulation(b, *c, *tile, tf32) : buildLaunch(b, *c, *tile, tf32);
       });
     }
   }

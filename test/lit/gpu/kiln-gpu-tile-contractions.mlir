@@ -1,5 +1,7 @@
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions --canonicalize --cse --split-input-file | FileCheck %s
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions="emulate=1 min-blocks=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=EMU
+// RUN: kiln-opt %s --kiln-gpu-tile-contractions="tf32=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=TF32
+// RUN: kiln-opt %s --kiln-gpu-tile-contractions="tf32=1 emulate=1 min-blocks=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=TF32EMU
 
 // 2048 x 64 x 2048: 16 x 16 blocks of 128 x 128 (256 blocks >= 128, no
 // edge), 256 threads with 8 x 8 sums each. Slice 0 of A^T and B (rows
@@ -12,6 +14,35 @@
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
 #c = affine_map<(m, k, n) -> (m, n)>
+// TF32 (tf32=1): the same blocks on tensor cores. A, fetched along K, is
+// staged x-major as 128 x (32 + 4), B as 32 x (128 + 8); K-slices of 32
+// (64 is two); each staged element is rounded to TF32 (+ 2^12, low 13
+// bits cleared); per slice, 4 steps of 8 along K of 4 x 4 mma.sync
+// m16n8k8 (the warp's 64 x 32 tile), then the 64 accumulators are stored.
+// TF32-LABEL: func.func @matmul_128
+// TF32: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256, {{.*}}) workgroup(%[[AT:.*]] : memref<128x36xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<32x136xf32, #gpu.address_space<workgroup>>)
+// TF32: arith.addi {{.*}}, %c4096_i32
+// TF32-NEXT: arith.andi {{.*}}, %c-8192_i32
+// TF32: scf.for {{.*}} = %c0 to %c64 step %c32 iter_args
+// TF32-COUNT-64: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>}
+// TF32-NOT: nvvm.mma.sync
+// TF32: gpu.barrier
+// TF32-COUNT-64: memref.store {{.*}} : memref<2048x2048xf32>
+// TF32-NOT: memref.store
+// TF32: gpu.terminator
+// The emulation: per slice, every thread's 96 fragment registers (4 steps
+// of 4 x 4 for A and 4 x 2 for B) are stored first, then each thread's 64
+// accumulators are summed over 8 k per step from the lanes that hold them.
+// TF32EMU-LABEL: func.func @matmul_128
+// TF32EMU: memref.alloc() : memref<128x36xf32>
+// TF32EMU: memref.alloc() : memref<32x136xf32>
+// TF32EMU: memref.alloc() : memref<256x64xf32>
+// TF32EMU: %[[FRAGS:.*]] = memref.alloc() : memref<256x96xf32>
+// TF32EMU: scf.for {{.*}} = %c0 to %c64 step %c32
+// TF32EMU: scf.for {{.*}} = %c0 to %c256 step %c1
+// TF32EMU-COUNT-96: memref.store {{.*}}, %[[FRAGS]]
+// TF32EMU-COUNT-4: scf.for {{.*}} = %c0 to %c8 step %c1 iter_args
+// TF32EMU-NOT: nvvm.mma.sync
 // CHECK-LABEL: func.func @matmul_128
 // CHECK-NOT: linalg.generic
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c16, {{.*}} = %c1) threads(%[[T:.*]], {{.*}}, {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
