@@ -135,6 +135,16 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
     llvm::report_fatal_error("kiln: internal lowering pipeline does not parse");
 }
 
+/// The fewest blocks a TF32 tiled matrix product must make. The FMA tiles
+/// need 128 (kiln-gpu-tile-contractions' default) to beat kiln-gpu-loops'
+/// kernels, which spread a product over every SM; on tensor cores 8 blocks
+/// of 64x64 already beat them for matrix products (encoder4's and
+/// mlp_gelu's make 8-64: mlp_gelu 0.38 -> 0.12 ms). Not for convolutions:
+/// at batch 1, ResNet-18 went 1.61 -> 2.24 ms with them at 8 too (their
+/// long K runs on few SMs, with im2col addresses per element); they keep
+/// 128 (measured on an H100 and an H200, docs/gpu.md).
+constexpr int kTf32ProductMinBlocks = 8;
+
 void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
   LoweringOptions opts;
   // Row-op fusion, NHWC layouts and microkernel calls are the CPU path's.
@@ -164,9 +174,10 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
                                  std::to_string(kGpuWeightAlignment) +
                                  " bf16=" + (bf16TensorCores ? "true" : "false") + "},"
                            : "") +
-      std::string(gpu.passes.tileContractions
-                      ? (tf32 ? "kiln-gpu-tile-contractions{tf32=true}," : "kiln-gpu-tile-contractions,")
-                      : "") +
+      std::string(!gpu.passes.tileContractions ? ""
+                  : tf32 ? "kiln-gpu-tile-contractions{tf32=true product-min-blocks=" +
+                               std::to_string(kTf32ProductMinBlocks) + "},"
+                         : "kiln-gpu-tile-contractions,") +
       std::string(gpu.passes.blockReductions ? "kiln-gpu-block-reductions," : "") +
       (gpu.passes.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise" + weights : "") +
       "kiln-gpu-loops,"

@@ -169,6 +169,17 @@ def specs():
             shared("encoder4"),
             ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0")] + flags,
             ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
+    # Exact FP32 FMAs (--gpu-precision=fp32) beside the default TF32, to
+    # compare the two in one run (the weights travel once).
+    for name in ["resnet18", "mlp_gelu"]:
+        d[f"{name}_fp32"] = (shared(name), ["--gpu-precision=fp32"], ("sets", name, [0]),
+                             {"model": name, "batch": 1})
+    d["encoder4_s128_fp32"] = (
+        shared("encoder4"),
+        ["--shapes-from", os.path.join(SHARED, "encoder4", "test_data_set_0"), "--gpu-precision=fp32"],
+        ("sets", "encoder4", [0]), {"model": "encoder4", "seq": 128})
+    d["resnet18_b32_fp32"] = (resnet18_b32, ["--gpu-precision=fp32"], ("replicate", "resnet18", 0, 32),
+                              {"model": "resnet18", "batch": 32})
     for n in [1024, 2048, 4096]:
         d[f"matmul{n}"] = (lambda n=n: matmul(n), [], ("random", [[n, n], [n, n]]),
                            {"model": "matmul", "n": n})
@@ -299,8 +310,11 @@ def main():
         model, extra, data, baseline = all_specs[name]
         model = model() if callable(model) else model
         obj = os.path.join(tmp, name + ".o")
-        run([kilnc, model, "--target=nvptx64-nvidia-cuda", f"--mcpu={args.mcpu}",
-             f"--gpu-precision={args.gpu_precision}", "-o", obj] + extra)
+        precision = next((f.split("=", 1)[1] for f in extra if f.startswith("--gpu-precision=")),
+                         args.gpu_precision)
+        flags = extra if any(f.startswith("--gpu-precision=") for f in extra) else \
+            extra + [f"--gpu-precision={precision}"]
+        run([kilnc, model, "--target=nvptx64-nvidia-cuda", f"--mcpu={args.mcpu}", "-o", obj] + flags)
         exe = os.path.join(tmp, name + ".run")
         run(["cc", "-O2", "-I", os.path.join(ROOT, "runtime", "include"),
              os.path.join(ROOT, "scripts", "gpu", "object-run.c"), obj, "-L", os.path.dirname(runtime),
@@ -320,7 +334,7 @@ def main():
             f.write(image)
         kind = data[0]
         baseline = dict(baseline)
-        if args.gpu_precision == "tf32" and "atol" not in baseline:
+        if precision == "tf32" and "atol" not in baseline:
             # A TF32 product of standard-normal n x n matrices errs by about
             # 7e-4 sqrt(n) (each product of two inputs rounded to 11 bits
             # by 2^-11 sqrt 2 of itself, n of them with random signs): up to
@@ -330,7 +344,7 @@ def main():
             baseline.update(atol=5e-3 * math.sqrt(n) if n else 1e-2, rtol=1e-2)
         entry = {"name": name, "runner": name + ".run.gz", "weights": weights, "data": kind,
                  "baseline": baseline, "flops": model_flops(model, extra),
-                 "precision": args.gpu_precision}
+                 "precision": precision}
         if kind in ("sets", "replicate"):
             model_dir = data[1]
             sets = data[2] if kind == "sets" else [data[2]]

@@ -167,6 +167,10 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
            "Build the kernel as CPU loops (testing the index arithmetic)">,
     Option<"minBlocks", "min-blocks", "int64_t", /*default=*/"128",
            "Least number of blocks a tiled kernel must have">,
+    Option<"productMinBlocks", "product-min-blocks", "int64_t", /*default=*/"0",
+           "Least number of blocks for a matrix product (one K dim, operands "
+           "read by projected permutations) that no tile fits at min-blocks "
+           "(0: none); convolutions keep min-blocks">,
     Option<"tf32", "tf32", "bool", /*default=*/"false",
            "Multiply on TF32 tensor cores (mma.sync m16n8k8, sm_80 and later)">,
   ];

@@ -174,6 +174,15 @@ std::optional<Contraction> matchContraction(linalg::GenericOp op) {
   return c;
 }
 
+/// A (batched) matrix product rather than a convolution: one reduction dim
+/// and operands read by projected permutations of the loops (no im2col
+/// addresses: its staging is plain loads).
+bool isMatrixProduct(const Contraction &c) {
+  return c.k.size() == 1 &&
+         c.op.getMatchingIndexingMap(c.a).isProjectedPermutation() &&
+         c.op.getMatchingIndexingMap(c.b).isProjectedPermutation();
+}
+
 /// The largest block tile that fills at least `minBlocks` blocks and wastes
 /// at most a fifth of its outputs on the edges; else, among those with
 /// enough blocks, the least wasteful if it wastes at most half (a thin
@@ -710,7 +719,12 @@ struct GpuTileContractionsPass : impl::KilnGpuTileContractionsBase<GpuTileContra
       std::optional<Contraction> c = matchContraction(op);
       if (!c)
         continue;
+      // A product too small for min-blocks may still take a tile at
+      // product-min-blocks (the tile the first choice would have been
+      // is kept: 64x64 with 256 blocks rather than 128x128 with 64).
       std::optional<BlockTile> tile = chooseTile(*c, minBlocks, tf32);
+      if (!tile && productMinBlocks && isMatrixProduct(*c))
+        tile = chooseTile(*c, productMinBlocks, tf32);
       if (!tile)
         continue;
       codegen::replaceWithKernel(op, c->fill, [&](OpBuilder &b) {

@@ -2,6 +2,7 @@
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions="emulate=1 min-blocks=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=EMU
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions="tf32=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=TF32
 // RUN: kiln-opt %s --kiln-gpu-tile-contractions="tf32=1 emulate=1 min-blocks=1" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=TF32EMU
+// RUN: kiln-opt %s --kiln-gpu-tile-contractions="tf32=1 product-min-blocks=8" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=FEW
 
 // 2048 x 64 x 2048: 16 x 16 blocks of 128 x 128 (256 blocks >= 128, no
 // edge), 256 threads with 8 x 8 sums each. Slice 0 of A^T and B (rows
@@ -251,6 +252,58 @@ func.func @conv(%x: memref<2x3x17x17xf32>, %w: memref<40x3x3x3xf32>, %y: memref<
     %m = arith.mulf %p, %q : f32
     %s = arith.addf %m, %acc : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// product-min-blocks (what TF32 gets: 8): a 64 x 1024 x 4096 product (an
+// MLP's first layer at 64 rows) makes 64 blocks of 64 x 64, too few for
+// min-blocks (128), enough for product-min-blocks; a 64 x 64 x 4096 one
+// makes 1, too few for either. A convolution with as few blocks keeps
+// kiln-gpu-loops' kernel: product-min-blocks is for matrix products only.
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+#in = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, c, oh + kh, ow + kw)>
+#w = affine_map<(n, f, c, kh, kw, oh, ow) -> (f, c, kh, kw)>
+#out = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, f, oh, ow)>
+// FEW-LABEL: func.func @few_blocks
+// FEW: gpu.launch blocks({{.*}}) in ({{.*}} = %c64, {{.*}} = %c1, {{.*}} = %c1)
+// FEW-SAME: workgroup({{.*}} : memref<64x36xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<32x72xf32, #gpu.address_space<workgroup>>)
+// FEW-COUNT-16: nvvm.mma.sync
+// FEW: gpu.terminator
+// FEW-NOT: gpu.launch
+// FEW: linalg.generic
+// FEW-SAME: outs(%arg5 : memref<64x64xf32>)
+// FEW: linalg.generic
+// FEW-SAME: outs(%arg8 : memref<1x512x7x7xf32>)
+// CHECK-LABEL: func.func @few_blocks
+// CHECK-NOT: gpu.launch
+func.func @few_blocks(%x: memref<64x1024xf32>, %y: memref<1024x4096xf32>, %z: memref<64x4096xf32>,
+                      %s: memref<64x4096xf32>, %t: memref<4096x64xf32>, %u: memref<64x64xf32>,
+                      %i: memref<1x512x9x9xf32>, %k: memref<512x512x3x3xf32>, %o: memref<1x512x7x7xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %y : memref<64x1024xf32>, memref<1024x4096xf32>) outs(%z : memref<64x4096xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%s, %t : memref<64x4096xf32>, memref<4096x64xf32>) outs(%u : memref<64x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#in, #w, #out], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]}
+      ins(%i, %k : memref<1x512x9x9xf32>, memref<512x512x3x3xf32>) outs(%o : memref<1x512x7x7xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %r = arith.addf %m, %acc : f32
+    linalg.yield %r : f32
   }
   return
 }
