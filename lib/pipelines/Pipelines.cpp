@@ -32,6 +32,7 @@ void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) 
   if (opts.fuseRowOps)
     pm.addNestedPass<func::FuncOp>(createKilnFuseRowOps());
   if (opts.convertLayout) {
+    pm.addNestedPass<func::FuncOp>(createKilnConvTo2D());
     pm.addNestedPass<func::FuncOp>(createKilnConvertLayout());
     pm.addPass(createCanonicalizerPass());
   }

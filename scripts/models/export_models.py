@@ -114,6 +114,19 @@ class LSTMSequence(nn.Module):
         return self.lstm(x)[0]
 
 
+class Conv1dStem(nn.Module):
+    """The convolutional front end of a Whisper-style audio encoder (80 mel
+    bins, 3000 frames; width 384 as whisper-tiny)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(80, 384, 3, padding=1)
+        self.conv2 = nn.Conv1d(384, 384, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(x))))
+
+
 def convnext_tiny():
     m = torchvision.models.convnext_tiny(weights=None)
     # torchvision initialises each block's layer scale to 1e-6, which makes the
@@ -156,6 +169,11 @@ MODELS = {
                   "decoder block, d=256, 4 heads, causal mask (Where), LayerNorm, GELU MLP 4x"),
     "lstm_small": (LSTMSequence, (1, 32, 64), 13,
                    "LSTM 64 -> 128, one layer, batch_first, full output sequence"),
+    "r3d_18": (lambda: torchvision.models.video.r3d_18(weights=None), (1, 3, 8, 112, 112), 13,
+               "video ResNet: Conv3d 3x7x7 stem and 3x3x3 blocks (strided in time too), "
+               "3-D BatchNorm, AdaptiveAvgPool3d"),
+    "conv1d_stem": (Conv1dStem, (1, 80, 3000), 13,
+                    "Whisper-style audio stem: Conv1d 80 -> 384 k3, GELU, Conv1d k3 stride 2, GELU"),
 }
 
 

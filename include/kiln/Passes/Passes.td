@@ -50,6 +50,39 @@ def KilnSymbolicDims : Pass<"kiln-symbolic-dims", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnConvTo2D : Pass<"kiln-conv-to-2d", "mlir::func::FuncOp"> {
+  let summary = "1-D and 3-D convolutions as 2-D ones";
+  let description = [{
+    On the CPU path, before `kiln-convert-layout`, so that 1-D and 3-D
+    convolutions (static shapes) reach the 2-D convolution microkernels. A
+    1-D `kiln.conv` reads its input [N, C, L] as [N, C, 1, L] and its
+    kernel as [F, C/g, 1, K]. A 3-D one folds the kernel's depth into the
+    input channels and the output depth into the batch: the input's depth
+    is padded with zeros, one `kiln.gather` along depth with constant
+    indices od * sd + kd * dd makes [N, C, OD, KD, H, W], a transpose and a
+    reshape make it [N * OD, C * KD, H, W], the kernel [F, C/g, KD, KH, KW]
+    is read as [F, C/g * KD, KH, KW] (a new constant when it is one), and
+    the 2-D convolution's [N * OD, F, OH, OW] is reshaped to [N, OD, F, OH,
+    OW] and transposed to [N, F, OD, OH, OW]. Strides, pads and dilations
+    of H and W, groups and bias pass to the 2-D convolution.
+
+    ```mlir
+    %y = kiln.conv %x, %w {dilations = array<i64: 1, 1, 1>, group = 1 : i64,
+           pads = array<i64: 1, 1, 1, 1, 1, 1>, strides = array<i64: 1, 1, 1>}
+         : (tensor<1x2x4x6x6xf32>, tensor<3x2x3x3x3xf32>) -> tensor<1x3x4x6x6xf32>
+    // becomes
+    %p = kiln.pad %x, ... : -> tensor<1x2x6x6x6xf32>
+    %g = kiln.gather %p, %depths {axis = 2 : i64} : -> tensor<1x2x4x3x6x6xf32>
+    %t = kiln.transpose %g {perm = array<i64: 0, 2, 1, 3, 4, 5>} ...
+    %x2 = kiln.reshape %t, ... : -> tensor<4x6x6x6xf32>
+    %c = kiln.conv %x2, %w2 {...} : (..., tensor<3x6x3x3xf32>) -> tensor<4x3x6x6xf32>
+    %r = kiln.reshape %c, ... : -> tensor<1x4x3x6x6xf32>
+    %y = kiln.transpose %r {perm = array<i64: 0, 2, 1, 3, 4>} ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnConvertLayout : Pass<"kiln-convert-layout", "mlir::func::FuncOp"> {
   let summary = "Move 2-D convolution chains to NHWC and fuse their epilogues";
   let description = [{
