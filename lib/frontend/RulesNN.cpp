@@ -105,6 +105,119 @@ LogicalResult conv(NodeImporter &n, Outs &out) {
   return success();
 }
 
+/// A strided ConvTranspose as one convolution of its output phases (the
+/// "sub-pixel" form), when dilations are 1 and pads are not negative;
+/// none otherwise. Along an axis of stride s and kernel k, the output at
+/// u = o + pad_begin = q s + r (phase r) is sum_j x[q - j] w[r + s j]: a
+/// stride-1 convolution of x, padded by J - 1 before (J = ceil(k / s)),
+/// with the phase's taps w[r], w[r + s], ... reversed (zeros past k). All
+/// s^n phases share J, so they are one convolution with s^n times the
+/// output channels (per group: g, then the phases, then the channel), whose
+/// result is interleaved ([.., phases.., Q..] -> [.., Q0, s0, Q1, s1 ..]) and
+/// cropped to the output. Every product it does is one the transposed
+/// convolution needs, except the zero taps when s does not divide k; the
+/// zero-insertion form below does s^n times the work (the inserted zeros).
+Value convTransposeByPhases(NodeImporter &n, Value x, Value w, Value bias, int64_t G,
+                            ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                            ArrayRef<int64_t> dilations, ArrayRef<int64_t> outPad,
+                            ArrayRef<int64_t> pads) {
+  auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
+  int64_t spatial = kernel.size();
+  if (llvm::all_of(strides, [](int64_t s) { return s == 1; }) ||
+      llvm::any_of(dilations, [](int64_t d) { return d != 1; }) ||
+      llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return {};
+  int64_t N = xt.getDimSize(0), C = wt.getDimSize(0), Mg = wt.getDimSize(1), Cg = C / G;
+  int64_t phases = 1;
+  SmallVector<int64_t> J, Q, outSize;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = xt.getDimSize(2 + i), s = strides[i], k = kernel[i];
+    int64_t full = s * (in - 1) + k + outPad[i]; // u = 0 .. full - 1
+    J.push_back((k + s - 1) / s);
+    Q.push_back((full + s - 1) / s);
+    outSize.push_back(full - pads[i] - pads[spatial + i]);
+    if (outSize.back() <= 0 || Q.back() * s > (int64_t(1) << 31))
+      return {};
+    phases *= s;
+  }
+  auto noZero = n.b.getBoolAttr(false);
+  auto steps = [&](int64_t v) { return n.i64Tensor(SmallVector<int64_t>(spatial, v)); };
+
+  // Kernel [G * Cg, Mg, k..] -> padded to [.., J s ..] -> [G, Cg, Mg, J0, s0,
+  // J1, s1 ..], each J reversed -> [G, s0, s1 .., Mg, Cg, J0, J1 ..] ->
+  // [G * phases * Mg, Cg, J..].
+  SmallVector<int64_t> grow(2 * (2 + spatial), 0), split{G, Cg, Mg}, perm{0}, merged;
+  for (int64_t i = 0; i < spatial; ++i) {
+    grow[2 + spatial + 2 + i] = J[i] * strides[i] - kernel[i];
+    split.push_back(J[i]);
+    split.push_back(strides[i]);
+  }
+  Value v = w;
+  if (llvm::any_of(grow, [](int64_t g) { return g > 0; }))
+    v = n.make<PadOp>(v, n.i64Tensor(grow), n.scalarLike(w, 0), n.b.getStringAttr("constant"));
+  v = n.make<ReshapeOp>(v, n.i64Tensor(split), noZero);
+  SmallVector<int64_t> jAxes;
+  for (int64_t i = 0; i < spatial; ++i)
+    jAxes.push_back(3 + 2 * i);
+  v = n.make<SliceOp>(v, steps(-1), steps(std::numeric_limits<int64_t>::min()),
+                      n.i64Tensor(jAxes), steps(-1));
+  for (int64_t i = 0; i < spatial; ++i)
+    perm.push_back(4 + 2 * i); // the phases
+  perm.push_back(2);           // Mg
+  perm.push_back(1);           // Cg
+  for (int64_t i = 0; i < spatial; ++i)
+    perm.push_back(3 + 2 * i); // the taps
+  v = n.make<TransposeOp>(v, n.b.getDenseI64ArrayAttr(perm));
+  merged = {G * phases * Mg, Cg};
+  llvm::append_range(merged, J);
+  v = n.make<ReshapeOp>(v, n.i64Tensor(merged), noZero);
+
+  // The bias once per phase: [G * Mg] -> [G, 1, Mg] x phases -> [G * phases * Mg].
+  Value b;
+  if (bias) {
+    Value g = n.make<ReshapeOp>(bias, n.i64Tensor({G, 1, Mg}), noZero);
+    b = n.make<ConcatOp>(SmallVector<Value>(phases, g), n.b.getI64IntegerAttr(1));
+    b = n.make<ReshapeOp>(b, n.i64Tensor({G * phases * Mg}), noZero);
+  }
+
+  // Stride-1 convolution padded by J - 1 before and Q - in after: Q per axis.
+  SmallVector<int64_t> convPads(J.begin(), J.end());
+  for (int64_t &p : convPads)
+    p -= 1;
+  for (int64_t i = 0; i < spatial; ++i)
+    convPads.push_back(Q[i] - xt.getDimSize(2 + i));
+  Value y = n.make<ConvOp>(x, v, b, n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(spatial, 1)),
+                           n.b.getDenseI64ArrayAttr(convPads),
+                           n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(spatial, 1)),
+                           n.b.getI64IntegerAttr(G));
+  // [N, G * phases * Mg, Q..] -> [N, G, s0, s1 .., Mg, Q0, Q1 ..] ->
+  // [N, G, Mg, Q0, s0, Q1, s1 ..] -> [N, G * Mg, Q0 s0, Q1 s1 ..].
+  SmallVector<int64_t> unfolded{N, G}, back{0, 1, 2 + spatial}, interleaved{N, G * Mg};
+  llvm::append_range(unfolded, strides);
+  unfolded.push_back(Mg);
+  llvm::append_range(unfolded, Q);
+  for (int64_t i = 0; i < spatial; ++i) {
+    back.push_back(3 + spatial + i);
+    back.push_back(2 + i);
+    interleaved.push_back(Q[i] * strides[i]);
+  }
+  y = n.make<ReshapeOp>(y, n.i64Tensor(unfolded), noZero);
+  y = n.make<TransposeOp>(y, n.b.getDenseI64ArrayAttr(back));
+  y = n.make<ReshapeOp>(y, n.i64Tensor(interleaved), noZero);
+  // The output: u from pad_begin, outSize of it.
+  SmallVector<int64_t> starts, ends, axes;
+  bool crop = false;
+  for (int64_t i = 0; i < spatial; ++i) {
+    starts.push_back(pads[i]);
+    ends.push_back(pads[i] + outSize[i]);
+    axes.push_back(2 + i);
+    crop |= pads[i] > 0 || outSize[i] != Q[i] * strides[i];
+  }
+  if (crop)
+    y = n.make<SliceOp>(y, n.i64Tensor(starts), n.i64Tensor(ends), n.i64Tensor(axes), steps(1));
+  return y;
+}
+
 /// ConvTranspose as a convolution: the input is dilated by the stride (zeros
 /// inserted), padded by (k-1)*d minus the ONNX pads (cropped where that is
 /// negative), and convolved with the kernel flipped and its in/out channels
@@ -166,6 +279,11 @@ LogicalResult convTranspose(NodeImporter &n, Outs &out) {
     }
   }
   auto noZero = n.b.getBoolAttr(false);
+  if (Value y = convTransposeByPhases(n, x, w, n.input(2), G, kernel, strides, dilations, outPad,
+                                      pads)) {
+    out.push_back(y);
+    return success();
+  }
 
   // 1. Zero insertion: [N, C, H, W] -> [N, C, H, 1, W, 1] -> pad to
   //    [N, C, H, s, W, s] -> [N, C, H*s, W*s] -> slice to (H-1)*s+1, ...

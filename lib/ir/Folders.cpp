@@ -425,6 +425,24 @@ static void nextIndex(MutableArrayRef<int64_t> idx, ArrayRef<int64_t> shape) {
 /// the index mapping is given as a function of the output multi-index.
 static Attribute gatherElements(DenseElementsAttr in, RankedTensorType rt,
                                 function_ref<int64_t(ArrayRef<int64_t>)> source) {
+  // f32 weights (a ConvTranspose's kernel flipped and regrouped by slices
+  // and gathers) are large: move raw words instead of going through
+  // Attribute, as TransposeOp::fold does.
+  if (!in.isSplat() && in.getElementType().isF32() &&
+      rt.getNumElements() <= kMaxArithFoldElements) {
+    ArrayRef<float> src(reinterpret_cast<const float *>(in.getRawData().data()),
+                        in.getNumElements());
+    std::vector<float> out(rt.getNumElements());
+    SmallVector<int64_t> idx(rt.getRank(), 0);
+    for (int64_t n = 0; n < rt.getNumElements(); ++n) {
+      int64_t s = source(idx);
+      if (s < 0 || s >= (int64_t)src.size())
+        return {};
+      out[n] = src[s];
+      nextIndex(idx, rt.getShape());
+    }
+    return DenseElementsAttr::get(rt, ArrayRef<float>(out));
+  }
   if (rt.getNumElements() > kMaxGenericFoldElements &&
       !(in.isSplat() && rt.getNumElements() <= kMaxArithFoldElements))
     return {};

@@ -114,6 +114,43 @@ class LSTMSequence(nn.Module):
         return self.lstm(x)[0]
 
 
+class UNetSmall(nn.Module):
+    """A small U-Net (widths 32-64-128-256) as segmentation models have it:
+    two 3x3 conv + BatchNorm + ReLU per level, MaxPool down, ConvTranspose
+    2x2 stride 2 up, skip connections concatenated."""
+
+    def __init__(self, widths=(32, 64, 128, 256), classes=2):
+        super().__init__()
+
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                                 nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+        self.down = nn.ModuleList()
+        cin = 3
+        for w in widths:
+            self.down.append(block(cin, w))
+            cin = w
+        self.up = nn.ModuleList()
+        self.merge = nn.ModuleList()
+        for w in reversed(widths[:-1]):
+            self.up.append(nn.ConvTranspose2d(cin, w, 2, stride=2))
+            self.merge.append(block(2 * w, w))
+            cin = w
+        self.head = nn.Conv2d(cin, classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, d in enumerate(self.down):
+            x = d(x)
+            if i < len(self.down) - 1:
+                skips.append(x)
+                x = nn.functional.max_pool2d(x, 2)
+        for up, merge in zip(self.up, self.merge):
+            x = merge(torch.cat([up(x), skips.pop()], dim=1))
+        return self.head(x)
+
+
 class Conv1dStem(nn.Module):
     """The convolutional front end of a Whisper-style audio encoder (80 mel
     bins, 3000 frames; width 384 as whisper-tiny)."""
@@ -172,6 +209,8 @@ MODELS = {
     "r3d_18": (lambda: torchvision.models.video.r3d_18(weights=None), (1, 3, 8, 112, 112), 13,
                "video ResNet: Conv3d 3x7x7 stem and 3x3x3 blocks (strided in time too), "
                "3-D BatchNorm, AdaptiveAvgPool3d"),
+    "unet_small": (UNetSmall, (1, 3, 128, 128), 13,
+                   "U-Net: 3 levels, MaxPool down, ConvTranspose 2x2 stride 2 up, skip Concat"),
     "conv1d_stem": (Conv1dStem, (1, 80, 3000), 13,
                     "Whisper-style audio stem: Conv1d 80 -> 384 k3, GELU, Conv1d k3 stride 2, GELU"),
 }
