@@ -61,8 +61,56 @@ struct PowByWholeNumber : OpRewritePattern<PowOp> {
   }
 };
 
+/// avg_pool(pad(x, zeros around the spatial dims)) with no pads of its own
+/// -> avg_pool(x) with those pads, counted in the divisor. The same sums
+/// and divisors: every window of the padded tensor lies inside it, so the
+/// old divisor is the window's size, and count_include_pad counts the same
+/// zeros. PyTorch exports avg_pool2d(padding=p) this way (Inception's
+/// branch pools); as a Pad, it stopped the pool from reaching the NHWC
+/// pooling kernel (kiln-convert-layout moves a pool whose input is a
+/// transpose) and ran as a loop nest, 14 % of Inception-v3's time.
+struct ZeroPadIntoAvgPool : OpRewritePattern<AvgPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPoolOp op, PatternRewriter &rw) const override {
+    auto pad = op.getInput().getDefiningOp<PadOp>();
+    if (!pad || pad.getMode() != "constant" || op.getChannelsLast() ||
+        llvm::any_of(op.getPads(), [](int64_t p) { return p != 0; }) ||
+        llvm::any_of(op.getCeilPads(), [](int64_t p) { return p != 0; }))
+      return failure();
+    auto xType = dyn_cast<RankedTensorType>(pad.getInput().getType());
+    DenseIntElementsAttr pads;
+    DenseElementsAttr value;
+    if (!xType || !matchPattern(pad.getPads(), m_Constant(&pads)) ||
+        !matchPattern(pad.getValue(), m_Constant(&value)) || !value.isSplat())
+      return failure();
+    Type elt = value.getElementType();
+    if (!isa<FloatType>(elt) || !value.getSplatValue<llvm::APFloat>().isZero())
+      return failure();
+    int64_t rank = xType.getRank(), spatial = rank - 2;
+    SmallVector<int64_t> p;
+    for (const APInt &v : pads.getValues<APInt>())
+      p.push_back(v.getSExtValue());
+    if ((int64_t)p.size() != 2 * rank || p[0] || p[1] || p[rank] || p[rank + 1] ||
+        llvm::any_of(p, [](int64_t v) { return v < 0; }))
+      return failure();
+    SmallVector<int64_t> poolPads;
+    for (int64_t i = 0; i < spatial; ++i)
+      poolPads.push_back(p[2 + i]);
+    for (int64_t i = 0; i < spatial; ++i)
+      poolPads.push_back(p[rank + 2 + i]);
+    rw.replaceOpWithNewOp<AvgPoolOp>(op, op.getType(), pad.getInput(), op.getKernelShapeAttr(),
+                                     op.getStridesAttr(), rw.getDenseI64ArrayAttr(poolPads),
+                                     op.getCeilPadsAttr(), rw.getBoolAttr(true), UnitAttr());
+    return success();
+  }
+};
+
 } // namespace
 
 void PowOp::getCanonicalizationPatterns(RewritePatternSet &patterns, MLIRContext *ctx) {
   patterns.add<PowByWholeNumber>(ctx);
+}
+
+void AvgPoolOp::getCanonicalizationPatterns(RewritePatternSet &patterns, MLIRContext *ctx) {
+  patterns.add<ZeroPadIntoAvgPool>(ctx);
 }

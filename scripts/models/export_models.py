@@ -209,6 +209,10 @@ MODELS = {
     "r3d_18": (lambda: torchvision.models.video.r3d_18(weights=None), (1, 3, 8, 112, 112), 13,
                "video ResNet: Conv3d 3x7x7 stem and 3x3x3 blocks (strided in time too), "
                "3-D BatchNorm, AdaptiveAvgPool3d"),
+    "inception_v3": (lambda: torchvision.models.inception_v3(weights=None, aux_logits=False,
+                                                             init_weights=True),
+                     (1, 3, 299, 299), 13,
+                     "factorised 1x7/7x1 and 1x3/3x1 Conv, parallel branches Concat, AvgPool 3x3"),
     "unet_small": (UNetSmall, (1, 3, 128, 128), 13,
                    "U-Net: 3 levels, MaxPool down, ConvTranspose 2x2 stride 2 up, skip Concat"),
     "conv1d_stem": (Conv1dStem, (1, 80, 3000), 13,

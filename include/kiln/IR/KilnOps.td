@@ -415,6 +415,9 @@ def Kiln_AvgPoolOp : Kiln_Op<"avg_pool"> {
                        DenseI64ArrayAttr:$ceil_pads, BoolAttr:$count_include_pad,
                        UnitAttr:$channels_last);
   let results = (outs AnyTensor:$output);
+  // A zero Pad of the spatial dims right before becomes the pool's own
+  // pads (counted in the divisor), so the pool reaches the NHWC kernel.
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;

@@ -68,3 +68,34 @@ func.func @pow_unknown_broadcast(%x: tensor<*xf32>, %y: tensor<3xf32>) -> (tenso
   %b = kiln.pow %y, %c : (tensor<3xf32>, tensor<1x1xf32>) -> tensor<1x3xf32>
   return %a, %b : tensor<*xf32>, tensor<1x3xf32>
 }
+
+// -----
+
+// avg_pool of a zero Pad of the spatial dims (PyTorch's export of
+// avg_pool2d(3, 1, padding=1)) takes the pads itself, counted in the
+// divisor: the same sums and divisors (every window of the padded tensor
+// is whole). Left alone: a Pad of the channels, a non-zero value, and a
+// pool with pads of its own.
+// CHECK-LABEL: func.func @zero_pad_into_avg_pool
+// CHECK: %[[P:.*]] = kiln.avg_pool %arg0 {ceil_pads = array<i64: 0, 0>, count_include_pad = true, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 2, 1, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+// CHECK: kiln.pad
+// CHECK: kiln.avg_pool
+// CHECK: kiln.pad
+// CHECK: kiln.avg_pool
+// CHECK: kiln.avg_pool
+// CHECK-SAME: pads = array<i64: 1, 1, 1, 1>
+// CHECK: return %[[P]]
+func.func @zero_pad_into_avg_pool(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x6x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x10x10xf32>) {
+  %pads = kiln.constant {value = dense<[0, 0, 1, 2, 0, 0, 1, 0]> : tensor<8xi64>} : () -> tensor<8xi64>
+  %chan = kiln.constant {value = dense<[0, 1, 1, 1, 0, 1, 1, 1]> : tensor<8xi64>} : () -> tensor<8xi64>
+  %zero = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %p = kiln.pad %x, %pads, %zero {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x4x10x10xf32>
+  %a = kiln.avg_pool %p {ceil_pads = array<i64: 0, 0>, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x10x10xf32>) -> tensor<1x4x8x8xf32>
+  %pc = kiln.pad %x, %chan, %zero {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x6x10x10xf32>
+  %b = kiln.avg_pool %pc {ceil_pads = array<i64: 0, 0>, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x6x10x10xf32>) -> tensor<1x6x8x8xf32>
+  %po = kiln.pad %x, %pads, %one {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x4x10x10xf32>
+  %c = kiln.avg_pool %po {ceil_pads = array<i64: 0, 0>, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x10x10xf32>) -> tensor<1x4x8x8xf32>
+  %d = kiln.avg_pool %p {ceil_pads = array<i64: 0, 0>, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x4x10x10xf32>) -> tensor<1x4x10x10xf32>
+  return %a, %b, %c, %d : tensor<1x4x8x8xf32>, tensor<1x6x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x10x10xf32>
+}
