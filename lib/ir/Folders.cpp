@@ -425,9 +425,9 @@ static void nextIndex(MutableArrayRef<int64_t> idx, ArrayRef<int64_t> shape) {
 /// the index mapping is given as a function of the output multi-index.
 static Attribute gatherElements(DenseElementsAttr in, RankedTensorType rt,
                                 function_ref<int64_t(ArrayRef<int64_t>)> source) {
-  // f32 weights (a ConvTranspose's kernel flipped and regrouped by slices
-  // and gathers) are large: move raw words instead of going through
-  // Attribute, as TransposeOp::fold does.
+  // f32 weights (transposed for Gemm's transB, a ConvTranspose's kernel
+  // flipped by a slice) are large: move raw words instead of going through
+  // Attribute.
   if (!in.isSplat() && in.getElementType().isF32() &&
       rt.getNumElements() <= kMaxArithFoldElements) {
     ArrayRef<float> src(reinterpret_cast<const float *>(in.getRawData().data()),
@@ -471,8 +471,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor a) {
   auto rt = staticType(getType());
   if (!in || !rt)
     return {};
-  // Weight transposes (Gemm transB) are large: move raw 32-bit words
-  // directly instead of going through Attribute.
+  // Weight transposes (Gemm transB) are large: gatherElements moves raw
+  // f32 words for them.
   SmallVector<int64_t> inStrides = stridesOf(in.getType().getShape());
   auto source = [&](ArrayRef<int64_t> idx) {
     int64_t s = 0;
@@ -480,18 +480,6 @@ OpFoldResult TransposeOp::fold(FoldAdaptor a) {
       s += idx[i] * inStrides[perm[i]];
     return s;
   };
-  if (!in.isSplat() && in.getElementType().isF32() &&
-      rt.getNumElements() <= kMaxArithFoldElements) {
-    ArrayRef<float> src(reinterpret_cast<const float *>(in.getRawData().data()),
-                        in.getNumElements());
-    std::vector<float> out(rt.getNumElements());
-    SmallVector<int64_t> idx(rt.getRank(), 0);
-    for (int64_t n = 0; n < rt.getNumElements(); ++n) {
-      out[n] = src[source(idx)];
-      nextIndex(idx, rt.getShape());
-    }
-    return DenseElementsAttr::get(rt, ArrayRef<float>(out));
-  }
   return gatherElements(in, rt, source);
 }
 
