@@ -292,6 +292,9 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
                        DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
+  // Kernel taps that only ever read padding are dropped (DeepLab's ASPP:
+  // a 3x3 convolution dilated by 24 on a 14x14 map is a 1x1 one).
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {

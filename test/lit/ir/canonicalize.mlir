@@ -99,3 +99,28 @@ func.func @zero_pad_into_avg_pool(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf3
   %d = kiln.avg_pool %p {ceil_pads = array<i64: 0, 0>, count_include_pad = false, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x4x10x10xf32>) -> tensor<1x4x10x10xf32>
   return %a, %b, %c, %d : tensor<1x4x8x8xf32>, tensor<1x6x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x10x10xf32>
 }
+
+// -----
+
+// Kernel taps that only ever read padding are dropped. 3x3 dilated by 24 on
+// a 14x14 map padded by 24 (DeepLab-v3's ASPP): offsets -24 and +24 never
+// reach the input, so it is a 1x1 convolution with no pads. Dilated by 12,
+// the outer taps reach the border rows and columns: left alone. A 7-wide
+// kernel along W, stride 2, padded 4 on a 2-wide input: taps 0, 1 and 6
+// never read it (2i + t - 4 for i = 0, 1), taps 2-5 do; pads become 2 and
+// 2 (the same two outputs).
+// CHECK-LABEL: func.func @dead_conv_taps
+// CHECK-DAG: %[[W1:.*]] = kiln.constant {value = dense<2.000000e+00> : tensor<4x8x1x1xf32>}
+// CHECK-DAG: %[[W5:.*]] = kiln.constant {value = dense<3.000000e+00> : tensor<4x8x1x4xf32>}
+// CHECK: kiln.conv %arg0, %[[W1]] {dilations = array<i64: 24, 24>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x14x14xf32>, tensor<4x8x1x1xf32>) -> tensor<1x4x14x14xf32>
+// CHECK: kiln.conv %arg0, {{.*}} {dilations = array<i64: 12, 12>, group = 1 : i64, pads = array<i64: 12, 12, 12, 12>, strides = array<i64: 1, 1>} : (tensor<1x8x14x14xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x14x14xf32>
+// CHECK: kiln.conv %arg1, %[[W5]] {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 2, 0, 2>, strides = array<i64: 1, 2>} : (tensor<1x8x1x2xf32>, tensor<4x8x1x4xf32>) -> tensor<1x4x1x2xf32>
+func.func @dead_conv_taps(%x: tensor<1x8x14x14xf32>, %v: tensor<1x8x1x2xf32>) -> (tensor<1x4x14x14xf32>, tensor<1x4x14x14xf32>, tensor<1x4x1x2xf32>) {
+  %w = kiln.constant {value = dense<2.0> : tensor<4x8x3x3xf32>} : () -> tensor<4x8x3x3xf32>
+  %w12 = kiln.constant {value = dense<1.0> : tensor<4x8x3x3xf32>} : () -> tensor<4x8x3x3xf32>
+  %w5 = kiln.constant {value = dense<3.0> : tensor<4x8x1x7xf32>} : () -> tensor<4x8x1x7xf32>
+  %a = kiln.conv %x, %w {dilations = array<i64: 24, 24>, group = 1 : i64, pads = array<i64: 24, 24, 24, 24>, strides = array<i64: 1, 1>} : (tensor<1x8x14x14xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x14x14xf32>
+  %b = kiln.conv %x, %w12 {dilations = array<i64: 12, 12>, group = 1 : i64, pads = array<i64: 12, 12, 12, 12>, strides = array<i64: 1, 1>} : (tensor<1x8x14x14xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x14x14xf32>
+  %c = kiln.conv %v, %w5 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 4, 0, 4>, strides = array<i64: 1, 2>} : (tensor<1x8x1x2xf32>, tensor<4x8x1x7xf32>) -> tensor<1x4x1x2xf32>
+  return %a, %b, %c : tensor<1x4x14x14xf32>, tensor<1x4x14x14xf32>, tensor<1x4x1x2xf32>
+}
