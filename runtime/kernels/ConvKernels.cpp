@@ -15,7 +15,11 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 weightBytes = q.groups * panels * KILN_PANEL * q.kh * q.kw * (q.c / q.groups) * 4;
   bool pixelMajor = blocks >= kMinPixelMajorBlocks && weightBytes <= kMaxPixelMajorWeightBytes;
   bool copyRows = tileRowsAlias(q, j.ldi);
-  bool pointwise = q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.ph == 0 && q.pw == 0;
+  // No padding at either end: the end pads are implied by oh and ow (a 1x1
+  // convolution padded at the end, as a strided ConvTranspose's phases
+  // make, reads zeros past the input, which pointwiseTile does not do).
+  bool pointwise = q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.ph == 0 && q.pw == 0 &&
+                   q.oh == q.h && q.ow == q.w;
   for (kiln_i64 item = begin; item < end; ++item) {
     kiln_i64 p, g, b, n;
     if (pixelMajor) {

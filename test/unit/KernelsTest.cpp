@@ -225,6 +225,15 @@ TEST(Kernels, ConvRowsFourKilobytesApart) {
 // 40 output channels each (a full panel, then a half one), a residual and a
 // clamp; input and output as channel slices of wider tensors; and one with a
 // GELU epilogue over full panels.
+// A 1x1 convolution padded at the end only (a strided ConvTranspose's
+// phases, kiln's importer): the last row and column of the output read
+// only padding, so it must not take the pointwise path, which reads
+// oh x ow input pixels (it did, and read past the input).
+TEST(Kernels, OneByOneWithEndPads) {
+  checkConv({2, 4, 5, 3, 27, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, true, false});
+  checkConv({1, 6, 3, 20, 40, 1, 1, 1, 1, 0, 0, 0, 2, 1, 1, 1, false, false});
+}
+
 TEST(Kernels, PointwiseTiles) {
   checkConv({2, 7, 9, 96, 80, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, true, -1.0f, 1.5f}, 5, 3);
   checkConv({1, 5, 11, 256, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false, -kInf, kInf,
