@@ -447,14 +447,13 @@ struct TileEmitter {
     SmallVector<Value> sums(acc.begin(), acc.end());
     for (int64_t s = 0; s < tile.bk / kMmaK; ++s) {
       SmallVector<Value> regs = fragments(b, t, s);
-      int64_t base = 0;
       for (int64_t i = 0; i < mTiles(); ++i)
         for (int64_t j = 0; j < nTiles(); ++j) {
           SmallVector<Value> a, bv;
           for (int64_t r = 0; r < kARegs; ++r)
-            a.push_back(word(regs[base + i * kARegs + r]));
+            a.push_back(word(regs[i * kARegs + r]));
           for (int64_t r = 0; r < kBRegs; ++r)
-            bv.push_back(word(regs[base + mTiles() * kARegs + j * kBRegs + r]));
+            bv.push_back(word(regs[mTiles() * kARegs + j * kBRegs + r]));
           int64_t first = (i * nTiles() + j) * kCRegs;
           Value d = NVVM::MmaOp::create(
               b, loc, dType, a, bv, ArrayRef<Value>(sums).slice(first, kCRegs),
@@ -653,8 +652,9 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile, bool tf3
   Value accMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, accs, {}));
   // TF32: every thread's fragment registers, loaded before any mma.sync
   // of the warp reads them (mma.sync is a warp's collective).
-  Value fragMem = memref::AllocOp::create(
-      b, loc, em.tileType(kThreads, tf32 ? em.fragmentsPerThread() : 1, {}));
+  Value fragMem;
+  if (tf32)
+    fragMem = memref::AllocOp::create(b, loc, em.tileType(kThreads, em.fragmentsPerThread(), {}));
   auto forEach = [&](OpBuilder &ob, int64_t n, function_ref<void(OpBuilder &, Value)> fn) {
     codegen::emulationLoop(ob, loc, n, fn);
   };
@@ -707,7 +707,8 @@ void buildEmulation(OpBuilder &b, const Contraction &c, BlockTile tile, bool tf3
     });
   });
   for (Value mem : {em.aTile, em.bTile, accMem, fetchedMem, fragMem})
-    memref::DeallocOp::create(b, loc, mem);
+    if (mem)
+      memref::DeallocOp::create(b, loc, mem);
 }
 
 struct GpuTileContractionsPass : impl::KilnGpuTileContractionsBase<GpuTileContractionsPass> {
