@@ -103,6 +103,8 @@ public:
       outputs.push_back({t.name, numpyName(t.dtype), shapeOf(t.dims)});
   }
 
+  int compilations() const { return model->stats().compilations; }
+
   /// feeds: name -> array, every input exactly once. Returns the outputs
   /// named in `names` (all when None), in that order.
   py::list run(py::object names, py::dict feeds) {
@@ -207,7 +209,7 @@ private:
 };
 
 kiln::CompileOptions compileOptions(int threads, const std::string &cpu, int optLevel,
-                                    bool cache) {
+                                    bool cache, bool dynamicShapes) {
   if (optLevel < 0 || optLevel > 3)
     raise(KILN_INVALID_ARGUMENT, "opt_level must be 0..3");
   if (threads < 0)
@@ -217,12 +219,13 @@ kiln::CompileOptions compileOptions(int threads, const std::string &cpu, int opt
   o.cpu = cpu;
   o.optLevel = optLevel;
   o.cache = cache;
+  o.dynamicShapes = dynamicShapes;
   return o;
 }
 
 std::shared_ptr<PyModel> compileFile(const std::string &path, int threads, const std::string &cpu,
-                                     int optLevel, bool cache) {
-  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache);
+                                     int optLevel, bool cache, bool dynamicShapes) {
+  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes);
   std::string error;
   std::unique_ptr<kiln::Model> m;
   {
@@ -235,8 +238,9 @@ std::shared_ptr<PyModel> compileFile(const std::string &path, int threads, const
 }
 
 std::shared_ptr<PyModel> compileBytes(py::bytes data, const std::string &baseDir, int threads,
-                                      const std::string &cpu, int optLevel, bool cache) {
-  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache);
+                                      const std::string &cpu, int optLevel, bool cache,
+                                      bool dynamicShapes) {
+  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes);
   std::string bytes = data;
   std::string error;
   std::unique_ptr<kiln::Model> m;
@@ -357,12 +361,14 @@ PYBIND11_MODULE(_kiln, m) {
       .def_readonly("inputs", &PyModel::inputs)
       .def_readonly("outputs", &PyModel::outputs)
       .def("_run", &PyModel::run, py::arg("output_names"), py::arg("feeds"))
-      .def("_last_input_addresses", &PyModel::lastAddresses);
+      .def("_last_input_addresses", &PyModel::lastAddresses)
+      .def("_compilations", &PyModel::compilations);
 
   m.def("_compile_file", &compileFile, py::arg("path"), py::arg("threads"), py::arg("cpu"),
-        py::arg("opt_level"), py::arg("cache"));
+        py::arg("opt_level"), py::arg("cache"), py::arg("dynamic_shapes"));
   m.def("_compile_bytes", &compileBytes, py::arg("data"), py::arg("base_dir"),
-        py::arg("threads"), py::arg("cpu"), py::arg("opt_level"), py::arg("cache"));
+        py::arg("threads"), py::arg("cpu"), py::arg("opt_level"), py::arg("cache"),
+        py::arg("dynamic_shapes"));
   m.def("_compile_to_file", &compileToFile, py::arg("path"), py::arg("out"), py::arg("emit"),
         py::arg("target"), py::arg("cpu"), py::arg("opt_level"), py::arg("external_weights"));
   m.def("read_tensor", &readTensor, py::arg("path"),

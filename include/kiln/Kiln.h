@@ -132,6 +132,11 @@ struct CompileOptions {
   /// Slow; a second opinion on the compiler's results (kiln-run --verify,
   /// kiln-conformance --interpret).
   bool interpret = false;
+  /// Compile once for every input shape where the model leaves dims unknown
+  /// (an ONNX dim_param or an unnamed dim): the code takes them at run time.
+  /// Where it cannot (an op whose lowering needs static shapes), or with
+  /// false, each new set of input shapes is compiled on its first run.
+  bool dynamicShapes = true;
   /// Test-only: compiled code adds 1 to every element of the first output of
   /// the ONNX node with this name, a deliberate miscompile that verify()
   /// must find. Ignored by the interpreter.

@@ -279,7 +279,7 @@ static std::string originOfUnknownShape(mlir::Value v) {
 }
 
 Status describeSignature(ModuleOp module, std::vector<TensorInfo> &inputs,
-                         std::vector<TensorInfo> &outputs) {
+                         std::vector<TensorInfo> &outputs, bool runtimeDims) {
   auto func = cast<func::FuncOp>(module.getBody()->front());
   auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
   auto describe = [&](Type t, DictionaryAttr attrs, std::vector<TensorInfo> &list,
@@ -287,12 +287,15 @@ Status describeSignature(ModuleOp module, std::vector<TensorInfo> &inputs,
     auto nameAttr = attrs ? attrs.getAs<StringAttr>("kiln.name") : StringAttr();
     std::string name = nameAttr ? nameAttr.str() : std::string();
     auto rt = dyn_cast<RankedTensorType>(t);
-    if (!rt || !rt.hasStaticShape())
+    if (!rt || (!rt.hasStaticShape() && !runtimeDims))
       return Status::error(KILN_COMPILE_ERROR,
                            "the shape of '" + name + "' is not known after shape inference" +
                                (value ? originOfUnknownShape(value) : std::string()));
-    list.push_back({std::move(name), dtypeOf(rt.getElementType()),
-                    std::vector<int64_t>(rt.getShape().begin(), rt.getShape().end())});
+    std::vector<int64_t> dims(rt.getShape().begin(), rt.getShape().end());
+    for (int64_t &d : dims)
+      if (ShapedType::isDynamic(d))
+        d = -1; // known only at run time
+    list.push_back({std::move(name), dtypeOf(rt.getElementType()), std::move(dims)});
     return {};
   };
   inputs.clear();
@@ -390,6 +393,19 @@ Status resolveGpuTarget(EmitOptions &options) {
 /// gpu.launch_func ops (buildLowerToGpuPipeline).
 static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &ptx,
                          const GpuPassOptions &passes = {}) {
+  // The GPU path generates code for static shapes only (issue 39 leaves it
+  // compiling per shape for now): say so once, naming the input.
+  for (auto func : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto t = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+          t && !t.hasStaticShape()) {
+        auto name = func.getArgAttrOfType<StringAttr>(i, "kiln.name");
+        return Status::error(KILN_COMPILE_ERROR,
+                             "input '" + (name ? name.str() : std::to_string(i)) + "' has dims " +
+                                 "known only at run time, and NVIDIA GPU code is generated " +
+                                 "for concrete shapes only: give them with --shape " +
+                                 "NAME=DxD... (the CPU takes such dims at run time)");
+      }
   MLIRContext &ctx = *module.getContext();
   DiagnosticCollector diags(ctx);
   PassManager pm(&ctx);

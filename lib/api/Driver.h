@@ -70,7 +70,8 @@ Status lower(mlir::ModuleOp module, LowerTo stage, const LoweringOptions &option
 /// The compiled signature of an imported module's function: names, dtypes
 /// and static dims. An error names a value whose shape is still unknown.
 Status describeSignature(mlir::ModuleOp module, std::vector<TensorInfo> &inputs,
-                         std::vector<TensorInfo> &outputs);
+                         std::vector<TensorInfo> &outputs,
+                         bool runtimeDims = false);
 
 /// Reports each stage's duration to a progress callback.
 class StageClock {

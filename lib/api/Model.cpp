@@ -180,6 +180,41 @@ struct Model::Impl {
   mutable Stats stats;
   /// Set once a compile showed that shapes depend on input values.
   mutable bool specialiseValues = false;
+  /// Set once the compile for every shape (dims known at run time) failed.
+  mutable bool dynamicFailed = false;
+
+  /// Whether the model has unknown input dims that one compile may cover.
+  bool dynamicCandidate() const {
+    if (!options.dynamicShapes || options.interpret || options.gpuTensorPassesOnCpu || cuda)
+      return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (dynamicFailed)
+        return false;
+    }
+    return std::any_of(inputs.begin(), inputs.end(), [](const TensorInfo &t) {
+      return t.kind == ValueKind::Tensor &&
+             std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
+    });
+  }
+  /// The executable compiled with the declared (unknown) input dims.
+  Status getDynamicExecutable(std::shared_ptr<Executable> &out) const {
+    Status s = getExecutable({}, {}, {}, out);
+    if (s.ok() && std::none_of(out->inputs.begin(), out->inputs.end(), [](const TensorInfo &t) {
+          return std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
+        }))
+      s = Status::error(KILN_INTERNAL, "not compiled for dims known at run time");
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mutex);
+      dynamicFailed = true;
+      if (options.progress)
+        options.progress(("one compile for every shape failed, compiling per shape: " +
+                          s.message.substr(0, 300))
+                             .c_str(),
+                         0.0);
+    }
+    return s;
+  }
 
   /// The on-disk cache (null when CompileOptions::cache is off).
   std::unique_ptr<CompileCache> diskCache;
@@ -274,6 +309,18 @@ static bool linkExecutable(Executable &exe, std::string_view object, const Targe
   if (!entry)
     return false;
   exe.finalize(reinterpret_cast<kiln_entry_fn>(entry));
+  // Compiled once for every shape: the dims known only at run time.
+  bool dynamic = std::any_of(exe.inputs.begin(), exe.inputs.end(), [](const TensorInfo &t) {
+    return std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
+  });
+  if (dynamic) {
+    void *count = exe.code->lookup("kiln_entry_num_dims", error);
+    void *fn = exe.code->lookup("kiln_entry_dims", error);
+    if (!count || !fn)
+      return false;
+    exe.desc.num_runtime_dims = (int32_t) * static_cast<const int64_t *>(count);
+    exe.desc.runtime_dims = reinterpret_cast<int64_t (*)(int64_t *)>(fn);
+  }
   return true;
 }
 
@@ -377,7 +424,11 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   done("import, shape inference, folding");
   releaseFreedMemory();
   auto exe = std::make_shared<Executable>();
-  if (Status s = describeSignature(*module, exe->inputs, exe->outputs); !s.ok())
+  // No shapes given: the declared ones, whose unknown dims the code takes
+  // at run time (Impl::getDynamicExecutable).
+  if (Status s = describeSignature(*module, exe->inputs, exe->outputs,
+                                   /*runtimeDims=*/shapes.empty());
+      !s.ok())
     return s;
   if (auto c = (*module)->getAttrOfType<DenseI64ArrayAttr>("kiln.output_row_counts"))
     exe->rowCounts.assign(c.asArrayRef().begin(), c.asArrayRef().end());
@@ -706,6 +757,14 @@ static Status executableFor(const Model::Impl &impl, const Layout &layout,
   {
     std::lock_guard<std::mutex> lock(impl.mutex);
     specialise = impl.specialiseValues;
+  }
+  // One compile for every shape where the model's unknown dims lower to
+  // code that takes them at run time; a model that cannot (an op whose
+  // lowering needs static shapes, shapes that depend on input values) is
+  // compiled per shape, as before.
+  if (layout.empty() && !specialise && impl.dynamicCandidate()) {
+    if (impl.getDynamicExecutable(exe).ok())
+      return {};
   }
   Status s =
       impl.getExecutable(layout, shapes, specialise ? valuesOf(inputs) : InputValues(), exe);

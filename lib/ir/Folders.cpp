@@ -381,13 +381,21 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor a) {
   if (OpFoldResult r = foldReshapeLike(getInput(), a.getInput(), getType()))
     return r;
   // reshape(reshape-like(x)) -> reshape(x), in place, when the shape spells
-  // out every dimension (a 0 or -1 would read the inner result's shape).
+  // out every dimension but at most one -1 (a 0 would read the inner
+  // result's dim; a -1 reads only the element count, which x has too).
   Operation *inner = getInput().getDefiningOp();
   auto shape = dense(a.getShape());
-  if (inner && isa<ReshapeOp, UnsqueezeOp, SqueezeOp, FlattenOp>(inner) && shape &&
-      staticType(getType()) && llvm::all_of(shape.getValues<APInt>(), [](const APInt &d) {
-        return d.isStrictlyPositive();
-      })) {
+  auto spelled = [&]() {
+    int inferred = 0;
+    for (const APInt &d : shape.getValues<APInt>()) {
+      if (d.isAllOnes())
+        ++inferred;
+      else if (!d.isStrictlyPositive())
+        return false;
+    }
+    return inferred == 0 ? (bool)staticType(getType()) : inferred == 1;
+  };
+  if (inner && isa<ReshapeOp, UnsqueezeOp, SqueezeOp, FlattenOp>(inner) && shape && spelled()) {
     getInputMutable().assign(inner->getOperand(0));
     return getResult();
   }

@@ -476,14 +476,32 @@ void SymbolicDims::visit(Operation *op) {
           setIfKnown(i, out[i]);
     }
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
-    // The axes not sliced keep their dims (sliced ones: what the type says).
+    // The axes not sliced keep their dims; a sliced one of a constant dim
+    // with bounds known as constants (often computed from other dims, which
+    // shape inference cannot fold when some dims are unknown) is a constant.
     Exprs in = dimsOf(sl.getInput());
     auto axes = getConstantInts(sl.getAxes());
+    auto starts = contentsOf(sl.getStarts()), ends = contentsOf(sl.getEnds()),
+         steps = contentsOf(sl.getSteps());
     if (axes && in.size() == d.size())
-      for (size_t i = 0; i < d.size(); ++i)
-        if (!llvm::is_contained(*axes, (int64_t)i) &&
-            !llvm::is_contained(*axes, (int64_t)i - (int64_t)d.size()))
+      for (size_t i = 0; i < d.size(); ++i) {
+        int64_t rank = d.size();
+        auto at = llvm::find_if(*axes, [&](int64_t a) { return (a < 0 ? a + rank : a) == (int64_t)i; });
+        if (at == axes->end()) {
           setIfKnown(i, in[i]);
+          continue;
+        }
+        size_t k = at - axes->begin();
+        auto dim = constantOf(in[i]);
+        if (!dim || !starts || !ends || !steps || k >= starts->size() || k >= ends->size() ||
+            k >= steps->size())
+          continue;
+        auto st = constantOf((*starts)[k]), en = constantOf((*ends)[k]),
+             sp = constantOf((*steps)[k]);
+        if (st && en && sp)
+          if (auto b = computeSliceBounds(*dim, *st, *en, *sp))
+            setIfKnown(i, constant(b->size));
+      }
   } else if (auto c = dyn_cast<ConvOp>(op)) {
     // NCHW: the batch is the input's, each spatial dim
     // (in + pads - dilation * (k - 1) - 1) floordiv stride + 1 (a floor, as
@@ -501,6 +519,23 @@ void SymbolicDims::visit(Operation *op) {
         AffineExpr num = simplify(in[2 + i] + (c.getPads()[i] + c.getPads()[spatial + i] -
                                                c.getDilations()[i] * (*k - 1) - 1));
         setIfKnown(2 + i, simplify(num.floorDiv(c.getStrides()[i]) + 1));
+      }
+    }
+  } else if (auto c = dyn_cast<Conv2DNhwcOp>(op)) {
+    // NHWC with OIHW weights: the batch is the input's, H and W as for
+    // ConvOp, the channels the weights' outputs.
+    Exprs in = dimsOf(c.getInput()), w = dimsOf(c.getWeight());
+    if (in.size() == 4 && w.size() == 4 && d.size() == 4 && c.getStrides().size() == 2 &&
+        c.getDilations().size() == 2 && c.getPads().size() == 4) {
+      setIfKnown(0, in[0]);
+      setIfKnown(3, w[0]);
+      for (size_t i = 0; i < 2; ++i) {
+        auto k = constantOf(w[2 + i]);
+        if (!in[1 + i] || !k || c.getStrides()[i] <= 0)
+          continue;
+        AffineExpr num = simplify(in[1 + i] + (c.getPads()[i] + c.getPads()[2 + i] -
+                                               c.getDilations()[i] * (*k - 1) - 1));
+        setIfKnown(1 + i, simplify(num.floorDiv(c.getStrides()[i]) + 1));
       }
     }
   } else if (auto m = dyn_cast<MatMulOp>(op)) {

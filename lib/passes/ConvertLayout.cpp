@@ -129,7 +129,9 @@ struct UnitTransposeToReshape : OpRewritePattern<TransposeOp> {
     auto outT = dyn_cast<RankedTensorType>(op.getType());
     // (A zero-sized tensor has no unit-dim-only form: reshape reads a 0 in
     // its target shape as "keep this dim".)
-    if (!inT || !outT || !outT.hasStaticShape() || outT.getNumElements() == 0)
+    // One dim known only at run time at most: the reshape infers it (-1).
+    if (!inT || !outT || llvm::count_if(outT.getShape(), ShapedType::isDynamic) > 1 ||
+        (outT.hasStaticShape() && outT.getNumElements() == 0))
       return failure();
     SmallVector<int64_t> moved;
     for (int64_t p : op.getPerm())
@@ -279,7 +281,13 @@ bool isLayoutAgnosticBinary(Operation *op) {
 
 Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
   auto st = RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type());
-  Value s = ConstantOp::create(b, loc, DenseElementsAttr::get(st, shape));
+  // One dim known only at run time: ONNX's -1, inferred from the others.
+  SmallVector<int64_t> target(shape);
+  assert(llvm::count_if(target, ShapedType::isDynamic) <= 1 && "one unknown dim at most");
+  for (int64_t &d : target)
+    if (ShapedType::isDynamic(d))
+      d = -1;
+  Value s = ConstantOp::create(b, loc, DenseElementsAttr::get(st, ArrayRef<int64_t>(target)));
   return ReshapeOp::create(b, loc, v, s, b.getBoolAttr(false));
 }
 

@@ -172,6 +172,10 @@ struct FoldAdd : OpRewritePattern<AddOp> {
           return replaceWithConv(rw, op, c, c.getWeight(), bias, Value(), lo(c), hi(c));
         }
       }
+      // A residual of the same type. With dims known only at run time the
+      // type does not say the dims are the same (one may broadcast):
+      // kiln-lower-to-linalg lowers such a convolution only where it can
+      // prove them equal (dynamicConvSupported) and refuses it otherwise.
       c = fusableConv(op->getOperand(i), 1);
       if (c && !c.getResidual() && other.getType() == c.getType() &&
           op.getType() == c.getType() && other != c.getResult()) {
@@ -287,7 +291,8 @@ struct FoldGelu : OpRewritePattern<MulOp> {
     auto rootT = dyn_cast<RankedTensorType>(root.getType());
     if (!rootT || rootT != x.getType())
       return failure();
-    if (reshape && (!rootT.hasStaticShape() || rootT.getRank() == 0 ||
+    if (reshape && (llvm::count_if(rootT.getShape(), ShapedType::isDynamic) > 1 ||
+                    rootT.getRank() == 0 || rootT.isDynamicDim(rootT.getRank() - 1) ||
                     rootT.getDimSize(rootT.getRank() - 1) != convT.getDimSize(3)))
       return failure();
     rw.setInsertionPoint(root);
@@ -310,9 +315,16 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     auto lt = dyn_cast<RankedTensorType>(op.getLhs().getType());
     auto rt = dyn_cast<RankedTensorType>(op.getRhs().getType());
     auto outT = dyn_cast<RankedTensorType>(op.getType());
-    if (!lt || !rt || !outT || !lt.hasStaticShape() || !outT.hasStaticShape() ||
-        lt.getRank() < 2 || rt.getRank() != 2 || !outT.getElementType().isF32() ||
-        !lt.getElementType().isF32() || outT.getNumElements() == 0)
+    // Dims known only at run time (compiled once for every shape): one of
+    // them at most on each side, which the reshapes infer (-1).
+    auto oneUnknown = [](RankedTensorType t) {
+      return llvm::count_if(t.getShape(), ShapedType::isDynamic) <= 1 &&
+             !t.isDynamicDim(t.getRank() - 1);
+    };
+    if (!lt || !rt || !outT || !oneUnknown(lt) || !oneUnknown(outT) ||
+        lt.getRank() < 2 || rt.getRank() != 2 || !rt.hasStaticShape() ||
+        !outT.getElementType().isF32() || !lt.getElementType().isF32() ||
+        (outT.hasStaticShape() && outT.getNumElements() == 0))
       return failure();
     SmallVector<float> w = constantValues(op.getRhs());
     int64_t K = rt.getDimSize(0), N = rt.getDimSize(1);
@@ -322,7 +334,7 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n)
         wt[n * K + k] = w[k * N + n];
-    int64_t rows = lt.getNumElements() / K;
+    int64_t rows = lt.hasStaticShape() ? lt.getNumElements() / K : ShapedType::kDynamic;
     Location loc = op.getLoc();
     Value x = reshapeTo(rw, loc, op.getLhs(), {1, 1, rows, K});
     Value weight = f32Constant(rw, loc, {N, K, 1, 1}, wt);
@@ -344,8 +356,8 @@ ReshapeOp reshapedConv(Value v) {
     return {};
   auto in = cast<RankedTensorType>(r.getInput().getType());
   auto out = dyn_cast<RankedTensorType>(r.getType());
-  if (!out || !out.hasStaticShape() || out.getRank() == 0 ||
-      out.getDimSize(out.getRank() - 1) != in.getDimSize(3))
+  if (!out || llvm::count_if(out.getShape(), ShapedType::isDynamic) > 1 || out.getRank() == 0 ||
+      out.isDynamicDim(out.getRank() - 1) || out.getDimSize(out.getRank() - 1) != in.getDimSize(3))
     return {};
   return r;
 }
@@ -372,10 +384,10 @@ struct HoistEpilogueAboveReshape : RewritePattern {
       if (op->getNumOperands() == 2) {
         Value other = op->getOperand(1 - i);
         auto ot = dyn_cast<RankedTensorType>(other.getType());
-        if (!ot || !ot.hasStaticShape())
+        if (!ot)
           continue;
         bool channelConstant =
-            matchPattern(other, m_Constant()) && ot.getRank() <= 4 &&
+            ot.hasStaticShape() && matchPattern(other, m_Constant()) && ot.getRank() <= 4 &&
             ot.getNumElements() == (ot.getRank() ? ot.getDimSize(ot.getRank() - 1) : 1);
         if (channelConstant)
           ; // broadcasts against [1, 1, rows, C] as against the reshaped result

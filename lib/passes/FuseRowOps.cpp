@@ -33,9 +33,12 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// An f32 tensor of known rank. Its dims may be known only at run time
+/// (compiled once for every shape): the row kernels take the number of
+/// rows and their length at run time.
 RankedTensorType staticF32(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() && t.getElementType().isF32() ? t : RankedTensorType();
+  return t && t.getElementType().isF32() ? t : RankedTensorType();
 }
 
 /// `a` when `axes` are exactly the trailing axes [a, rank) of `x`.
@@ -177,7 +180,8 @@ std::optional<std::pair<LayerNormOp, Value>> layerNormAndVector(Operation *op) {
     auto ln = op->getOperand(i).getDefiningOp<LayerNormOp>();
     Value v = op->getOperand(1 - i);
     auto vt = staticF32(v);
-    if (!ln || !ln->hasOneUse() || !vt || op->getResult(0).getType() != ln.getType())
+    if (!ln || !ln->hasOneUse() || !vt || !vt.hasStaticShape() ||
+        op->getResult(0).getType() != ln.getType())
       continue;
     ArrayRef<int64_t> slice = ln.getType().getShape().drop_front(ln.getAxis());
     ArrayRef<int64_t> shape = vt.getShape();

@@ -121,6 +121,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   pm.addPass(createKilnOutlineLoopNests());
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
   pm.addNestedPass<func::FuncOp>(createKilnEmptyArguments());
+  pm.addPass(createKilnRuntimeDimsArguments());
 
   std::string tail =
       "func.func(convert-linalg-to-loops),"

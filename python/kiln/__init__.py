@@ -57,6 +57,13 @@ class Model:
     def outputs(self):
         return list(self._compiled.outputs)
 
+    @property
+    def compilations(self):
+        """How many executables this model has made so far (compiled or read
+        from the cache): one for every shape when its dims lower to code
+        that takes them at run time, else one per set of input shapes."""
+        return self._compiled._compilations()
+
     def run(self, output_names=None, input_feed=None, *args, **kwargs):
         """Runs the model and returns a list of arrays: the outputs named in
         `output_names`, or all of them for None.
@@ -94,19 +101,24 @@ class Model:
         return f"kiln.Model(inputs={self.inputs}, outputs={self.outputs})"
 
 
-def compile(model, threads=0, cpu="host", opt_level=3, cache=True, base_dir=None):
+def compile(model, threads=0, cpu="host", opt_level=3, cache=True, base_dir=None,
+            dynamic_shapes=True):
     """Compiles an ONNX model: a path, or the model's bytes.
 
     threads: threads per run, the calling one included (0: the number of
     physical cores; 1: no pool). cpu: the LLVM CPU to compile for ("host").
     opt_level: 0..3. cache: keep compiled code in Kiln's on-disk cache
     ($KILN_CACHE_DIR or ~/.cache/kiln). base_dir: where a model given as
-    bytes finds its external data (None: it has none)."""
+    bytes finds its external data (None: it has none). dynamic_shapes: where
+    the model leaves input dims unknown, compile once for every shape (the
+    code takes the dims at run time); a model whose ops need static shapes,
+    or False, compiles once per new set of input shapes instead."""
     if isinstance(model, (bytes, bytearray, memoryview)):
         compiled = _kiln._compile_bytes(bytes(model), base_dir or "", threads, cpu, opt_level,
-                                        cache)
+                                        cache, dynamic_shapes)
     else:
-        compiled = _kiln._compile_file(os.fspath(model), threads, cpu, opt_level, cache)
+        compiled = _kiln._compile_file(os.fspath(model), threads, cpu, opt_level, cache,
+                                       dynamic_shapes)
     return Model(compiled)
 
 

@@ -232,3 +232,25 @@ def test_shared_model_matches_reference(model_path, data):
         assert got.shape == want.shape
         # kiln-run --check's tolerance: |out - ref| <= 1e-4 + 1e-3 |ref|.
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+ENCODER = os.path.join(SHARED, "encoder4", "model.onnx")
+
+
+@pytest.mark.skipif(not os.path.exists(ENCODER), reason="no encoder4 at KILN_SHARED_MODELS")
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_one_compile_for_every_length(dynamic):
+    """encoder4's sequence length is a dim_param: with dynamic_shapes one
+    executable serves both of its test sets (ONNX Runtime's outputs at
+    lengths 128 and 37) and a length of 0; without, each length compiles."""
+    model = kiln.compile(ENCODER, threads=1, cache=False, dynamic_shapes=dynamic)
+    folder = os.path.dirname(ENCODER)
+    for data in ("test_data_set_0", "test_data_set_1", "test_data_set_0"):
+        x = kiln.read_tensor(os.path.join(folder, data, "input_0.pb"))
+        want = kiln.read_tensor(os.path.join(folder, data, "output_0.pb"))
+        (got,) = model.run(None, {"input": x})
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+    (empty,) = model.run(None, {"input": np.zeros((1, 0, 256), np.float32)})
+    assert empty.shape == (1, 0, 256)
+    assert model.compilations == (1 if dynamic else 3)

@@ -158,8 +158,22 @@ extern "C" {
 /// such as attention heads inside one projection's output). B is packed on
 /// the fly, one KC x KILN_PANEL block at a time, into a stack buffer that
 /// stays in L1 while every row tile of A streams past it.
+/// Sizes known only at run time may be 0 (an empty KV cache): a product
+/// over no terms is 0, and no rows or columns is nothing to write.
+static void zeroMatrices(float *out, kiln_i64 batch, kiln_i64 batchStride, kiln_i64 rows,
+                         kiln_i64 cols, kiln_i64 rowStride) {
+  for (kiln_i64 b = 0; b < batch; ++b)
+    for (kiln_i64 i = 0; i < rows; ++i)
+      for (kiln_i64 j = 0; j < cols; ++j)
+        out[b * batchStride + i * rowStride + j] = 0.0f;
+}
+
 void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_addr cAddr) {
   const kiln_matmul_params *q = (const kiln_matmul_params *)params;
+  if (q->k <= 0) {
+    zeroMatrices((float *)cAddr, q->batch, q->stride_c, q->m, q->n, q->ldc);
+    return;
+  }
   MatMulJob job{q, (const float *)aAddr, (const float *)bAddr, (float *)cAddr};
   kiln_i64 batch = q->batch, M = q->m, N = q->n, K = q->k;
   kiln_i64 items = batch * ((N + KILN_PANEL - 1) / KILN_PANEL) *
@@ -171,6 +185,10 @@ void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_ad
 void kiln_attention_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln_addr vAddr,
                         kiln_addr outAddr, float scale) {
   const kiln_attention_params *q = (const kiln_attention_params *)params;
+  if (q->n <= 0) { // no keys: softmax of nothing times nothing
+    zeroMatrices((float *)outAddr, q->batch, q->out_batch_stride, q->m, q->dv, q->out_row_stride);
+    return;
+  }
   AttentionJob job{q, (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
                    (float *)outAddr, scale};
   kiln_i64 blockRows = attentionRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;

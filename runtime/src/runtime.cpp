@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 struct kiln_status {
   kiln_status_code code;
@@ -401,6 +402,65 @@ kiln_status *kiln_take_run_error(void) {
   return recorded ? ownedRunError(recorded) : nullptr;
 }
 
+/// The dims array of a model with dims known only at run time (see
+/// kiln_model_desc.num_runtime_dims) and every output's dims.
+static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tensor *const *inputs,
+                                       size_t numInputs, std::vector<int64_t> &dims,
+                                       std::vector<std::vector<int64_t>> &outputDims) {
+  for (size_t k = 0; k < outputDims.size(); ++k)
+    outputDims[k].assign(m->outputs[k].dims, m->outputs[k].dims + m->outputs[k].rank);
+  if (m->num_runtime_dims <= 0) {
+    for (const auto &o : outputDims)
+      for (int64_t d : o)
+        if (d < 0)
+          return kiln_status_create(KILN_INTERNAL,
+                                    "output shapes must be static in a compiled executable");
+    return nullptr;
+  }
+  if (!m->runtime_dims)
+    return kiln_status_create(KILN_INVALID_ARGUMENT,
+                              "the model has dims known only at run time but no runtime_dims");
+  dims.assign((size_t)m->num_runtime_dims, 0);
+  // Where each input entry came from, for the error message.
+  std::vector<std::pair<size_t, int32_t>> from;
+  size_t n = 0;
+  for (size_t i = 0; i < numInputs; ++i)
+    for (int32_t d = 0; d < m->inputs[i].rank; ++d)
+      if (m->inputs[i].dims[d] < 0) {
+        if (n == dims.size())
+          return kiln_status_create(KILN_INVALID_ARGUMENT, "num_runtime_dims is too small");
+        from.push_back({i, d});
+        dims[n++] = inputs[i]->dims[d];
+      }
+  int64_t bad = m->runtime_dims(dims.data());
+  if (bad > 0 && (size_t)bad <= from.size()) {
+    auto [i, d] = from[bad - 1];
+    const char *name = m->inputs[i].name ? m->inputs[i].name : "";
+    return kiln_status_create(KILN_SHAPE_MISMATCH,
+                              ("input " + std::to_string(i) + " '" + printableName(name) +
+                               "' has " + std::to_string(inputs[i]->dims[d]) + " in dim " +
+                               std::to_string(d) +
+                               ", which the model names as it names a dim of an earlier input "
+                               "that has another size")
+                                  .c_str());
+  }
+  if (bad != 0)
+    return kiln_status_create(KILN_INTERNAL, "the model's runtime_dims failed");
+  for (size_t k = 0; k < outputDims.size(); ++k)
+    for (int64_t &d : outputDims[k])
+      if (d < 0) {
+        if (n == dims.size())
+          return kiln_status_create(KILN_INVALID_ARGUMENT, "num_runtime_dims is too small");
+        d = dims[n++];
+        if (d < 0)
+          return kiln_status_create(KILN_SHAPE_MISMATCH,
+                                    ("output " + std::to_string(k) +
+                                     " would have a negative dim for these input shapes")
+                                        .c_str());
+      }
+  return nullptr;
+}
+
 kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                           const kiln_tensor *const *inputs, size_t numInputs,
                                           kiln_tensor **outputs, size_t numOutputs,
@@ -431,11 +491,12 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                               ("the model has " + std::to_string(m->num_outputs) +
                                " outputs, room was given for " + std::to_string(numOutputs))
                                   .c_str());
-  for (int32_t k = 0; k < m->num_outputs; ++k)
-    for (int32_t d = 0; d < m->outputs[k].rank; ++d)
-      if (m->outputs[k].dims[d] < 0)
-        return kiln_status_create(KILN_INTERNAL,
-                                  "output shapes must be static in a compiled executable");
+  // Dims known only at run time: the inputs' from the tensors, the
+  // outputs' from the model's runtime_dims.
+  std::vector<int64_t> runtimeDims;
+  std::vector<std::vector<int64_t>> outputDims(numOutputs);
+  if (kiln_status *s = computeRuntimeDims(m, inputs, numInputs, runtimeDims, outputDims))
+    return s;
   int32_t numCounts = m->num_row_counts;
   if (numCounts < 0 || (numCounts > 0 && !m->output_rows))
     return kiln_status_create(KILN_INVALID_ARGUMENT,
@@ -448,7 +509,7 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                 ("output " + std::to_string(k) +
                                  "'s row count is out of the model's range").c_str());
   }
-  size_t total = numInputs + numOutputs + numCounts + 1;
+  size_t total = numInputs + numOutputs + numCounts + 2;
   void **buffers = static_cast<void **>(std::malloc(total * sizeof(void *)));
   // One 64-byte slot per row count: the compiled code may assume the
   // alignment it gets for every buffer.
@@ -471,7 +532,7 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
     buffers[i] = inputs[i]->data;
   for (size_t k = 0; k < numOutputs; ++k) {
     const kiln_tensor_desc &d = m->outputs[k];
-    outputs[k] = createUninitialized(d.dtype, d.rank, d.dims);
+    outputs[k] = createUninitialized(d.dtype, d.rank, outputDims[k].data());
     if (!outputs[k]) {
       freeOutputs(k);
       std::free(buffers);
@@ -483,6 +544,8 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
   for (int32_t c = 0; c < numCounts; ++c)
     buffers[numInputs + numOutputs + c] = counts + 8 * c;
   buffers[numInputs + numOutputs + numCounts] = workspace;
+  if (m->num_runtime_dims > 0)
+    buffers[numInputs + numOutputs + numCounts + (m->workspace_size ? 1 : 0)] = runtimeDims.data();
   kiln_thread_pool *previous = kiln_thread_pool_attach(pool);
   kiln_status *outer = runError; // a run inside another run's callback, if ever
   runError = nullptr;

@@ -5,11 +5,13 @@
     /usr/bin/python3 scripts/bench/shapes_bench.py [--threads 1] [--lengths 38]
         [--tokens 48] [--d 256] [--layers 4] [--only encoder|decode] [--json FILE]
 
-encoder: ../shared/models/encoder4 (input [1, seq, 256]) through one
-  compiled model at --lengths sequence lengths from 1 to 256, each called
-  once at a new length (Kiln compiles then: its compile cache is off) and
-  then 5 more times (steady state). ONNX Runtime runs the same lengths
-  through one session.
+encoder: ../shared/models/encoder4 (input [1, seq, 256]) at --lengths
+  sequence lengths from 1 to 256 (and 37, 128), each called once at a new
+  length and then 7 more times (steady state), through two Kiln models side
+  by side: compiled once for every shape (the default), and specialised to
+  each length (dynamic_shapes=False: a compile at each new length; the
+  compile cache is off). ONNX Runtime runs the same lengths through one
+  session.
 decode: a GPT-2-style decoder (export_shape_models.Gpt2Decoder, --d wide,
   --layers deep, 4 heads, random weights), exported once into the bench
   cache; greedy generation of --tokens tokens at batch 1 from an 8-token
@@ -67,42 +69,65 @@ def lengths_list(n):
 
 
 def encoder(kiln, np, args):
+    """encoder4 at every length through two Kiln models side by side: the
+    one compile for every shape (dynamic_shapes, the default) and the code
+    specialised to each length (dynamic_shapes=False, a compile per length),
+    alternating call by call; then ONNX Runtime on the same lengths."""
     model = os.path.join(ROOT, "..", "shared", "models", "encoder4", "model.onnx")
-    lengths = lengths_list(args.lengths)
+    lengths = sorted(set(lengths_list(args.lengths)) | {37, 128})
     t0 = time.perf_counter()
-    m = kiln.compile(model, threads=args.threads, cache=False)
+    dyn = kiln.compile(model, threads=args.threads, cache=False)
     load_ms = (time.perf_counter() - t0) * 1e3
+    spec = kiln.compile(model, threads=args.threads, cache=False, dynamic_shapes=False)
     rows = []
     for L in lengths:
         x = (0.01 * ((np.arange(L * 256) % 13) - 6)).astype(np.float32).reshape(1, L, 256)
-        t = time.perf_counter()
-        m.run(None, {"input": x})
-        first = (time.perf_counter() - t) * 1e3
-        times = []
-        for _ in range(5):
+        first = {}
+        for name, m in (("dyn", dyn), ("spec", spec)):
             t = time.perf_counter()
             m.run(None, {"input": x})
-            times.append((time.perf_counter() - t) * 1e3)
-        rows.append({"length": L, "first_ms": first, "steady_ms": statistics.median(times)})
+            first[name] = (time.perf_counter() - t) * 1e3
+        times = {"dyn": [], "spec": []}
+        for _ in range(7):
+            for name, m in (("dyn", dyn), ("spec", spec)):
+                t = time.perf_counter()
+                m.run(None, {"input": x})
+                times[name].append((time.perf_counter() - t) * 1e3)
+        rows.append({"length": L, "first_ms": first["dyn"], "steady_ms": statistics.median(times["dyn"]),
+                     "spec_first_ms": first["spec"],
+                     "spec_steady_ms": statistics.median(times["spec"])})
     ort = ort_run(["--model", model, "--mode", "lengths", "--lengths",
                    ",".join(map(str, lengths)), "--threads", str(args.threads)])
     print(f"\n== encoder4 at {len(lengths)} lengths (1..256), threads={args.threads}")
-    print(f"{'length':>6}  {'Kiln first ms':>13}  {'Kiln ms':>8}  {'ORT first ms':>12}  "
-          f"{'ORT ms':>8}  {'Kiln/ORT':>8}")
+    print(f"{'length':>6}  {'first ms':>8}  {'Kiln ms':>8}  {'spec first':>10}  {'spec ms':>8}  "
+          f"{'ORT ms':>8}  {'Kiln/spec':>9}  {'Kiln/ORT':>8}")
     for k, o in zip(rows, ort["lengths"]):
-        print(f"{k['length']:>6}  {k['first_ms']:>13.1f}  {k['steady_ms']:>8.3f}  "
-              f"{o['first_ms']:>12.2f}  {o['steady_ms']:>8.3f}  "
+        print(f"{k['length']:>6}  {k['first_ms']:>8.1f}  {k['steady_ms']:>8.3f}  "
+              f"{k['spec_first_ms']:>10.1f}  {k['spec_steady_ms']:>8.3f}  {o['steady_ms']:>8.3f}  "
+              f"{k['steady_ms'] / k['spec_steady_ms']:>9.2f}  "
               f"{k['steady_ms'] / o['steady_ms']:>8.2f}")
+    geo = lambda pairs: math.exp(statistics.mean(math.log(a / b) for a, b in pairs))
     kiln_first = sum(r["first_ms"] for r in rows)
     kiln_steady = sum(r["steady_ms"] for r in rows)
+    # A first call's compile: the first call less a steady run.
+    compile_dyn = sum(r["first_ms"] - r["steady_ms"] for r in rows)
+    compiles_spec = [r["spec_first_ms"] - r["spec_steady_ms"] for r in rows]
+    one_spec = statistics.median(compiles_spec)
     ort_first = sum(o["first_ms"] for o in ort["lengths"])
-    geo = math.exp(statistics.mean(math.log(k["steady_ms"] / o["steady_ms"])
-                                   for k, o in zip(rows, ort["lengths"])))
-    print(f"Kiln: load {load_ms:.0f} ms, first calls {kiln_first / 1e3:.2f} s in all "
-          f"(compiling), steady runs {kiln_steady:.1f} ms in all")
+    vs_ort = geo((k["steady_ms"], o["steady_ms"]) for k, o in zip(rows, ort["lengths"]))
+    vs_spec = geo((k["steady_ms"], k["spec_steady_ms"]) for k in rows)
+    at = {k["length"]: k["steady_ms"] / o["steady_ms"] for k, o in zip(rows, ort["lengths"])}
+    print(f"Kiln: load {load_ms:.0f} ms, first calls {kiln_first / 1e3:.2f} s in all, "
+          f"steady runs {kiln_steady:.1f} ms in all")
+    print(f"compiling: every length together {compile_dyn:.0f} ms, one specialised compile "
+          f"(median) {one_spec:.0f} ms: {compile_dyn / one_spec:.2f}x (target <= 1.5); the "
+          f"specialised model compiled {sum(compiles_spec) / 1e3:.2f} s in all")
     print(f"ORT:  session {ort['session_ms']:.0f} ms, first calls {ort_first:.1f} ms in all")
-    print(f"steady-state geomean Kiln/ORT over the lengths: {geo:.2f}")
-    return {"kiln": rows, "kiln_load_ms": load_ms, "ort": ort, "steady_geomean": geo}
+    print(f"steady-state geomean Kiln/specialised {vs_spec:.3f} (target <= 1.10), "
+          f"Kiln/ORT {vs_ort:.2f}; at 37: {at[37]:.2f}, at 128: {at[128]:.2f} (target <= 0.9)")
+    print(f"executables: {dyn.compilations} for every shape, {spec.compilations} specialised")
+    return {"kiln": rows, "kiln_load_ms": load_ms, "ort": ort, "steady_geomean": vs_ort,
+            "vs_specialised": vs_spec, "compile_ratio": compile_dyn / one_spec}
 
 
 def decoder_model(args):

@@ -450,6 +450,12 @@ TEST(Kernels, AttentionParallel) { checkAttention(4, 128, 128, 64, true); }
 // 50 queries go in several blocks.
 TEST(Kernels, AttentionLongSequenceInRowBlocks) { checkAttention(2, 50, 2000, 8, true); }
 
+// Sizes known only at run time may be 0 (an empty KV cache, an empty
+// sequence): no keys give zeros (a sum of no terms), no queries nothing.
+TEST(Kernels, AttentionWithNoKeys) { checkAttention(2, 3, 0, 8, true); }
+TEST(Kernels, AttentionWithNoQueries) { checkAttention(2, 0, 5, 8, true); }
+TEST(Kernels, MatMulOverNoTerms) { checkMatMul(2, 3, 4, 0, false, false); }
+TEST(Kernels, MatMulOfNoRows) { checkMatMul(2, 0, 4, 3, false, false); }
 TEST(Kernels, MatMulTiny) { checkMatMul(1, 1, 1, 1, false, false); }
 TEST(Kernels, MatMulPrimes) { checkMatMul(1, 13, 37, 7, false, false); }
 TEST(Kernels, MatMulBatchedTails) { checkMatMul(3, 29, 65, 31, false, false); }

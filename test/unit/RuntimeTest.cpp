@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -467,4 +468,112 @@ TEST(Runtime, TakeLeadingRefusesABadAxis) {
   ASSERT_TRUE(two);
   EXPECT_EQ(kiln_tensor_dims(two.get())[0], 2);
   EXPECT_EQ(static_cast<float *>(kiln_tensor_data(two.get()))[1], 2.0f);
+}
+
+namespace {
+
+// A model compiled once for every shape (ABI 9, num_runtime_dims): y =
+// concat(a, b) along their only axis, a: [n], b: [n] (they name the same
+// dim), y: [2n]. The dims array holds a's n, b's n, then y's 2n.
+int64_t concatDims(int64_t *dims) {
+  if (dims[1] != dims[0])
+    return 2; // 1 + the index of b's dim, which disagrees with a's
+  dims[2] = 2 * dims[0];
+  return 0;
+}
+
+void concatEntry(void **buffers) {
+  // inputs, output, then (no row counts, no workspace) the dims array.
+  const auto *dims = static_cast<const int64_t *>(buffers[3]);
+  auto *a = static_cast<const float *>(buffers[0]);
+  auto *b = static_cast<const float *>(buffers[1]);
+  auto *y = static_cast<float *>(buffers[2]);
+  for (int64_t i = 0; i < dims[0]; ++i) {
+    y[i] = a[i];
+    y[dims[0] + i] = b[i];
+  }
+}
+
+const int64_t kDynamic1[] = {-1};
+const kiln_tensor_desc kConcatIn[] = {{"a", KILN_FLOAT32, 1, kDynamic1},
+                                      {"b", KILN_FLOAT32, 1, kDynamic1}};
+const kiln_tensor_desc kConcatOut[] = {{"y", KILN_FLOAT32, 1, kDynamic1}};
+
+kiln_model_desc concatModel() {
+  kiln_model_desc m{};
+  m.abi_version = KILN_ABI_VERSION;
+  m.name = "concat";
+  m.num_inputs = 2;
+  m.num_outputs = 1;
+  m.inputs = kConcatIn;
+  m.outputs = kConcatOut;
+  m.entry = concatEntry;
+  m.num_runtime_dims = 3;
+  m.runtime_dims = concatDims;
+  return m;
+}
+
+} // namespace
+
+TEST(Runtime, RuntimeDimsSizeTheOutputsFromTheInputs) {
+  kiln_model_desc m = concatModel();
+  std::vector<std::pair<TensorPtr, TensorPtr>> cases;
+  cases.emplace_back(floats({1, 2, 3}), floats({4, 5, 6}));
+  cases.emplace_back(floats({7}), floats({8}));
+  for (auto &[a, b] : cases) {
+    const kiln_tensor *in[] = {a.get(), b.get()};
+    kiln_tensor *out = nullptr;
+    kiln_status *s = kiln_model_execute(&m, in, 2, &out, 1);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    TensorPtr y(out);
+    int64_t n = kiln_tensor_dims(a.get())[0];
+    ASSERT_EQ(kiln_tensor_rank(y.get()), 1);
+    EXPECT_EQ(kiln_tensor_dims(y.get())[0], 2 * n);
+    const float *got = static_cast<const float *>(kiln_tensor_data(y.get()));
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got[i], static_cast<const float *>(kiln_tensor_data(a.get()))[i]);
+      EXPECT_EQ(got[n + i], static_cast<const float *>(kiln_tensor_data(b.get()))[i]);
+    }
+  }
+  // Empty inputs: an empty output, no failure.
+  int64_t zero = 0;
+  TensorPtr a(kiln_tensor_create(KILN_FLOAT32, 1, &zero)), b(kiln_tensor_create(KILN_FLOAT32, 1, &zero));
+  const kiln_tensor *in[] = {a.get(), b.get()};
+  kiln_tensor *out = nullptr;
+  kiln_status *s = kiln_model_execute(&m, in, 2, &out, 1);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  EXPECT_EQ(kiln_tensor_dims(out)[0], 0);
+  kiln_tensor_free(out);
+}
+
+TEST(Runtime, InputsThatDisagreeOnANamedDimAreRefusedBeforeTheRun) {
+  kiln_model_desc m = concatModel();
+  TensorPtr a = floats({1, 2, 3}), b = floats({4, 5});
+  const kiln_tensor *in[] = {a.get(), b.get()};
+  kiln_tensor *out = nullptr;
+  kiln_status *s = kiln_model_execute(&m, in, 2, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_SHAPE_MISMATCH);
+  std::string message = kiln_status_message(s);
+  EXPECT_NE(message.find("input 1 'b' has 2 in dim 0"), std::string::npos) << message;
+  kiln_status_free(s);
+  EXPECT_EQ(out, nullptr);
+  // The model is still usable.
+  TensorPtr c = floats({6, 7});
+  const kiln_tensor *ok[] = {b.get(), c.get()};
+  s = kiln_model_execute(&m, ok, 2, &out, 1);
+  ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+  kiln_tensor_free(out);
+}
+
+TEST(Runtime, RuntimeDimsWithoutTheirFunctionAreRefused) {
+  kiln_model_desc m = concatModel();
+  m.runtime_dims = nullptr;
+  TensorPtr a = floats({1}), b = floats({2});
+  const kiln_tensor *in[] = {a.get(), b.get()};
+  kiln_tensor *out = nullptr;
+  kiln_status *s = kiln_model_execute(&m, in, 2, &out, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_INVALID_ARGUMENT);
+  kiln_status_free(s);
 }

@@ -36,6 +36,12 @@ struct Flags {
     cl::desc("Dims of a made-up input whose declared shape has dynamic dims, e.g. "
              "--shape x=1x3x224x224"),
     cl::value_desc("NAME=DIMS"), cl::cat(runCat)};
+  cl::opt<bool> specializeArg{
+    "specialize",
+    cl::desc("Compile code specialised to the inputs' shapes (as a bundle is), also where the "
+             "model's unknown dims could be taken at run time (by default one compile serves "
+             "every shape there; --shape implies this)"),
+    cl::cat(runCat)};
   cl::opt<std::string> fillArg{
     "fill",
     cl::desc("Made-up inputs: 'random' (default): uniform in [-1, 1] for floats, in [0, 3] for "
@@ -148,12 +154,15 @@ struct Flags {
 } // namespace
 
 /// The names Flags registers.
-static const char *const kFlagNames[] = {"inputs", "input", "shape", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "device"};
+static const char *const kFlagNames[] = {"inputs", "input", "shape", "specialize", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "device"};
 
 static const char *kOverview =
-    "kiln-run: compiles an ONNX model for the shapes of its inputs, runs it and prints a\n"
-    "summary.\n\n"
+    "kiln-run: compiles an ONNX model, runs it and prints a summary. Dims the model leaves\n"
+    "unknown are taken at run time where its ops allow (one compile for every shape);\n"
+    "elsewhere, with --shape or --specialize, and on --device cuda, the code is compiled\n"
+    "for the shapes of the inputs.\n\n"
     "  kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
+    "           [--specialize]\n"
     "           [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "           [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
     "           [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache]\n"
@@ -307,6 +316,7 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
   o.compile.optLevel = (int)f.optLevelArg;
   o.compile.debugMemory = f.debugMemoryArg;
   o.compile.interpret = f.interpretArg;
+  o.compile.dynamicShapes = !f.specializeArg && f.shapeArgs.empty();
   o.compile.testPerturbNode = f.perturbArg;
   o.compile.gpuTensorPassesOnCpu = f.gpuTensorPassesArg;
   o.compile.gpu.splitReductions = f.gpuSplitReductionsArg;

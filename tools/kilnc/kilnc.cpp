@@ -57,8 +57,10 @@ static cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default
                                   cl::Prefix, cl::init(3), cl::cat(kilncCat));
 static cl::list<std::string> shapes(
     "shape",
-    cl::desc("Concrete shape of an input, NAME=DxDx...; needed for llvm/asm/obj when the model "
-             "has dynamic dims (e.g. --shape input=1x128x256)"),
+    cl::desc("Concrete shape of an input, NAME=DxDx... (e.g. --shape input=1x128x256): code "
+             "specialised to it. Without it, llvm/asm/obj take the dims the model leaves "
+             "unknown at run time where its ops allow (else they need --shape), through "
+             "kiln_entry_dims (runtime ABI 9); bundles and NVIDIA GPU code need concrete shapes"),
     cl::value_desc("NAME=DIMS"), cl::cat(kilncCat));
 static cl::opt<std::string> shapesFrom(
     "shapes-from",
@@ -252,7 +254,13 @@ static int kilncMain(int argc, char **argv) {
       "The object file exports `void kiln_entry(void **buffers)`: input data pointers\n"
       "then output data pointers, dense row-major, in graph order, then the workspace\n"
       "(kiln_entry_workspace_size bytes); it calls kiln_parallel_for, so link it with\n"
-      "libkiln_runtime (see kiln/runtime.h).\n"
+      "libkiln_runtime (see kiln/runtime.h). Compiled without --shape for a model with\n"
+      "unknown dims (where its ops allow; else --shape is needed), it also exports\n"
+      "`int64_t kiln_entry_dims(int64_t *dims)` and kiln_entry_num_dims: dims holds every\n"
+      "unknown input dim, then every unknown output dim; kiln_entry_dims checks the\n"
+      "inputs' and writes the outputs', and the array is kiln_entry's last buffer\n"
+      "(kiln_model_desc.runtime_dims, ABI 9). NVIDIA GPU code and bundles are compiled\n"
+      "for concrete shapes (--shape, --dim) only.\n"
       "--emit=ptx writes one PTX module with every kernel of the model (kernels\n"
       "kiln_kernels::main_kernel*), for ptxas or cuModuleLoadDataEx.\n"
       "--target=nvptx64-nvidia-cuda with --emit=obj|asm|llvm writes the host code for\n"

@@ -23,6 +23,13 @@ void populateKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// which would otherwise lower the inner ops first.
 void populateFusedKernelPatterns(mlir::RewritePatternSet &patterns);
 
+/// Whether a matrix product with dims known only at run time lowers to the
+/// kernels (while kiln-lower-to-linalg runs on a function with such dims).
+bool dynamicMatMulSupported(mlir::Operation *matmul);
+/// The same for a kiln.conv2d_nhwc (a 1x1 convolution over a run-time
+/// number of pixels in one row: a matrix product with constant weights).
+bool dynamicConvSupported(mlir::Operation *conv);
+
 /// Attaches kiln.call_kernel's BufferizableOpInterface model.
 void registerKernelCallBufferization(mlir::DialectRegistry &registry);
 

@@ -4,6 +4,7 @@
 #define KILN_CONVERSION_PASSES_H
 
 #include "kiln/IR/KilnDialect.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

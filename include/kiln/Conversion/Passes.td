@@ -8,8 +8,11 @@ include "mlir/Pass/PassBase.td"
 def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower kiln ops to linalg, tensor, arith and math on tensors";
   let description = [{
-    Requires static shapes (run kiln-infer-shapes first, with input shapes
-    specialised). Elementwise ops become `linalg.generic` with broadcasting
+    Dims unknown at compile time stay run-time values where
+    kiln-symbolic-dims can say how they follow from the inputs' dims and
+    the op's lowering takes them (elementwise ops, transposes, reshapes,
+    slices, reductions, matrix products; others need concrete input shapes
+    and say so, naming the op). Elementwise ops become `linalg.generic` with broadcasting
     indexing maps, so that upstream elementwise fusion applies; contractions,
     convolutions and pooling become `linalg.generic`/named ops with explicit
     padding. Each failure names the kiln op (and through its location the
@@ -31,6 +34,7 @@ def KilnLowerToLinalg : Pass<"kiln-lower-to-linalg", "mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect",
+    "::mlir::affine::AffineDialect",
     "::mlir::memref::MemRefDialect"
   ];
 }
@@ -243,6 +247,32 @@ def KilnEmptyArguments : Pass<"kiln-empty-arguments", "mlir::func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def KilnRuntimeDimsArguments : Pass<"kiln-runtime-dims-arguments", "mlir::ModuleOp"> {
+  let summary = "Give the model function its dims known only at run time in one i64 array";
+  let description = [{
+    The entry point takes bare pointers, which carry no sizes. In a model
+    function whose buffers have dims known only at run time (see
+    kiln-lower-to-linalg), each such argument becomes `memref<0xT>` (one
+    pointer, as before) rebuilt inside with `memref.reinterpret_cast` from
+    its sizes, which come from one new last argument `memref<Nxi64>`: the
+    dynamic dims of every argument in order (inputs, then outputs).
+
+    It also adds `func.func @MODEL_dims(memref<Nxi64>) -> i64`, which the
+    runtime calls first with the inputs' entries filled in: it checks that
+    inputs agree on every shared symbol (returning 1 + the index of the
+    first entry that disagrees, or 0) and writes the outputs' entries, from
+    each output's `kiln.dim_map` over the symbols that
+    `kiln.runtime_symbols` says where to read. The module gets
+    `kiln.runtime_dims = N`.
+  }];
+  let options = [
+    Option<"modelFunction", "model-function", "std::string", /*default=*/"\"main\"",
+           "The model function">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def KilnEmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {

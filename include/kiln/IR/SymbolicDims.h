@@ -48,6 +48,12 @@ public:
   /// The elements of a small integer tensor of rank 0 or 1, when known.
   std::optional<Exprs> contentsOf(mlir::Value v) const;
 
+  /// How many symbols there are, and their names (dim_param or
+  /// "input.axis" for an unnamed dim), in the order of AffineSymbolExpr
+  /// positions.
+  size_t numSymbols() const { return names.size(); }
+  const std::string &symbolName(size_t i) const { return names[i]; }
+
   /// `e` with the symbols' names: "batch", "past + new", "12".
   std::string print(mlir::AffineExpr e) const;
 

@@ -67,6 +67,26 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
     auto i64 = IntegerType::get(&getContext(), 64);
     LLVM::GlobalOp::create(b, loc, i64, /*isConstant=*/true, LLVM::Linkage::External,
                            entryName + "_workspace_size", b.getI64IntegerAttr(workspace));
+
+    // Dims known only at run time (kiln-runtime-dims-arguments): their
+    // number, and `int64_t NAME_dims(int64_t *dims)`, which checks the
+    // inputs' and computes the outputs'.
+    if (auto n = module->getAttrOfType<IntegerAttr>("kiln.runtime_dims")) {
+      LLVM::GlobalOp::create(b, loc, i64, /*isConstant=*/true, LLVM::Linkage::External,
+                             entryName + "_num_dims", b.getI64IntegerAttr(n.getInt()));
+      auto dimsFn = module.lookupSymbol<LLVM::LLVMFuncOp>(modelFunction + "_dims");
+      if (!dimsFn) {
+        module.emitError() << "no lowered function '" << modelFunction << "_dims'";
+        return signalPassFailure();
+      }
+      dimsFn.setLinkage(LLVM::Linkage::Internal);
+      auto wrapper = LLVM::LLVMFuncOp::create(b, loc, entryName + "_dims",
+                                              LLVM::LLVMFunctionType::get(i64, {ptr}));
+      Block *wb = wrapper.addEntryBlock(b);
+      b.setInsertionPointToStart(wb);
+      Value r = LLVM::CallOp::create(b, loc, dimsFn, ValueRange{wb->getArgument(0)}).getResult();
+      LLVM::ReturnOp::create(b, loc, r);
+    }
   }
 };
 

@@ -67,11 +67,22 @@ std::optional<int64_t> rowStride(Value buffer) {
   return row;
 }
 
+/// A buffer of dims known only at run time that is dense row-major: an
+/// identity layout (what allocations and the function's arguments have).
+bool isDenseDynamic(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return !type.hasStaticShape() && type.getLayout().isIdentity() && type.getRank() >= 1;
+}
+
 /// A fresh dense row-major buffer of `buffer`'s shape and element type.
 Value allocDense(RewriterBase &rw, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<Value> dynamic;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamic.push_back(memref::DimOp::create(rw, loc, buffer, i));
   return memref::AllocOp::create(rw, loc, MemRefType::get(type.getShape(), type.getElementType()),
-                                 rw.getI64IntegerAttr(64));
+                                 dynamic, rw.getI64IntegerAttr(64));
 }
 
 struct CallKernelBufferization
@@ -100,20 +111,36 @@ struct CallKernelBufferization
       for (size_t i = 0; i + 1 < pairs->size(); i += 2)
         strideArg[(*pairs)[i]] = (*pairs)[i + 1];
     SmallVector<Value> args(call.getArgs());
-    auto setStride = [&](int64_t tensorIndex, int64_t stride) {
+    auto setStride = [&](int64_t tensorIndex, Value stride) {
       auto it = strideArg.find(tensorIndex);
       if (it != strideArg.end())
-        args[it->second] = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(stride));
+        args[it->second] = stride;
     };
     // A buffer the kernel can take as it is: dense, or row-strided where
-    // the kernel is told the stride.
-    auto usable = [&](int64_t tensorIndex, Value buffer) -> std::optional<int64_t> {
-      if (strideArg.count(tensorIndex))
-        return rowStride(buffer);
+    // the kernel is told the stride. Returns the row stride (as i64).
+    auto usable = [&](int64_t tensorIndex, Value buffer) -> std::optional<Value> {
+      auto type = cast<MemRefType>(buffer.getType());
+      auto constant = [&](int64_t v) -> Value {
+        return arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(v));
+      };
+      if (isDenseDynamic(buffer)) {
+        // Dense: the row stride is the last dim, known only at run time
+        // when that dim is.
+        int64_t last = type.getRank() - 1;
+        if (!type.isDynamicDim(last))
+          return constant(type.getDimSize(last));
+        return arith::IndexCastOp::create(rw, loc, rw.getI64Type(),
+                                          memref::DimOp::create(rw, loc, buffer, last))
+            .getResult();
+      }
+      if (strideArg.count(tensorIndex)) {
+        if (auto r = rowStride(buffer))
+          return constant(*r);
+        return std::nullopt;
+      }
       if (!isDense(buffer))
         return std::nullopt;
-      auto type = cast<MemRefType>(buffer.getType());
-      return type.getRank() ? type.getShape().back() : 1;
+      return constant(type.getRank() ? type.getShape().back() : 1);
     };
     for (auto [i, v] : llvm::enumerate(call.getArgs())) {
       if (!isa<TensorType>(v.getType()))
@@ -122,7 +149,7 @@ struct CallKernelBufferization
       if (failed(buffer))
         return failure();
       Value passed = *buffer;
-      std::optional<int64_t> stride = usable(i, passed);
+      std::optional<Value> stride = usable(i, passed);
       if (!stride) {
         passed = allocDense(rw, loc, *buffer);
         memref::CopyOp::create(rw, loc, *buffer, passed);
@@ -138,7 +165,7 @@ struct CallKernelBufferization
       return failure();
     // A destination the kernel cannot write as it is gets a dense scratch
     // buffer and a copy back.
-    std::optional<int64_t> outStride = usable(-1, *out);
+    std::optional<Value> outStride = usable(-1, *out);
     Value dense = outStride ? *out : allocDense(rw, loc, *out);
     if (!outStride)
       outStride = usable(-1, dense);

@@ -11,15 +11,28 @@ using namespace mlir;
 
 namespace kiln::codegen {
 
-Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+                ValueRange dynamicSizes) {
   auto from = tensorType(v);
-  if (from == type)
+  if (from == type && type.hasStaticShape())
     return v;
   // Rank-0 on either side: collapse/expand with an empty reassociation.
   if (type.getRank() == 0)
     return tensor::CollapseShapeOp::create(b, loc, type, v, ArrayRef<ReassociationIndices>{});
   if (from.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, type, v, ArrayRef<ReassociationIndices>{});
+  if (!type.hasStaticShape()) {
+    // Sizes known at run time: the shape operand is built from them.
+    SmallVector<Value> dims;
+    for (int64_t i = 0, k = 0; i < type.getRank(); ++i)
+      dims.push_back(type.isDynamicDim(i)
+                         ? arith::IndexCastOp::create(b, loc, b.getI64Type(), dynamicSizes[k++])
+                               .getResult()
+                         : arith::ConstantIntOp::create(b, loc, type.getDimSize(i), 64)
+                               .getResult());
+    Value shape = tensor::FromElementsOp::create(b, loc, dims);
+    return tensor::ReshapeOp::create(b, loc, type, v, shape);
+  }
   Value shape = arith::ConstantOp::create(
       b, loc, DenseIntElementsAttr::get(
                   RankedTensorType::get({type.getRank()}, b.getI64Type()), type.getShape()));
@@ -71,7 +84,8 @@ namespace {
 template <typename OpTy>
 LogicalResult lowerReshapeLike(OpTy op, PatternRewriter &rw) {
   rw.replaceOp(op, reshapeTo(rw, op.getLoc(), op.getInput(),
-                             cast<RankedTensorType>(op.getType())));
+                             cast<RankedTensorType>(op.getType()),
+                             dynamicSizes(rw, op.getLoc(), op.getResult())));
   return success();
 }
 
@@ -109,7 +123,8 @@ LogicalResult lowerRange(RangeOp op, PatternRewriter &rw) {
   Value delta = tensor::ExtractOp::create(rw, loc, op.getDelta(), ValueRange{});
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(1, rw.getContext())};
   auto g = linalg::GenericOp::create(
-      rw, loc, outT, ValueRange{}, emptyTensor(rw, loc, outT), maps,
+      rw, loc, outT, ValueRange{},
+      emptyTensor(rw, loc, outT, dynamicSizes(rw, loc, op.getResult())), maps,
       {utils::IteratorType::parallel}, [&](OpBuilder &b, Location l, ValueRange) {
         Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 0));
         Value r;
@@ -189,8 +204,10 @@ LogicalResult lowerRandomUniformLike(RandomUniformLikeOp op, PatternRewriter &rw
 LogicalResult lowerTranspose(TransposeOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto outT = cast<RankedTensorType>(op.getType());
-  rw.replaceOp(op, linalg::TransposeOp::create(rw, loc, op.getInput(), emptyTensor(rw, loc, outT),
-                                               op.getPerm())
+  rw.replaceOp(op, linalg::TransposeOp::create(
+                       rw, loc, op.getInput(),
+                       emptyTensor(rw, loc, outT, dynamicSizes(rw, loc, op.getResult())),
+                       op.getPerm())
                        .getResult()[0]);
   return success();
 }
@@ -199,6 +216,27 @@ LogicalResult lowerConcat(ConcatOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto outT = cast<RankedTensorType>(op.getType());
   int64_t axis = op.getAxis() < 0 ? op.getAxis() + outT.getRank() : op.getAxis();
+  if (!outT.hasStaticShape() ||
+      llvm::any_of(op.getInputs(), [](Value v) { return !tensorType(v).hasStaticShape(); })) {
+    // Dims known only at run time (a KV cache's past + new): each input's
+    // sizes from the input, its offset along the axis the sum of those
+    // before it.
+    Value acc = emptyTensor(rw, loc, outT, dynamicSizes(rw, loc, op.getResult()));
+    Value offset = arith::ConstantIndexOp::create(rw, loc, 0);
+    for (Value in : op.getInputs()) {
+      auto t = tensorType(in);
+      SmallVector<OpFoldResult> offsets(outT.getRank(), rw.getIndexAttr(0)), sizes,
+          strides(outT.getRank(), rw.getIndexAttr(1));
+      offsets[axis] = getAsOpFoldResult(offset);
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        sizes.push_back(t.isDynamicDim(d) ? OpFoldResult(dimSize(rw, loc, in, d))
+                                          : OpFoldResult(rw.getIndexAttr(t.getDimSize(d))));
+      acc = tensor::InsertSliceOp::create(rw, loc, in, acc, offsets, sizes, strides);
+      offset = arith::AddIOp::create(rw, loc, offset, dimSize(rw, loc, in, axis));
+    }
+    rw.replaceOp(op, acc);
+    return success();
+  }
   Value acc = emptyTensor(rw, loc, outT);
   int64_t offset = 0;
   for (Value in : op.getInputs()) {
@@ -222,12 +260,13 @@ Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outT, Value sou
                     ValueRange inputs, ArrayRef<AffineMap> inputMaps,
                     function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange outIdx,
                                                     ValueRange inputVals)>
-                        coords) {
+                        coords,
+                    ValueRange dynamicSizes = {}) {
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps(inputMaps);
   maps.push_back(AffineMap::getMultiDimIdentityMap(outT.getRank(), ctx));
   return linalg::GenericOp::create(
-             b, loc, outT, inputs, emptyTensor(b, loc, outT), maps,
+             b, loc, outT, inputs, emptyTensor(b, loc, outT, dynamicSizes), maps,
              SmallVector<utils::IteratorType>(outT.getRank(), utils::IteratorType::parallel),
              [&](OpBuilder &nb, Location l, ValueRange args) {
                SmallVector<Value> idx;
@@ -250,23 +289,40 @@ LogicalResult lowerSlice(SliceOp op, PatternRewriter &rw) {
   SmallVector<int64_t> begin(inT.getRank(), 0), step(inT.getRank(), 1);
   for (size_t i = 0; i < axes->size(); ++i) {
     int64_t ax = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+    if (inT.isDynamicDim(ax))
+      return op.emitOpError("slicing a dim known only at run time needs concrete input shapes");
     auto bounds = computeSliceBounds(inT.getDimSize(ax), (*starts)[i], (*ends)[i], (*steps)[i]);
     if (!bounds)
       return failure();
     begin[ax] = bounds->start;
     step[ax] = bounds->step;
   }
-  if (outT.getNumElements() == 0) {
+  if (outT.hasStaticShape() && outT.getNumElements() == 0) {
     rw.replaceOp(op, emptyTensor(rw, loc, outT));
     return success();
   }
   if (llvm::all_of(step, [](int64_t s) { return s > 0; })) {
+    if (!outT.hasStaticShape()) {
+      // The dims known only at run time are whole (not sliced) dims.
+      SmallVector<Value> dyn = dynamicSizes(rw, loc, op.getResult());
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t i = 0, k = 0; i < outT.getRank(); ++i)
+        sizes.push_back(outT.isDynamicDim(i) ? OpFoldResult(dyn[k++])
+                                             : rw.getIndexAttr(outT.getDimSize(i)));
+      rw.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          op, outT, op.getInput(), getAsIndexOpFoldResult(rw.getContext(), begin), sizes,
+          getAsIndexOpFoldResult(rw.getContext(), step));
+      return success();
+    }
     rw.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, outT, op.getInput(), ValueRange{},
                                                   ValueRange{}, ValueRange{}, begin,
                                                   outT.getShape(), step);
     return success();
   }
   // Negative steps: compute source coordinates per element.
+  if (!outT.hasStaticShape())
+    return op.emitOpError("a negative step with dims known only at run time needs concrete "
+                          "input shapes");
   rw.replaceOp(op, gatherGeneric(rw, loc, outT, op.getInput(), {}, {},
                                  [&](OpBuilder &b, Location l, ValueRange idx, ValueRange) {
                                    SmallVector<Value> src;
@@ -298,7 +354,8 @@ LogicalResult lowerGather(GatherOp op, PatternRewriter &rw) {
                                                            inT.getDimSize(axis)));
                                    llvm::append_range(src, idx.drop_front(axis + q));
                                    return src;
-                                 }));
+                                 },
+                                 dynamicSizes(rw, loc, op.getResult())));
   return success();
 }
 

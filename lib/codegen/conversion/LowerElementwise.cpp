@@ -61,12 +61,14 @@ Value restoreType(OpBuilder &b, Location loc, Value v, Type original) {
   return v.getType() == original ? v : (Value)tensor::BitcastOp::create(b, loc, original, v);
 }
 
-Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {
-  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type, ValueRange dynamicSizes) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(), dynamicSizes);
 }
 
-Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value scalar) {
-  return linalg::FillOp::create(b, loc, scalar, emptyTensor(b, loc, type)).getResult(0);
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value scalar,
+                   ValueRange dynamicSizes) {
+  return linalg::FillOp::create(b, loc, scalar, emptyTensor(b, loc, type, dynamicSizes))
+      .getResult(0);
 }
 
 AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
@@ -83,7 +85,7 @@ AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
 }
 
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                       ValueRange inputs, ScalarBuilder body) {
+                       ValueRange inputs, ScalarBuilder body, ValueRange dynamicSizes) {
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps;
   for (Value in : inputs)
@@ -91,7 +93,7 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
   SmallVector<utils::IteratorType> iters(resultType.getRank(), utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      b, loc, resultType, inputs, emptyTensor(b, loc, resultType), maps, iters,
+      b, loc, resultType, inputs, emptyTensor(b, loc, resultType, dynamicSizes), maps, iters,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value r = body(nb, nloc, args.drop_back());
         linalg::YieldOp::create(nb, nloc, r);
@@ -349,11 +351,12 @@ struct ElementwisePattern : public RewritePattern {
     SmallVector<Value> inputs;
     for (Value v : op->getOperands())
       inputs.push_back(asSignless(rw, op->getLoc(), v));
-    Value r = buildElementwise(rw, op->getLoc(), resultType, inputs,
-                               [&](OpBuilder &b, Location loc, ValueRange args) {
-                                 return emitScalar(op, b, loc, args,
-                                                   resultType.getElementType(), u, uOut);
-                               });
+    Value r = buildElementwise(
+        rw, op->getLoc(), resultType, inputs,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return emitScalar(op, b, loc, args, resultType.getElementType(), u, uOut);
+        },
+        dynamicSizes(rw, op->getLoc(), op->getResult(0)));
     rw.replaceOp(op, restoreType(rw, op->getLoc(), r, originalType));
     return success();
   }
@@ -361,10 +364,8 @@ struct ElementwisePattern : public RewritePattern {
 
 } // namespace
 
-void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
-  MLIRContext *ctx = patterns.getContext();
-  for (StringRef name :
-       {NegOp::getOperationName(), AbsOp::getOperationName(), ExpOp::getOperationName(),
+static ArrayRef<StringRef> elementwiseOpNames() {
+  static const SmallVector<StringRef> names{NegOp::getOperationName(), AbsOp::getOperationName(), ExpOp::getOperationName(),
         LogOp::getOperationName(), SqrtOp::getOperationName(), ReluOp::getOperationName(),
         SigmoidOp::getOperationName(), TanhOp::getOperationName(), ErfOp::getOperationName(),
         FloorOp::getOperationName(), CeilOp::getOperationName(), RoundOp::getOperationName(),
@@ -380,8 +381,17 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
         LessOp::getOperationName(), LessEqualOp::getOperationName(),
         GreaterOp::getOperationName(), GreaterEqualOp::getOperationName(),
         SelectOp::getOperationName(), CastOp::getOperationName(),
-        ShiftLeftOp::getOperationName(), ShiftRightOp::getOperationName()})
-    patterns.add<ElementwisePattern>(ctx, name);
+        ShiftLeftOp::getOperationName(), ShiftRightOp::getOperationName()};
+  return names;
+}
+
+bool isElementwiseOp(Operation *op) {
+  return llvm::is_contained(elementwiseOpNames(), op->getName().getStringRef());
+}
+
+void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
+  for (StringRef name : elementwiseOpNames())
+    patterns.add<ElementwisePattern>(patterns.getContext(), name);
 }
 
 } // namespace kiln::codegen

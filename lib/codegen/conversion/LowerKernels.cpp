@@ -13,9 +13,11 @@
 #include "LoweringUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Matchers.h"
 
+#include <cstddef>
 #include <limits>
 
 using namespace mlir;
@@ -47,6 +49,21 @@ Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
 }
 
+/// A parameter block some of whose fields are known only at run time:
+/// `runtime` maps field positions to index values. Built with
+/// tensor.from_elements, so bufferization gives it a buffer of its own.
+Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values,
+               ArrayRef<std::pair<unsigned, Value>> runtime) {
+  if (runtime.empty())
+    return i64Block(b, loc, values);
+  SmallVector<Value> elements;
+  for (int64_t v : values)
+    elements.push_back(arith::ConstantIntOp::create(b, loc, v, 64));
+  for (auto [field, v] : runtime)
+    elements[field] = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+  return tensor::FromElementsOp::create(b, loc, elements);
+}
+
 /// A kernel's parameter struct (kiln/kernels.h) as its block of i64s.
 template <typename Params>
 SmallVector<int64_t> fields(const Params &p) {
@@ -71,8 +88,9 @@ Value f32(OpBuilder &b, Location loc, float v) {
 /// `flops` (when known) goes into profiles as `kiln.flops`.
 Value callWithResult(OpBuilder &b, Location loc, StringRef kernel, RankedTensorType resultType,
                      ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides = {},
-                     int64_t flops = 0) {
-  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType());
+                     int64_t flops = 0, ValueRange dynamicSizes = {}) {
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType(),
+                                       dynamicSizes);
   auto call = CallKernelOp::create(
       b, loc, resultType, FlatSymbolRefAttr::get(b.getContext(), kernel), args, init,
       b.getI64IntegerAttr(outIndex),
@@ -135,10 +153,13 @@ void packDepthwise(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
 
 /// Emits a convolution kernel call; shared by conv2d_nhwc and by matrix
 /// products with a constant right operand (1x1 convolutions over rows).
+/// `runtimeRows` (with `dynamicSizes`, the result's): a product over rows
+/// known only at run time, which replaces s.w and s.ow.
 Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t> strides,
                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, ArrayRef<float> weight,
                ArrayRef<float> bias, Value input, Value residual, float lo, float hi,
-               RankedTensorType resultType, bool gelu = false) {
+               RankedTensorType resultType, bool gelu = false, Value runtimeRows = {},
+               ValueRange dynamicSizes = {}) {
   bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
   std::vector<float> packedW, packedB;
   if (depthwise)
@@ -151,7 +172,11 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                             pads[1],      dilations[0], dilations[1], s.groups,
                             (residual ? KILN_CONV_HAS_RESIDUAL : 0) | (gelu ? KILN_CONV_GELU : 0)};
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
-  SmallVector<Value> args{i64Block(b, loc, fields(params)),  input,
+  SmallVector<std::pair<unsigned, Value>> runtime;
+  if (runtimeRows)
+    runtime = {{offsetof(kiln_conv2d_params, w) / 8, runtimeRows},
+               {offsetof(kiln_conv2d_params, ow) / 8, runtimeRows}};
+  SmallVector<Value> args{i64Block(b, loc, fields(params), runtime), input,
                           f32Block(b, loc, packedW),  f32Block(b, loc, packedB),
                           residual ? residual : zero, f32(b, loc, lo),
                           f32(b, loc, hi),            strideSlot(b, loc),
@@ -159,7 +184,7 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
   // Input and output may be channel slices of concatenations (args 7, 8).
   int64_t flops = 2 * s.n * s.oh * s.ow * s.oc * s.kh * s.kw * (s.c / s.groups);
   return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
-                        {1, 7, -1, 8}, flops);
+                        {1, 7, -1, 8}, runtimeRows ? 0 : flops, dynamicSizes);
 }
 
 LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
@@ -180,11 +205,20 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
   ConvShape s{inT.getDimSize(0),  inT.getDimSize(1), inT.getDimSize(2), inT.getDimSize(3),
               outT.getDimSize(1), outT.getDimSize(2), outT.getDimSize(3), wT.getDimSize(2),
               wT.getDimSize(3),  op.getGroup()};
+  // Dims known only at run time: a 1x1 convolution over one row of pixels
+  // of run-time width (a matrix product with constant weights,
+  // kiln-fuse-epilogues' MatMulToConv); dynamicConvSupported says so.
+  Value rows;
+  if (!inT.hasStaticShape() || !outT.hasStaticShape()) {
+    rows = dimSize(rw, op.getLoc(), op.getInput(), 2);
+    s.w = s.ow = 1;
+  }
   rw.replaceOp(op, emitConv(rw, op.getLoc(), s, op.getStrides(), op.getPads(),
                             op.getDilations(), *weight, bias ? ArrayRef<float>(*bias)
                                                              : ArrayRef<float>(),
                             op.getInput(), op.getResidual(), op.getClampMin().convertToFloat(),
-                            op.getClampMax().convertToFloat(), outT, op.getGelu()));
+                            op.getClampMax().convertToFloat(), outT, op.getGelu(), rows,
+                            dynamicSizes(rw, op.getLoc(), op.getResult())));
   return success();
 }
 
@@ -370,6 +404,244 @@ struct LowerAttention : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// The strides of `to`, a reshape of `from` (whose view has `strides`),
+/// where some dims are known only at run time: each such dim must be one
+/// of `from`'s, the same at run time (an expression of the same symbols),
+/// with a static stride; the static dims between them reshape as in
+/// reshapeStrides.
+std::optional<SmallVector<int64_t>> dynamicReshapeStrides(Value from, ArrayRef<int64_t> strides,
+                                                          Value to) {
+  auto ft = cast<RankedTensorType>(from.getType()), tt = cast<RankedTensorType>(to.getType());
+  SmallVector<int64_t> out(tt.getRank(), 0);
+  int64_t i = 0, j = 0;
+  while (true) {
+    // The static runs up to the next dynamic dim on each side.
+    SmallVector<int64_t> fShape, fStrides, tShape, tIndex;
+    for (; i < ft.getRank() && !ft.isDynamicDim(i); ++i) {
+      fShape.push_back(ft.getDimSize(i));
+      fStrides.push_back(strides[i]);
+    }
+    for (; j < tt.getRank() && !tt.isDynamicDim(j); ++j) {
+      tShape.push_back(tt.getDimSize(j));
+      tIndex.push_back(j);
+    }
+    auto run = reshapeStrides(fShape, fStrides, tShape);
+    if (!run)
+      return std::nullopt;
+    for (size_t k = 0; k < tIndex.size(); ++k)
+      out[tIndex[k]] = (*run)[k];
+    if (i == ft.getRank() || j == tt.getRank())
+      return i == ft.getRank() && j == tt.getRank() ? std::optional(out) : std::nullopt;
+    if (!sameDim(from, i, to, j) || ShapedType::isDynamic(strides[i]))
+      return std::nullopt;
+    out[j++] = strides[i++];
+  }
+}
+
+/// stridedViewOf for tensors with dims known only at run time: the same
+/// walk, as long as every stride it needs stays static (a dim left of a
+/// dynamic one has a dynamic stride, which only a dim of size 1 may have).
+StridedView dynamicStridedViewOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> strides(t.getRank());
+  int64_t stride = 1;
+  for (int64_t d = t.getRank() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    if (!ShapedType::isDynamic(stride))
+      stride = t.isDynamicDim(d) ? ShapedType::kDynamic : stride * t.getDimSize(d);
+  }
+  StridedView self{v, 0, strides};
+  if (auto tr = v.getDefiningOp<TransposeOp>()) {
+    StridedView in = dynamicStridedViewOf(tr.getInput());
+    StridedView out{in.base, in.offset, {}};
+    for (int64_t p : tr.getPerm())
+      out.strides.push_back(in.strides[p]);
+    return out;
+  }
+  if (auto r = v.getDefiningOp<ReshapeOp>()) {
+    StridedView in = dynamicStridedViewOf(r.getInput());
+    if (auto s = dynamicReshapeStrides(r.getInput(), in.strides, r.getResult()))
+      return {in.base, in.offset, *s};
+    return self;
+  }
+  if (auto sl = v.getDefiningOp<SliceOp>()) {
+    auto inT = cast<RankedTensorType>(sl.getInput().getType());
+    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
+         axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
+    if (!starts || !ends || !axes || !steps)
+      return self;
+    StridedView in = dynamicStridedViewOf(sl.getInput());
+    StridedView out = in;
+    for (size_t i = 0; i < axes->size(); ++i) {
+      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+      if (inT.isDynamicDim(a) || ShapedType::isDynamic(in.strides[a]))
+        return self;
+      auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
+      if (!bounds || bounds->step != 1)
+        return self;
+      out.offset += bounds->start * in.strides[a];
+    }
+    return out;
+  }
+  return self;
+}
+
+/// matrixViewOf for dims known only at run time: the batch dims static,
+/// every stride used static.
+std::optional<MatrixView> dynamicMatrixView(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() < 2 || !t.getElementType().isF32())
+    return std::nullopt;
+  StridedView sv = dynamicStridedViewOf(v);
+  int64_t rank = t.getRank(), batchStride = 0, expected = -1;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (t.isDynamicDim(d))
+      return std::nullopt;
+    if (t.getDimSize(d) == 1)
+      continue;
+    if (ShapedType::isDynamic(sv.strides[d]) || (expected >= 0 && sv.strides[d] != expected))
+      return std::nullopt;
+    if (expected < 0)
+      batchStride = sv.strides[d];
+    expected = sv.strides[d] * t.getDimSize(d);
+  }
+  if (ShapedType::isDynamic(sv.strides[rank - 2]) || ShapedType::isDynamic(sv.strides[rank - 1]))
+    return std::nullopt;
+  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
+}
+
+/// LowerAttention where the query and key lengths are known only at run
+/// time (compiled once for every shape): the same kernel, its lengths and
+/// the output's batch stride computed at the call. The kernel keeps a block
+/// of scores on the stack, so it takes at most KILN_ATTENTION_MAX_KEYS
+/// keys: a run-time test picks it, and longer key sequences take three
+/// kernel calls (matrix product, softmax, matrix product) on the same
+/// views, with the scores in memory.
+struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto sm = op.getLhs().getDefiningOp<SoftmaxOp>();
+    auto outT = dyn_cast<RankedTensorType>(op.getType());
+    if (!sm || !sm->hasOneUse() || sm.getLog() || !outT ||
+        outT.hasStaticShape() || !outT.getElementType().isF32() || outT.getRank() < 2 ||
+        sm.getAxis() != outT.getRank() - 1 || !hasRuntimeDims(op.getResult()))
+      return failure();
+    auto scores = sm.getInput().getDefiningOp<MatMulOp>();
+    if (!scores || !scores->hasOneUse())
+      return failure();
+    auto sT = cast<RankedTensorType>(scores.getType());
+    auto qT = dyn_cast<RankedTensorType>(scores.getLhs().getType());
+    int64_t r = outT.getRank();
+    if (sT.getRank() != r || !qT || qT.getRank() != r || qT.isDynamicDim(r - 1) ||
+        outT.isDynamicDim(r - 1) || !hasRuntimeDims(scores.getResult()))
+      return failure();
+    // Batch dims static (heads), the same on every operand.
+    int64_t batch = 1;
+    for (int64_t d = 0; d + 2 < r; ++d) {
+      if (outT.isDynamicDim(d))
+        return failure();
+      batch *= outT.getDimSize(d);
+    }
+    int64_t D = qT.getDimSize(r - 1), DV = outT.getDimSize(r - 1);
+    auto qv = dynamicMatrixView(scores.getLhs());
+    auto kv = dynamicMatrixView(scores.getRhs());
+    auto vv = dynamicMatrixView(op.getRhs());
+    auto full = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() == r && t.getShape().drop_back(2) == outT.getShape().drop_back(2);
+    };
+    if (!qv || !kv || !vv || D == 0 || DV == 0 || qv->colStride != 1 || vv->colStride != 1 ||
+        (kv->colStride != 1 && kv->rowStride != 1) || !full(scores.getLhs()) ||
+        !full(scores.getRhs()) || !full(op.getRhs()))
+      return failure();
+    bool kTransposed = kv->colStride != 1;
+    Location loc = op.getLoc();
+    rw.setInsertionPoint(op);
+    Value M = runtimeDim(rw, loc, scores.getResult(), r - 2);
+    Value N = runtimeDim(rw, loc, scores.getResult(), r - 1);
+    Value fits = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ule, N,
+                                       arith::ConstantIndexOp::create(rw, loc, kMaxAttentionKeys));
+    auto ifOp = scf::IfOp::create(rw, loc, TypeRange{outT}, fits, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rw);
+      rw.setInsertionPointToStart(ifOp.thenBlock());
+      kiln_attention_params params{batch, 0, 0, D, DV,
+                                   qv->offset, qv->batchStride, qv->rowStride,
+                                   kv->offset, kv->batchStride,
+                                   kTransposed ? kv->colStride : kv->rowStride,
+                                   kTransposed ? 1 : 0,
+                                   vv->offset, vv->batchStride, vv->rowStride,
+                                   0, DV};
+      using P = kiln_attention_params;
+      Value outBatch = arith::MulIOp::create(rw, loc, M,
+                                             arith::ConstantIndexOp::create(rw, loc, DV));
+      SmallVector<std::pair<unsigned, Value>> runtime{
+          {offsetof(P, m) / 8, M}, {offsetof(P, n) / 8, N},
+          {offsetof(P, out_batch_stride) / 8, outBatch}};
+      SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), qv->base, kv->base,
+                              vv->base, f32(rw, loc, sm.getScale().convertToFloat())};
+      Value fused = callWithResult(rw, loc, kAttention, outT, args, 4, {}, 0,
+                                   dynamicSizes(rw, loc, op.getResult()));
+      scf::YieldOp::create(rw, loc, fused);
+    }
+    // Longer keys: the same product, softmax and product as three kernel
+    // calls on the same views (kiln_matmul_f32 takes offsets and strides),
+    // the scores in a buffer of their own.
+    {
+      OpBuilder::InsertionGuard guard(rw);
+      rw.setInsertionPointToStart(ifOp.elseBlock());
+      using MP = kiln_matmul_params;
+      auto mm = [&](const MatrixView &a, const MatrixView &b, Value m, Value n, int64_t k,
+                    Value ldc, Value resultBatchStride) {
+        bool trans = b.colStride != 1;
+        kiln_matmul_params p{batch,           0, 0, k, a.batchStride, b.batchStride, 0,
+                             a.rowStride,     trans ? b.colStride : b.rowStride,     0,
+                             trans ? 1 : 0,   a.offset, b.offset};
+        SmallVector<std::pair<unsigned, Value>> rt{{offsetof(MP, m) / 8, m},
+                                                   {offsetof(MP, n) / 8, n},
+                                                   {offsetof(MP, stride_c) / 8, resultBatchStride},
+                                                   {offsetof(MP, ldc) / 8, ldc}};
+        return i64Block(rw, loc, fields(p), rt);
+      };
+      // Scores [batch, M, N], dense.
+      SmallVector<int64_t> sShape(outT.getShape().drop_back(2));
+      sShape.append({ShapedType::kDynamic, ShapedType::kDynamic});
+      auto scoresT = RankedTensorType::get(sShape, rw.getF32Type());
+      Value mn = arith::MulIOp::create(rw, loc, M, N);
+      Value s = callWithResult(rw, loc, kMatMul, scoresT,
+                               {mm(*qv, *kv, M, N, D, N, mn), qv->base, kv->base}, 3, {}, 0,
+                               ValueRange{M, N});
+      Value rows = arith::MulIOp::create(rw, loc, M, arith::ConstantIndexOp::create(rw, loc, batch));
+      kiln_row_params rp{0, 0, 0};
+      SmallVector<std::pair<unsigned, Value>> rrt{{offsetof(kiln_row_params, rows) / 8, rows},
+                                                  {offsetof(kiln_row_params, n) / 8, N}};
+      Value p = callWithResult(rw, loc, kSoftmax, scoresT,
+                               {i64Block(rw, loc, fields(rp), rrt), s,
+                                f32(rw, loc, sm.getScale().convertToFloat())},
+                               2, {}, 0, ValueRange{M, N});
+      MatrixView pv{p, 0, 0, 0, 1}; // dense [batch, M, N]: strides at run time
+      Value dv = arith::ConstantIndexOp::create(rw, loc, DV);
+      kiln_matmul_params p2{batch, 0, DV, 0, 0, vv->batchStride, 0, 0,
+                            vv->rowStride, DV, 0, 0, vv->offset};
+      SmallVector<std::pair<unsigned, Value>> rt2{
+          {offsetof(MP, m) / 8, M},
+          {offsetof(MP, k) / 8, N},
+          {offsetof(MP, stride_a) / 8, mn},
+          {offsetof(MP, lda) / 8, N},
+          {offsetof(MP, stride_c) / 8, arith::MulIOp::create(rw, loc, M, dv)}};
+      (void)pv;
+      Value o = callWithResult(rw, loc, kMatMul, outT,
+                               {i64Block(rw, loc, fields(p2), rt2), p, vv->base}, 3, {}, 0,
+                               dynamicSizes(rw, loc, op.getResult()));
+      scf::YieldOp::create(rw, loc, o);
+    }
+    rw.replaceOp(op, ifOp.getResults());
+    rw.eraseOp(sm);
+    rw.eraseOp(scores);
+    return success();
+  }
+};
+
 /// f32 matrix products. A constant right operand [K, N] is a 1x1
 /// convolution over the rows of the left operand (weights packed now); a
 /// run-time one goes to kiln_matmul_f32, which packs it on the fly. Batch
@@ -381,6 +653,7 @@ struct LowerMatMul : OpRewritePattern<MatMulOp> {
     auto lt = tensorType(op.getLhs()), rt = tensorType(op.getRhs());
     auto outT = cast<RankedTensorType>(op.getType());
     if (!outT.getElementType().isF32() || lt.getRank() < 2 || rt.getRank() < 2 ||
+        !outT.hasStaticShape() || !lt.hasStaticShape() || !rt.hasStaticShape() ||
         outT.getNumElements() == 0)
       return failure();
     int64_t M = lt.getDimSize(lt.getRank() - 2), K = lt.getDimSize(lt.getRank() - 1),
@@ -439,6 +712,79 @@ struct LowerMatMul : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// Matrix products with dims known only at run time (see "Dims known only
+/// at run time" in LoweringUtils.h): the same kernels, with the sizes that
+/// vary computed into the parameter block at the call. A constant [K, N]
+/// right operand is the 1x1 convolution over the left operand's rows
+/// (weights packed now, the number of rows at run time); anything else goes
+/// to kiln_matmul_f32 on row-major operands (no in-place strided views:
+/// their strides would vary too). dynamicMatMulSupported says which.
+struct LowerDynamicMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto lt = tensorType(op.getLhs()), rt = tensorType(op.getRhs());
+    auto outT = cast<RankedTensorType>(op.getType());
+    // kiln-lower-to-linalg checked dynamicMatMulSupported before lowering
+    // (the operands may be lowered values by now, which it cannot judge).
+    if ((outT.hasStaticShape() && lt.hasStaticShape() && rt.hasStaticShape()) ||
+        !outT.getElementType().isF32() || lt.getRank() < 2 || rt.getRank() < 2)
+      return failure();
+    Location loc = op.getLoc();
+    int64_t r = outT.getRank();
+    SmallVector<Value> outDyn = dynamicSizes(rw, loc, op.getResult());
+    if (rt.getRank() == 2 && rt.hasStaticShape())
+      if (auto w = constantFloats(op.getRhs())) {
+        int64_t K = rt.getDimSize(0), N = rt.getDimSize(1);
+        SmallVector<float> wt(N * K);
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n)
+            wt[n * K + k] = (*w)[k * N + n];
+        // Rows: every dim of the left operand but the last.
+        Value rows = arith::ConstantIndexOp::create(rw, loc, 1);
+        for (int64_t i = 0; i + 1 < lt.getRank(); ++i)
+          rows = arith::MulIOp::create(rw, loc, rows, dimSize(rw, loc, op.getLhs(), i));
+        ConvShape s{1, 1, 1, K, 1, 1, N, 1, 1, 1};
+        float inf = std::numeric_limits<float>::infinity();
+        rw.replaceOp(op, emitConv(rw, loc, s, {1, 1}, {0, 0}, {1, 1}, wt, {}, op.getLhs(),
+                                  Value(), -inf, inf, outT, false, rows, outDyn));
+        return success();
+      }
+    Value M = dimSize(rw, loc, op.getLhs(), lt.getRank() - 2);
+    Value K = dimSize(rw, loc, op.getLhs(), lt.getRank() - 1);
+    Value N = dimSize(rw, loc, op.getRhs(), rt.getRank() - 1);
+    SmallVector<Value> outSizes;
+    for (int64_t i = 0, k = 0; i < r; ++i)
+      outSizes.push_back(outT.isDynamicDim(i) ? outDyn[k++]
+                                              : (Value)arith::ConstantIndexOp::create(
+                                                    rw, loc, outT.getDimSize(i)));
+    Value batch = arith::ConstantIndexOp::create(rw, loc, 1);
+    for (int64_t i = 0; i + 2 < r; ++i)
+      batch = arith::MulIOp::create(rw, loc, batch, outSizes[i]);
+    auto single = [](RankedTensorType t) {
+      return llvm::all_of(t.getShape().drop_back(2), [](int64_t d) { return d == 1; });
+    };
+    Value zero = arith::ConstantIndexOp::create(rw, loc, 0);
+    auto mul = [&](Value a, Value b) { return arith::MulIOp::create(rw, loc, a, b).getResult(); };
+    kiln_matmul_params params{};
+    using P = kiln_matmul_params;
+    auto field = [](size_t offset) { return (unsigned)(offset / sizeof(int64_t)); };
+    SmallVector<std::pair<unsigned, Value>> runtime{
+        {field(offsetof(P, batch)), batch},
+        {field(offsetof(P, m)), M},
+        {field(offsetof(P, n)), N},
+        {field(offsetof(P, k)), K},
+        {field(offsetof(P, stride_a)), single(lt) ? zero : mul(M, K)},
+        {field(offsetof(P, stride_b)), single(rt) ? zero : mul(K, N)},
+        {field(offsetof(P, stride_c)), mul(M, N)},
+        {field(offsetof(P, lda)), K},
+        {field(offsetof(P, ldb)), N},
+        {field(offsetof(P, ldc)), N}};
+    SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), op.getLhs(), op.getRhs()};
+    rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3, {}, 0, outDyn));
+    return success();
+  }
+};
+
 /// Max/average pooling with channels_last (2-D, f32).
 template <typename PoolOp, bool isAvg>
 struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
@@ -481,21 +827,42 @@ std::pair<int64_t, int64_t> rowsAndLength(RankedTensorType t, int64_t axis) {
 }
 
 LogicalResult checkRowOp(Operation *op, RankedTensorType t) {
-  if (!t.getElementType().isF32() || !t.hasStaticShape())
-    return op->emitOpError("has no kernel for ") << t << " (needs static f32)";
+  if (!t.getElementType().isF32())
+    return op->emitOpError("has no kernel for ") << t << " (needs f32)";
   return success();
+}
+
+/// A row op's number of rows and their length, computed at run time from
+/// `input` (for dims known only then): fields 0 and 1 of kiln_row_params.
+SmallVector<std::pair<unsigned, Value>> runtimeRows(OpBuilder &b, Location loc, Value input,
+                                                    int64_t axis) {
+  auto t = cast<RankedTensorType>(input.getType());
+  if (t.hasStaticShape())
+    return {};
+  Value rows = arith::ConstantIndexOp::create(b, loc, 1), n = rows;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    Value d = dimSize(b, loc, input, i);
+    if (i < axis)
+      rows = arith::MulIOp::create(b, loc, rows, d);
+    else
+      n = arith::MulIOp::create(b, loc, n, d);
+  }
+  return {{offsetof(kiln_row_params, rows) / 8, rows}, {offsetof(kiln_row_params, n) / 8, n}};
 }
 
 LogicalResult lowerSoftmax(SoftmaxOp op, PatternRewriter &rw) {
   auto t = op.getType();
   if (failed(checkRowOp(op, t)))
     return failure();
-  auto [rows, n] = rowsAndLength(t, op.getAxis());
+  auto [rows, n] = t.hasStaticShape() ? rowsAndLength(t, op.getAxis())
+                                      : std::pair<int64_t, int64_t>{0, 0};
   Location loc = op.getLoc();
   kiln_row_params params{rows, n, op.getLog() ? KILN_ROW_LOG_SOFTMAX : 0};
-  SmallVector<Value> args{i64Block(rw, loc, fields(params)), op.getInput(),
-                          f32(rw, loc, op.getScale().convertToFloat())};
-  rw.replaceOp(op, callWithResult(rw, loc, kSoftmax, t, args, 2));
+  SmallVector<Value> args{
+      i64Block(rw, loc, fields(params), runtimeRows(rw, loc, op.getInput(), op.getAxis())),
+      op.getInput(), f32(rw, loc, op.getScale().convertToFloat())};
+  rw.replaceOp(op, callWithResult(rw, loc, kSoftmax, t, args, 2, {}, 0,
+                                  dynamicSizes(rw, loc, op.getResult())));
   return success();
 }
 
@@ -503,17 +870,21 @@ LogicalResult lowerLayerNorm(LayerNormOp op, PatternRewriter &rw) {
   auto t = op.getType();
   if (failed(checkRowOp(op, t)))
     return failure();
-  auto [rows, n] = rowsAndLength(t, op.getAxis());
+  auto [rows, n] = t.hasStaticShape() ? rowsAndLength(t, op.getAxis())
+                                      : std::pair<int64_t, int64_t>{0, 0};
   Location loc = op.getLoc();
   Value zero = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(0));
   kiln_row_params params{rows, n,
                          (op.getScale() ? KILN_ROW_HAS_SCALE : 0) |
                              (op.getBias() ? KILN_ROW_HAS_BIAS : 0)};
-  SmallVector<Value> args{i64Block(rw, loc, fields(params)), op.getInput(),
+  SmallVector<Value> args{
+      i64Block(rw, loc, fields(params), runtimeRows(rw, loc, op.getInput(), op.getAxis())),
+      op.getInput(),
                           op.getScale() ? op.getScale() : zero,
                           op.getBias() ? op.getBias() : zero,
                           f32(rw, loc, op.getEpsilon().convertToFloat())};
-  rw.replaceOp(op, callWithResult(rw, loc, kLayerNorm, t, args, 4));
+  rw.replaceOp(op, callWithResult(rw, loc, kLayerNorm, t, args, 4, {}, 0,
+                                  dynamicSizes(rw, loc, op.getResult())));
   return success();
 }
 
@@ -614,6 +985,46 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kDet, {i64, i64, i64});
 }
 
+bool dynamicMatMulSupported(Operation *matmul) {
+  auto op = cast<MatMulOp>(matmul);
+  auto lt = dyn_cast<RankedTensorType>(op.getLhs().getType());
+  auto rt = dyn_cast<RankedTensorType>(op.getRhs().getType());
+  auto outT = dyn_cast<RankedTensorType>(op.getType());
+  if (!lt || !rt || !outT || !outT.getElementType().isF32() || lt.getRank() < 2 ||
+      rt.getRank() < 2 || !hasRuntimeDims(op.getResult()) || !hasRuntimeDims(op.getLhs()) ||
+      !hasRuntimeDims(op.getRhs()))
+    return false;
+  if (rt.getRank() == 2 && rt.hasStaticShape() && constantFloats(op.getRhs()))
+    return true;
+  // Batch dims: each side has the result's (the same expressions) or none.
+  auto same = [&](Value side) {
+    auto t = cast<RankedTensorType>(side.getType());
+    ArrayRef<int64_t> b = t.getShape().drop_back(2);
+    if (llvm::all_of(b, [](int64_t d) { return d == 1; }))
+      return true;
+    return (int64_t)b.size() == outT.getRank() - 2 && sameDims(side, op.getResult(), b.size());
+  };
+  return same(op.getLhs()) && same(op.getRhs());
+}
+
+bool dynamicConvSupported(Operation *conv) {
+  auto op = cast<Conv2DNhwcOp>(conv);
+  auto inT = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto wT = dyn_cast<RankedTensorType>(op.getWeight().getType());
+  auto outT = dyn_cast<RankedTensorType>(op.getType());
+  if (!inT || !wT || !outT || !wT.hasStaticShape() || inT.getRank() != 4 || outT.getRank() != 4)
+    return false;
+  auto ones = [](ArrayRef<int64_t> v) { return llvm::all_of(v, [](int64_t x) { return x == 1; }); };
+  auto zeros = [](ArrayRef<int64_t> v) { return llvm::all_of(v, [](int64_t x) { return x == 0; }); };
+  // [1, 1, W, C] -> [1, 1, W, O], 1x1, W the only dim known at run time.
+  return inT.getDimSize(0) == 1 && inT.getDimSize(1) == 1 && !inT.isDynamicDim(3) &&
+         outT.getDimSize(0) == 1 && outT.getDimSize(1) == 1 && !outT.isDynamicDim(3) &&
+         wT.getDimSize(2) == 1 && wT.getDimSize(3) == 1 && ones(op.getStrides()) &&
+         ones(op.getDilations()) && zeros(op.getPads()) &&
+         (!op.getResidual() || sameDims(op.getResidual(), op.getResult(), 4)) &&
+         hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
+}
+
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   // Above the generic matmul/pool lowerings: the kernels win where they apply.
   patterns.add(lowerConv2DNhwc);
@@ -623,12 +1034,12 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerNonZero);
   patterns.add(lowerTopK);
   patterns.add(lowerDet);
-  patterns.add<LowerMatMul, LowerPoolNhwc<MaxPoolOp, false>, LowerPoolNhwc<AvgPoolOp, true>>(
-      patterns.getContext(), /*benefit=*/2);
+  patterns.add<LowerMatMul, LowerDynamicMatMul, LowerPoolNhwc<MaxPoolOp, false>,
+               LowerPoolNhwc<AvgPoolOp, true>>(patterns.getContext(), /*benefit=*/2);
 }
 
 void populateFusedKernelPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttention>(patterns.getContext());
+  patterns.add<LowerAttention, LowerDynamicAttention>(patterns.getContext());
 }
 
 } // namespace kiln::codegen

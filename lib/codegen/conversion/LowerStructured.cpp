@@ -316,6 +316,20 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
     return rw.notifyMatchFailure(op, "mean of integers");
   ReductionSpace space = reductionSpace(inT, op.getAxes(), ctx);
   auto redT = RankedTensorType::get(space.keptShape, elt);
+  // Dims known only at run time: the kept ones sized from the input, the
+  // count of a mean computed from the reduced ones.
+  SmallVector<Value> keptSizes;
+  Value runtimeCount;
+  if (!inT.hasStaticShape())
+    for (int64_t i = 0; i < inT.getRank(); ++i) {
+      bool reduced = llvm::is_contained(op.getAxes(), i);
+      if (!reduced && inT.isDynamicDim(i))
+        keptSizes.push_back(dimSize(rw, loc, input, i));
+      if (reduced)
+        runtimeCount = runtimeCount ? (Value)arith::MulIOp::create(rw, loc, runtimeCount,
+                                                                   dimSize(rw, loc, input, i))
+                                    : dimSize(rw, loc, input, i);
+    }
   Value initScalar;
   switch (kind) {
   case ReduceKind::Sum:
@@ -327,8 +341,8 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx),
                               space.outMap};
   Value r = linalg::GenericOp::create(
-                rw, loc, redT, ValueRange{input}, filledTensor(rw, loc, redT, initScalar),
-                maps, space.iters,
+                rw, loc, redT, ValueRange{input},
+                filledTensor(rw, loc, redT, initScalar, keptSizes), maps, space.iters,
                 [&](OpBuilder &b, Location l, ValueRange a) {
                   Value x = a[0], acc = a[1], v;
                   switch (kind) {
@@ -356,12 +370,22 @@ LogicalResult lowerReduce(OpTy op, PatternRewriter &rw) {
                 })
                 .getResult(0);
   if (kind == ReduceKind::Mean) {
-    Value n = scalarConstant(rw, loc, elt, (double)space.reducedCount);
-    r = buildElementwise(rw, loc, redT, ValueRange{r}, [&](OpBuilder &b, Location l, ValueRange a) {
-      return arith::DivFOp::create(b, l, a[0], n);
-    });
+    Value n = inT.hasStaticShape()
+                  ? scalarConstant(rw, loc, elt, (double)space.reducedCount)
+                  : (Value)arith::SIToFPOp::create(
+                        rw, loc, elt,
+                        arith::IndexCastOp::create(rw, loc, rw.getI64Type(), runtimeCount));
+    r = buildElementwise(
+        rw, loc, redT, ValueRange{r},
+        [&](OpBuilder &b, Location l, ValueRange a) { return arith::DivFOp::create(b, l, a[0], n); },
+        keptSizes);
   }
-  rw.replaceOp(op, restoreType(rw, loc, reshapeTo(rw, loc, r, outT), originalOutT));
+  rw.replaceOp(op, restoreType(rw, loc,
+                               r.getType() == outT
+                                   ? r
+                                   : reshapeTo(rw, loc, r, outT,
+                                               dynamicSizes(rw, loc, op.getResult())),
+                               originalOutT));
   return success();
 }
 

@@ -1,7 +1,9 @@
-// The kiln-lower-to-linalg pass: checks that every value has a static shape
-// and a supported element type (with an error naming the op, and so the ONNX
-// node), then applies the lowering patterns as a partial conversion.
+// The kiln-lower-to-linalg pass: checks that every value has a supported
+// element type and a static shape, or dims known only at run time that its
+// op's lowering takes (with an error naming the op, and so the ONNX node),
+// then applies the lowering patterns as a partial conversion.
 #include "kiln/Conversion/KernelCalls.h"
+#include "DynamicDims.h"
 #include "LoweringUtils.h"
 #include "kiln/Conversion/Passes.h"
 
@@ -21,11 +23,14 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-LogicalResult checkCodegenType(Operation *op, Type type, StringRef what) {
+/// `runtimeDims`: the op's lowering takes `type`'s dynamic dims, which are
+/// known as expressions of the inputs' dims.
+LogicalResult checkCodegenType(Operation *op, Type type, StringRef what,
+                               bool runtimeDims = false) {
   auto t = dyn_cast<RankedTensorType>(type);
   if (!t)
     return op->emitError() << what << " has unknown rank; give concrete input shapes";
-  if (!t.hasStaticShape())
+  if (!t.hasStaticShape() && !runtimeDims)
     return op->emitError() << what << " has dynamic shape " << t
                            << "; give concrete input shapes";
   Type elt = t.getElementType();
@@ -72,6 +77,137 @@ void eraseSignedness(func::FuncOp func) {
   for (Type t : func.getResultTypes())
     results.push_back(signlessOf(t));
   func.setType(FunctionType::get(func.getContext(), args, results));
+}
+
+/// Whether the lowering of `op` takes dims known only at run time (each of
+/// its values' dims must also have an expression: hasRuntimeDims).
+bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims &dd) {
+  if (isa<TransposeOp, ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp, ReduceSumOp, ReduceMaxOp,
+          ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op))
+    return true;
+  if (isa<ConcatOp, RangeOp>(op))
+    return true;
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    // Indices wrap and clamp against the gathered dim: a static one.
+    auto inT = cast<RankedTensorType>(g.getInput().getType());
+    int64_t axis = g.getAxis() < 0 ? g.getAxis() + inT.getRank() : g.getAxis();
+    return !inT.isDynamicDim(axis);
+  }
+  if (isa<MatMulOp>(op))
+    return useKernels && codegen::dynamicMatMulSupported(op);
+  if (isa<Conv2DNhwcOp>(op))
+    return useKernels && codegen::dynamicConvSupported(op);
+  if (isa<SoftmaxOp, LayerNormOp>(op))
+    return useKernels && cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isF32();
+  if (auto sl = dyn_cast<SliceOp>(op)) {
+    // Along static dims, with constant bounds and positive steps.
+    auto inT = cast<RankedTensorType>(sl.getInput().getType());
+    auto axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
+    if (!axes || !steps || !getConstantInts(sl.getStarts()) || !getConstantInts(sl.getEnds()))
+      return false;
+    for (auto [a, st] : llvm::zip(*axes, *steps))
+      if (st <= 0 || inT.isDynamicDim(a < 0 ? a + inT.getRank() : a))
+        return false;
+    return true;
+  }
+  if (codegen::isElementwiseOp(op)) {
+    // Broadcasting decided at compile time: an operand's dynamic dim is the
+    // result's (the same expression); a static 1 broadcasts.
+    auto result = dd.exprsOf(op->getResult(0));
+    if (!result)
+      return false;
+    for (Value v : op->getOperands()) {
+      auto t = cast<RankedTensorType>(v.getType());
+      auto e = dd.exprsOf(v);
+      if (!e)
+        return false;
+      int64_t offset = result->size() - t.getRank();
+      for (int64_t i = 0; i < t.getRank(); ++i) {
+        bool broadcastOne = !t.isDynamicDim(i) && t.getDimSize(i) == 1;
+        if (!broadcastOne && (*e)[i] != (*result)[offset + i])
+          return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+/// Small integer tensors that hold shapes (Shape, Gather of it, Concat of
+/// dims...) whose values kiln-symbolic-dims knows as expressions of the
+/// inputs' dims: built from those values, so that the shape arithmetic,
+/// which has no lowering for dims known only at run time, is dead. Reshape
+/// takes its target from its result's dims anyway.
+void materializeShapeValues(func::FuncOp func, codegen::DynamicDims &dd) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    if (isa<KilnDialect>(op.getDialect()) && !isa<ConstantOp>(op) && op.getNumResults() == 1)
+      ops.push_back(&op);
+  for (Operation *op : ops) {
+    auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!t || !t.hasStaticShape() || t.getRank() > 1 || !t.getElementType().isSignlessInteger())
+      continue;
+    auto held = dd.symbolic().contentsOf(op->getResult(0));
+    if (!held || (int64_t)held->size() != t.getNumElements() ||
+        llvm::any_of(*held, [](AffineExpr e) { return !e; }))
+      continue;
+    OpBuilder b(op);
+    if (llvm::all_of(*held, [](AffineExpr e) { return isa<AffineConstantExpr>(e); })) {
+      // Constants that folding could not see (computed from a static dim of
+      // a tensor that also has unknown ones).
+      if (isa<ConstantOp>(op))
+        continue;
+      SmallVector<APInt> values;
+      for (AffineExpr e : *held)
+        values.push_back(APInt(t.getElementType().getIntOrFloatBitWidth(),
+                               cast<AffineConstantExpr>(e).getValue(), /*isSigned=*/true));
+      op->getResult(0).replaceAllUsesWith(
+          ConstantOp::create(b, op->getLoc(), t, DenseIntElementsAttr::get(t, values)));
+      continue;
+    }
+    SmallVector<Value> elements;
+    for (AffineExpr e : *held)
+      elements.push_back(arith::IndexCastOp::create(b, op->getLoc(), t.getElementType(),
+                                                    dd.materialize(b, op->getLoc(), e)));
+    Value v = t.getRank() == 0
+                  ? tensor::FromElementsOp::create(b, op->getLoc(), t, elements).getResult()
+                  : tensor::FromElementsOp::create(b, op->getLoc(), elements).getResult();
+    op->getResult(0).replaceAllUsesWith(v);
+  }
+  // What only fed shapes is dead now (kiln ops have no side effects unless
+  // they say so).
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
+      if (isa<KilnDialect>(op.getDialect()) && op.use_empty() && op.getNumRegions() == 0 &&
+          !isa<LoopGuardOp, CallKernelOp>(op)) {
+        op.erase();
+        changed = true;
+      }
+  }
+}
+
+/// For kiln-runtime-dims-arguments: where each symbol is read
+/// (`kiln.runtime_symbols`, [argument, dim] per symbol) and how each
+/// result's dims follow from the symbols (`kiln.dim_map` on the result, an
+/// affine map with no dims and one symbol per symbol).
+void describeRuntimeDims(func::FuncOp func, const codegen::DynamicDims &dd) {
+  Builder b(func.getContext());
+  size_t n = dd.symbolic().numSymbols();
+  SmallVector<Attribute> sources, names;
+  for (size_t i = 0; i < n; ++i) {
+    auto [arg, dim] = dd.sourceOf(i);
+    sources.push_back(b.getDenseI64ArrayAttr({(int64_t)arg, dim}));
+    names.push_back(b.getStringAttr(dd.symbolic().symbolName(i)));
+  }
+  func->setAttr("kiln.runtime_symbols", b.getArrayAttr(sources));
+  func->setAttr("kiln.runtime_symbol_names", b.getArrayAttr(names));
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (auto e = dd.exprsOf(v); e && !cast<RankedTensorType>(v.getType()).hasStaticShape())
+      func.setResultAttr(i, "kiln.dim_map",
+                         AffineMapAttr::get(AffineMap::get(0, n, *e, func.getContext())));
 }
 
 /// kiln.loop_guard -> a call of the runtime's kiln_loop_guard(iteration,
@@ -159,17 +295,37 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
   }
 
   LogicalResult lowerFunction(func::FuncOp func) {
+    bool dynamic = llvm::any_of(func.getArgumentTypes(), [](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && !r.hasStaticShape();
+    });
+    std::optional<codegen::DynamicDims> dd;
+    std::optional<codegen::DynamicDims::Scope> scope;
+    if (dynamic) {
+      dd.emplace(func);
+      scope.emplace(&*dd);
+      materializeShapeValues(func, *dd);
+    }
+    auto runtimeDims = [&](Operation *op) {
+      if (!dd || op->getParentOp() != func.getOperation() ||
+          !takesRuntimeDims(op, useKernels, *dd))
+        return false;
+      auto known = [](Value v) { return codegen::hasRuntimeDims(v); };
+      return llvm::all_of(op->getOperands(), known) && llvm::all_of(op->getResults(), known);
+    };
     bool ok = true;
     func.walk([&](Operation *op) {
       if (!isa<KilnDialect>(op->getDialect()) || isa<LoopGuardOp>(op))
         return;
+      bool rt = runtimeDims(op);
       for (Value v : op->getOperands())
-        ok &= succeeded(checkCodegenType(op, v.getType(), "an operand"));
+        ok &= succeeded(checkCodegenType(op, v.getType(), "an operand", rt));
       for (Value v : op->getResults())
-        ok &= succeeded(checkCodegenType(op, v.getType(), "the result"));
+        ok &= succeeded(checkCodegenType(op, v.getType(), "the result", rt));
     });
     for (BlockArgument arg : func.getArguments())
-      ok &= succeeded(checkCodegenType(func, arg.getType(), "a model input"));
+      ok &= succeeded(
+          checkCodegenType(func, arg.getType(), "a model input", dd && codegen::hasRuntimeDims(arg)));
     // A returned value no kiln op produced (an If's joined result) is
     // checked at the op that made it, so the error names its node.
     func.walk([&](func::ReturnOp ret) {
@@ -177,10 +333,15 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
         Operation *where = v.getDefiningOp();
         if (where && !isa<KilnDialect>(where->getDialect()))
           ok &= succeeded(checkCodegenType(where, v.getType(), "a model output"));
+        else if (!where && dd) // an input returned as it is
+          ok &= succeeded(checkCodegenType(func, v.getType(), "a model output",
+                                           codegen::hasRuntimeDims(v)));
       }
     });
     if (!ok)
       return failure();
+    if (dd)
+      describeRuntimeDims(func, *dd);
     replaceEmptyResults(func);
 
     if (useKernels) {

@@ -39,10 +39,43 @@ RankedTensorType signlessType(RankedTensorType t);
 Value asSignless(OpBuilder &b, Location loc, Value v);
 Value restoreType(OpBuilder &b, Location loc, Value v, Type original);
 
-/// tensor.empty of a static type.
-Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type);
+// ---- Dims known only at run time ----
+//
+// While kiln-lower-to-linalg runs on a function whose inputs have dims
+// unknown at compile time, the patterns of the ops that take such dims ask
+// for their results' sizes here: each unknown dim is an expression of the
+// inputs' dims (kiln-symbolic-dims), materialised where it is needed from
+// `tensor.dim`s of the inputs taken once at the function's entry. Outside
+// such a function every size is static and these return no values.
+
+/// The run-time sizes of the dynamic dims of `original` (a kiln op's result
+/// being lowered), in order, built at `b`'s insertion point; empty when the
+/// value is static. Only for values that `hasRuntimeDims` accepted.
+llvm::SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, Value original);
+/// The size of dim `i` of `original` (as dynamicSizes: from the inputs'
+/// dims, not from the value, which need not dominate the insertion point).
+Value runtimeDim(OpBuilder &b, Location loc, Value original, int64_t i);
+/// Whether every dynamic dim of `v` has an expression over the inputs' dims.
+bool hasRuntimeDims(Value v);
+/// Whether the first `n` dims of `a` and `b` are the same at run time (equal
+/// constants or the same expression).
+bool sameDims(Value a, Value b, size_t n);
+/// Whether dim `i` of `a` and dim `j` of `b` are the same at run time.
+bool sameDim(Value a, int64_t i, Value b, int64_t j);
+/// The size of dim `i` of a lowered tensor: a constant or a tensor.dim.
+Value dimSize(OpBuilder &b, Location loc, Value tensor, int64_t i);
+/// Index values of every dim of a lowered tensor.
+llvm::SmallVector<Value> dimSizes(OpBuilder &b, Location loc, Value tensor);
+/// Of `sizes` (one per dim of `type`), those of its dynamic dims.
+llvm::SmallVector<Value> dynamicOnly(RankedTensorType type, ValueRange sizes);
+
+/// tensor.empty of `type`, with the sizes of its dynamic dims (none for a
+/// static type).
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ValueRange dynamicSizes = {});
 /// A tensor of `type` filled with `scalar`.
-Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value scalar);
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type, Value scalar,
+                   ValueRange dynamicSizes = {});
 
 /// Indexing map that reads an operand of `operandType` (right-aligned ONNX
 /// broadcasting) inside a loop nest over `resultShape`.
@@ -52,11 +85,14 @@ mlir::AffineMap broadcastMap(mlir::MLIRContext *ctx, llvm::ArrayRef<int64_t> ope
 using ScalarBuilder = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 /// One linalg.generic over `resultType` that broadcasts `inputs` to it and
 /// computes each element with `body`.
+/// `dynamicSizes`: those of the result's dynamic dims.
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                       ValueRange inputs, ScalarBuilder body);
+                       ValueRange inputs, ScalarBuilder body, ValueRange dynamicSizes = {});
 
-/// Reshapes a static tensor to `type` (same element count).
-Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type);
+/// Reshapes a tensor to `type` (same element count); `dynamicSizes`: those
+/// of `type`'s dynamic dims.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+                ValueRange dynamicSizes = {});
 
 /// Pads the spatial dims (2..) of an NC... tensor with `padValue`.
 Value padSpatial(OpBuilder &b, Location loc, Value input, llvm::ArrayRef<int64_t> pads,
@@ -68,6 +104,9 @@ Value indexConst(OpBuilder &b, Location loc, int64_t v);
 /// ONNX indices may be negative: i < 0 ? i + dim : i.
 Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim);
 
+/// Whether `op` is one of the elementwise ops lowered by
+/// populateElementwiseLoweringPatterns.
+bool isElementwiseOp(mlir::Operation *op);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);

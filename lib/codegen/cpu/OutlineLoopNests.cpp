@@ -27,6 +27,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "kiln/Conversion/DenseBuffers.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -66,15 +67,33 @@ SmallVector<memref::SubViewOp> viewChain(Value v) {
   return chain;
 }
 
+/// A buffer whose dims are known only at run time, dense row-major: it is
+/// passed as one pointer (memref<0xT>) and its dynamic sizes, and remade
+/// inside (the bare-pointer calling convention takes static shapes only).
+bool passableWithSizes(MemRefType type) {
+  return !type.hasStaticShape() && type.getRank() > 0 && type.getLayout().isIdentity() &&
+         !type.getMemorySpace();
+}
+
 bool outlinable(Operation *op) {
   if (!isa<linalg::LinalgOp>(op) || op->getNumResults())
     return false;
   for (Value v : op->getOperands())
     if (auto mt = dyn_cast<MemRefType>(v.getType());
-        mt && !passable(mt) && (!mt.hasStaticShape() || mt.getNumElements() == 0 ||
-                                viewChain(v).empty()))
+        mt && !passable(mt) && !passableWithSizes(mt) &&
+        (!mt.hasStaticShape() || mt.getNumElements() == 0 || viewChain(v).empty()))
       return false;
   return true;
+}
+
+/// `flat`, a memref<0xT> standing for a dense row-major buffer of `type`,
+/// as that buffer, its dynamic sizes `sizes` in order.
+Value remakeBuffer(OpBuilder &b, Location loc, Value flat, MemRefType type, ValueRange sizes) {
+  SmallVector<OpFoldResult> all(type.getRank());
+  for (int64_t i = 0, k = 0; i < type.getRank(); ++i)
+    all[i] = type.isDynamicDim(i) ? OpFoldResult(sizes[k++])
+                                  : OpFoldResult(b.getIndexAttr(type.getDimSize(i)));
+  return codegen::remakeDenseBuffer(b, loc, flat, type, all);
 }
 
 // Work below which an op stays on one thread, and a chunk's least work, in
@@ -336,7 +355,9 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     for (Value v : captured) {
       if (matchPattern(v, m_Constant())) {
         constants.push_back(v);
-      } else if (auto mt = dyn_cast<MemRefType>(v.getType()); mt && !passable(mt)) {
+      } else if (auto mt = dyn_cast<MemRefType>(v.getType()); mt && passableWithSizes(mt)) {
+        passed.insert(v);
+      } else if (mt && !passable(mt)) {
         SmallVector<memref::SubViewOp> chain = viewChain(v);
         passed.insert(chain.front().getSource());
         views.append(chain.begin(), chain.end());
@@ -350,9 +371,22 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     OpBuilder b(module.getContext());
     b.setInsertionPoint(parent);
     std::string name = (parent.getName() + "_op" + Twine(n)).str();
-    SmallVector<Type> argTypes(ValueRange(args).getTypes());
+    // Buffers of run-time size: a pointer here, their sizes after the
+    // other arguments (and after begin, end).
+    SmallVector<Type> argTypes;
+    unsigned numSizes = 0;
+    for (Value v : args) {
+      auto mt = dyn_cast<MemRefType>(v.getType());
+      if (mt && passableWithSizes(mt)) {
+        argTypes.push_back(MemRefType::get({0}, mt.getElementType()));
+        numSizes += mt.getNumDynamicDims();
+      } else {
+        argTypes.push_back(v.getType());
+      }
+    }
     if (split)
       argTypes.append(2, b.getI64Type()); // begin, end
+    argTypes.append(numSizes, b.getIndexType());
     auto fn = func::FuncOp::create(b, op->getLoc(), name, b.getFunctionType(argTypes, {}));
     fn.setPrivate();
     // Internal (two models linked together must not clash) and kept out of
@@ -377,8 +411,17 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     Block *body = fn.addEntryBlock();
     b.setInsertionPointToStart(body);
     IRMapping map;
-    for (auto [v, arg] : llvm::zip(args, body->getArguments()))
-      map.map(v, arg);
+    unsigned nextSize = args.size() + (split ? 2 : 0);
+    for (auto [v, arg] : llvm::zip(args, body->getArguments())) {
+      auto mt = dyn_cast<MemRefType>(v.getType());
+      if (mt && passableWithSizes(mt)) {
+        ValueRange sizes = body->getArguments().slice(nextSize, mt.getNumDynamicDims());
+        nextSize += mt.getNumDynamicDims();
+        map.map(v, remakeBuffer(b, op->getLoc(), arg, mt, sizes));
+      } else {
+        map.map(v, arg);
+      }
+    }
     for (Value c : constants)
       map.map(c, b.clone(*c.getDefiningOp())->getResult(0));
     for (memref::SubViewOp view : views)
@@ -392,12 +435,27 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     lowerNarrowInnerLoop(collapseInnerLoops(inner, split ? split->loop + 1 : 0));
 
     OpBuilder call(op);
-    SmallVector<Value> callArgs(args);
+    SmallVector<Value> callArgs, sizes;
+    for (Value v : args) {
+      auto mt = dyn_cast<MemRefType>(v.getType());
+      if (!mt || !passableWithSizes(mt)) {
+        callArgs.push_back(v);
+        continue;
+      }
+      auto flat = MemRefType::get({0}, mt.getElementType());
+      callArgs.push_back(memref::ReinterpretCastOp::create(
+          call, op->getLoc(), flat, v, call.getIndexAttr(0), {call.getIndexAttr(0)},
+          {call.getIndexAttr(1)}));
+      for (int64_t i = 0; i < mt.getRank(); ++i)
+        if (mt.isDynamicDim(i))
+          sizes.push_back(memref::DimOp::create(call, op->getLoc(), v, i));
+    }
     if (split) {
       callArgs.push_back(arith::ConstantOp::create(call, op->getLoc(), call.getI64IntegerAttr(0)));
       callArgs.push_back(
           arith::ConstantOp::create(call, op->getLoc(), call.getI64IntegerAttr(split->trips)));
     }
+    llvm::append_range(callArgs, sizes);
     auto c = func::CallOp::create(call, op->getLoc(), fn, callArgs);
     if (split)
       c->setAttr("kiln.parallel", call.getDenseI64ArrayAttr({split->trips, split->grain}));

@@ -212,7 +212,8 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
   // kiln_model_desc, field by field (kiln/runtime.h).
   auto *descTy =
       llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64, b.ptr, b.i64,
-                                    b.ptr, b.ptr, b.i32, b.ptr, b.ptr, b.ptr, b.i32});
+                                    b.ptr, b.ptr, b.i32, b.ptr, b.ptr, b.ptr, b.i32, b.i32,
+                                    b.ptr});
   auto descriptor = [&](const std::vector<BundleTensor> &inputs,
                         const std::vector<BundleTensor> &outputs, uint64_t workspace,
                         llvm::Constant *entry, int32_t numVariants, llvm::Constant *variants,
@@ -224,7 +225,10 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                  b.tensors(outputs, "outputs"), llvm::ConstantInt::get(b.i64, workspace), entry,
                  llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot,
                  llvm::ConstantInt::get(b.i32, numVariants), variants, cuda, outputRows(rows),
-                 llvm::ConstantInt::get(b.i32, rows.outputRows.empty() ? 0 : rows.numRowCounts)});
+                 llvm::ConstantInt::get(b.i32, rows.outputRows.empty() ? 0 : rows.numRowCounts),
+                 // Bundles hold static shapes only (kilnc --shape / --dim): no dims
+                 // known only at run time.
+                 llvm::ConstantInt::get(b.i32, 0), null});
   };
   auto entryOf = [&](const BundleVariant &v) -> llvm::Constant * {
     if (llvm::Function *f = module.getFunction(v.entry))

@@ -21,8 +21,9 @@ extern "C" {
  * (3: compiled code calls kiln_parallel_for; 4: workspace alignment, model
  * hash and external weights in kiln_model_desc; 6: compiled code calls
  * kiln_loop_guard; 7: kiln_model_desc.cuda; 8: outputs whose number of rows
- * is known only at run time, kiln_model_desc.output_rows). */
-#define KILN_ABI_VERSION 8
+ * is known only at run time, kiln_model_desc.output_rows; 9: dims known only
+ * at run time, kiln_model_desc.num_runtime_dims). */
+#define KILN_ABI_VERSION 9
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -136,6 +137,17 @@ typedef struct kiln_model_desc {
    * desc's). */
   const kiln_output_rows *output_rows;
   int32_t num_row_counts;
+  /* Dims known only at run time (compiled once for every input shape): the
+   * inputs' and outputs' dims that are -1 in this descriptor, in order
+   * (inputs first), num_runtime_dims of them. kiln_model_execute fills in
+   * the inputs' from the tensors given, calls runtime_dims(dims), which
+   * returns 0 after writing the outputs' (or 1 + the index of an input's
+   * dim that disagrees with another input's dim of the same name), sizes
+   * the outputs from it, and passes the array to the entry point as one
+   * more buffer, after the workspace (or after the row counts when
+   * workspace_size is 0). 0 and NULL for a model of static shapes. */
+  int32_t num_runtime_dims;
+  int64_t (*runtime_dims)(int64_t *dims);
 } kiln_model_desc;
 
 /* A 64-bit hash of `size` bytes (not cryptographic): what kiln_weights.hash

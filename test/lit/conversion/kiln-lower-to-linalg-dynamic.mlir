@@ -1,0 +1,68 @@
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-symbolic-dims),kiln-lower-to-linalg,canonicalize,cse)' --split-input-file | FileCheck %s
+
+// Dims known only at run time (compiled once for every shape): each is read
+// once at the entry from the input that names it, tensors are made with
+// their sizes, a reduction's kept dims and a reshape's target come from
+// them, and the matrix product with constant weights calls the convolution
+// kernel with the number of rows in its parameter block at run time. The
+// function says where each symbol is read and how its result's dims follow
+// (kiln.runtime_symbols, kiln.dim_map) for kiln-runtime-dims-arguments.
+// CHECK: #[[TWICE:.*]] = affine_map<()[s0] -> (s0 * 2)>
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: -> (tensor<?xf32> {kiln.dim_map = #[[TWICE]], kiln.dims = ["n * 2"]})
+// CHECK-SAME: kiln.runtime_symbol_names = ["n"], kiln.runtime_symbols = [array<i64: 0, 0>]
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x4xf32>
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<?x4xf32>, tensor<4xf32>) outs(%[[E]] : tensor<?x4xf32>)
+// CHECK: tensor.empty(%[[N]]) : tensor<?xf32>
+// CHECK: %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK: tensor.from_elements %[[N64]], %c1_i64 : tensor<2xi64>
+// CHECK: %[[PARAMS:.*]] = tensor.from_elements %c1_i64, %c1_i64, %[[N64]], %c4_i64, %c1_i64, %[[N64]], %c2_i64,
+// CHECK-SAME: tensor<17xi64>
+// CHECK: %[[OUT:.*]] = tensor.empty(%[[N]]) : tensor<?x2xf32>
+// CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32(%[[PARAMS]], {{.*}} into %[[OUT]]
+// CHECK: %[[TOTAL:.*]] = affine.apply #[[TWICE]]()[%[[N]]]
+// CHECK: arith.index_cast %[[TOTAL]]
+// CHECK: tensor.reshape
+// CHECK-SAME: -> tensor<?xf32>
+func.func @rows(%x: tensor<?x4xf32> {kiln.dim_names = ["n", ""]}, %b: tensor<4xf32>) -> tensor<?xf32> {
+  %0 = kiln.add %x, %b : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %1 = kiln.reduce_sum %0 {axes = array<i64: 1>, keepdims = true} : (tensor<?x4xf32>) -> tensor<?x1xf32>
+  %2 = kiln.sub %0, %1 : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+  %w = kiln.constant {value = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>} : () -> tensor<4x2xf32>
+  %3 = kiln.matmul %2, %w : (tensor<?x4xf32>, tensor<4x2xf32>) -> tensor<?x2xf32>
+  %s = kiln.constant {value = dense<[-1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %4 = kiln.reshape %3, %s {allowzero = false} : (tensor<?x2xf32>, tensor<1xi64>) -> tensor<?xf32>
+  return %4 : tensor<?xf32>
+}
+
+// -----
+
+// Shape arithmetic on dims known only at run time (Shape, Gather, Concat
+// feeding a Reshape) is replaced by the values it computes, from the
+// symbols, and is then dead; two inputs that name the same dim share one
+// symbol, so their elementwise product needs no broadcast. A product of
+// two run-time operands calls kiln_matmul_f32 with M, N and K at run time.
+// CHECK-LABEL: func.func @shapes
+// CHECK-SAME: kiln.runtime_symbols = [array<i64: 0, 0>]
+// CHECK-NOT: kiln.shape
+// CHECK-NOT: kiln.gather
+// CHECK: %[[S:.*]] = tensor.dim %arg0, %c0
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<?x8xf32>, tensor<?x8xf32>)
+// CHECK: %[[S64:.*]] = arith.index_cast %[[S]] : index to i64
+// CHECK: tensor.from_elements %[[S64]], %c2_i64, %c4_i64 : tensor<3xi64>
+// CHECK: tensor.reshape {{.*}} -> tensor<?x2x4xf32>
+// CHECK: kiln.call_kernel @kiln_matmul_f32
+// CHECK-SAME: -> tensor<?x2x2xf32>
+func.func @shapes(%x: tensor<?x8xf32> {kiln.dim_names = ["seq", ""]}, %y: tensor<?x8xf32> {kiln.dim_names = ["seq", ""]}) -> tensor<?x2x2xf32> {
+  %0 = kiln.mul %x, %y : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %1 = kiln.shape %0 {end = 9223372036854775807 : i64, start = 0 : i64} : (tensor<?x8xf32>) -> tensor<2xi64>
+  %i = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %2 = kiln.gather %1, %i {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %c = kiln.constant {value = dense<[2, 4]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %3 = kiln.concat %2, %c {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+  %4 = kiln.reshape %0, %3 {allowzero = false} : (tensor<?x8xf32>, tensor<3xi64>) -> tensor<?x2x4xf32>
+  %5 = kiln.transpose %4 {perm = array<i64: 0, 2, 1>} : (tensor<?x2x4xf32>) -> tensor<?x4x2xf32>
+  %6 = kiln.matmul %4, %5 : (tensor<?x2x4xf32>, tensor<?x4x2xf32>) -> tensor<?x2x2xf32>
+  return %6 : tensor<?x2x2xf32>
+}
