@@ -555,13 +555,24 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
         !full(scores.getRhs()) || !full(op.getRhs()))
       return failure();
     bool kTransposed = kv->colStride != 1;
+    // Heads back next to each other ([heads, M, DV] -> [M, heads, DV], what
+    // an exporter's output projection reads): the kernels write that
+    // layout directly, through the output's strides, and the transpose goes.
+    auto merge = op->hasOneUse() ? dyn_cast<TransposeOp>(*op->getUsers().begin()) : TransposeOp();
+    bool headsLast = r == 3 && merge && merge.getPerm() == ArrayRef<int64_t>{1, 0, 2};
+    Value result = headsLast ? merge.getResult() : op.getResult();
+    auto resultT = cast<RankedTensorType>(result.getType());
     Location loc = op.getLoc();
-    rw.setInsertionPoint(op);
+    rw.setInsertionPoint(headsLast ? merge.getOperation() : op.getOperation());
     Value M = runtimeDim(rw, loc, scores.getResult(), r - 2);
     Value N = runtimeDim(rw, loc, scores.getResult(), r - 1);
+    Value dvIndex = arith::ConstantIndexOp::create(rw, loc, DV);
+    // Where output row i of batch b starts: b * outBatch + i * outRow.
+    Value outBatch = headsLast ? dvIndex : arith::MulIOp::create(rw, loc, M, dvIndex).getResult();
+    int64_t outRow = headsLast ? batch * DV : DV;
     Value fits = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ule, N,
                                        arith::ConstantIndexOp::create(rw, loc, kMaxAttentionKeys));
-    auto ifOp = scf::IfOp::create(rw, loc, TypeRange{outT}, fits, /*withElseRegion=*/true);
+    auto ifOp = scf::IfOp::create(rw, loc, TypeRange{resultT}, fits, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(rw);
       rw.setInsertionPointToStart(ifOp.thenBlock());
@@ -571,17 +582,15 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
                                    kTransposed ? kv->colStride : kv->rowStride,
                                    kTransposed ? 1 : 0,
                                    vv->offset, vv->batchStride, vv->rowStride,
-                                   0, DV};
+                                   0, outRow};
       using P = kiln_attention_params;
-      Value outBatch = arith::MulIOp::create(rw, loc, M,
-                                             arith::ConstantIndexOp::create(rw, loc, DV));
       SmallVector<std::pair<unsigned, Value>> runtime{
           {offsetof(P, m) / 8, M}, {offsetof(P, n) / 8, N},
           {offsetof(P, out_batch_stride) / 8, outBatch}};
       SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), qv->base, kv->base,
                               vv->base, f32(rw, loc, sm.getScale().convertToFloat())};
-      Value fused = callWithResult(rw, loc, kAttention, outT, args, 4, {}, 0,
-                                   dynamicSizes(rw, loc, op.getResult()));
+      Value fused = callWithResult(rw, loc, kAttention, resultT, args, 4, {}, 0,
+                                   dynamicSizes(rw, loc, result));
       scf::YieldOp::create(rw, loc, fused);
     }
     // Longer keys: the same product, softmax and product as three kernel
@@ -619,23 +628,25 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
                                {i64Block(rw, loc, fields(rp), rrt), s,
                                 f32(rw, loc, sm.getScale().convertToFloat())},
                                2, {}, 0, ValueRange{M, N});
-      MatrixView pv{p, 0, 0, 0, 1}; // dense [batch, M, N]: strides at run time
-      Value dv = arith::ConstantIndexOp::create(rw, loc, DV);
       kiln_matmul_params p2{batch, 0, DV, 0, 0, vv->batchStride, 0, 0,
-                            vv->rowStride, DV, 0, 0, vv->offset};
+                            vv->rowStride, outRow, 0, 0, vv->offset};
       SmallVector<std::pair<unsigned, Value>> rt2{
           {offsetof(MP, m) / 8, M},
           {offsetof(MP, k) / 8, N},
           {offsetof(MP, stride_a) / 8, mn},
           {offsetof(MP, lda) / 8, N},
-          {offsetof(MP, stride_c) / 8, arith::MulIOp::create(rw, loc, M, dv)}};
-      (void)pv;
-      Value o = callWithResult(rw, loc, kMatMul, outT,
+          {offsetof(MP, stride_c) / 8, outBatch}};
+      Value o = callWithResult(rw, loc, kMatMul, resultT,
                                {i64Block(rw, loc, fields(p2), rt2), p, vv->base}, 3, {}, 0,
-                               dynamicSizes(rw, loc, op.getResult()));
+                               dynamicSizes(rw, loc, result));
       scf::YieldOp::create(rw, loc, o);
     }
-    rw.replaceOp(op, ifOp.getResults());
+    if (headsLast) {
+      rw.replaceOp(merge, ifOp.getResults());
+      rw.eraseOp(op);
+    } else {
+      rw.replaceOp(op, ifOp.getResults());
+    }
     rw.eraseOp(sm);
     rw.eraseOp(scores);
     return success();
