@@ -35,9 +35,12 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
     model.setLinkage(LLVM::Linkage::Internal);
     // func-to-llvm carries a func.func's `llvm.no_inline` over as a plain
     // attribute (kiln-outline-loop-nests sets it); make it the real one.
-    for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+    for (auto f : module.getOps<LLVM::LLVMFuncOp>()) {
       if (f->removeAttr("llvm.no_inline"))
         f.setNoInline(true);
+      if (f->removeAttr("llvm.optsize"))
+        f.setPassthroughAttr(ArrayAttr::get(&getContext(), {StringAttr::get(&getContext(), "optsize")}));
+    }
     // The ABI requires distinct, non-overlapping buffers (the runtime
     // allocates every output itself), so LLVM may assume no aliasing.
     for (unsigned i = 0; i < model.getNumArguments(); ++i)

@@ -75,13 +75,33 @@ bool passableWithSizes(MemRefType type) {
          !type.getMemorySpace();
 }
 
+/// viewChain for views whose offsets or sizes are known only at run time
+/// (a part of a KV cache's concatenation): the memref.subview ops back to
+/// a buffer passable as it is or with its sizes; the function gets that
+/// buffer and the views' run-time operands and remakes the views. Empty
+/// when `v` is not such a view.
+SmallVector<memref::SubViewOp> dynamicViewChain(Value v) {
+  SmallVector<memref::SubViewOp> chain;
+  while (true) {
+    auto mt = cast<MemRefType>(v.getType());
+    if (passable(mt) || passableWithSizes(mt))
+      return chain;
+    auto sub = v.getDefiningOp<memref::SubViewOp>();
+    if (!sub)
+      return {};
+    chain.insert(chain.begin(), sub);
+    v = sub.getSource();
+  }
+}
+
 bool outlinable(Operation *op) {
   if (!isa<linalg::LinalgOp>(op) || op->getNumResults())
     return false;
   for (Value v : op->getOperands())
     if (auto mt = dyn_cast<MemRefType>(v.getType());
         mt && !passable(mt) && !passableWithSizes(mt) &&
-        (!mt.hasStaticShape() || mt.getNumElements() == 0 || viewChain(v).empty()))
+        (!mt.hasStaticShape() || mt.getNumElements() == 0 || viewChain(v).empty()) &&
+        dynamicViewChain(v).empty())
       return false;
   return true;
 }
@@ -358,7 +378,19 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
       } else if (auto mt = dyn_cast<MemRefType>(v.getType()); mt && passableWithSizes(mt)) {
         passed.insert(v);
       } else if (mt && !passable(mt)) {
-        SmallVector<memref::SubViewOp> chain = viewChain(v);
+        SmallVector<memref::SubViewOp> chain =
+            mt.hasStaticShape() && mt.getNumElements() ? viewChain(v) : SmallVector<memref::SubViewOp>();
+        if (chain.empty()) {
+          chain = dynamicViewChain(v);
+          // The views' run-time offsets, sizes and strides come along.
+          for (memref::SubViewOp view : chain)
+            for (Value operand : view->getOperands().drop_front()) {
+              if (matchPattern(operand, m_Constant()))
+                constants.push_back(operand);
+              else
+                passed.insert(operand);
+            }
+        }
         passed.insert(chain.front().getSource());
         views.append(chain.begin(), chain.end());
       } else {
@@ -393,6 +425,12 @@ struct OutlineLoopNestsPass : impl::KilnOutlineLoopNestsBase<OutlineLoopNestsPas
     // line: inlining them all back into the model function made DenseNet-121
     // compile in 46-50 s instead of 36 s, and noalias holds out of line too.
     fn->setAttr("llvm.no_inline", b.getUnitAttr());
+    // Loops of run-time trip counts: LLVM's unrolling and epilogue
+    // vectorisation multiply them into large code for little gain here
+    // (these are the copies, masks and gathers around the kernels), and
+    // their compile time is what one compile for every shape pays.
+    if (numSizes)
+      fn->setAttr("llvm.optsize", b.getUnitAttr());
     fn->setAttr("llvm.linkage",
                 LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
     // noalias only where each buffer appears once among the memref args,
