@@ -186,3 +186,24 @@ func.func @gelu_not_fused(%x: tensor<1x4x4x2xf32>) -> (tensor<1x4x4x3xf32>, tens
   %y2 = kiln.mul %m2, %half : (tensor<1x4x4x3xf32>, tensor<f32>) -> tensor<1x4x4x3xf32>
   return %y, %y2, %c2 : tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>, tensor<1x4x4x3xf32>
 }
+
+// -----
+
+// Dims known only at run time (one compile for every shape): the matrix
+// product with constant weights becomes the 1x1 convolution over a row of
+// run-time length (the reshapes infer it, -1), and the residual add after
+// the reshape back joins it (kiln-lower-to-linalg lowers that only where it
+// proves the residual's dims the result's).
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK-DAG: %[[ROW:.*]] = kiln.constant {value = dense<[1, 1, -1, 4]> : tensor<4xi64>}
+// CHECK-DAG: %[[BACK:.*]] = kiln.constant {value = dense<[1, -1, 4]> : tensor<3xi64>}
+// CHECK: %[[X:.*]] = kiln.reshape %arg0, %[[ROW]] {{.*}} -> tensor<1x1x?x4xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %arg1, %[[ROW]] {{.*}} -> tensor<1x1x?x4xf32>
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %[[X]], %{{.*}} residual %[[R]] {{.*}} -> tensor<1x1x?x4xf32>
+// CHECK: kiln.reshape %[[C]], %[[BACK]] {{.*}} -> tensor<1x?x4xf32>
+func.func @dynamic_rows(%x: tensor<1x?x4xf32>, %r: tensor<1x?x4xf32>) -> tensor<1x?x4xf32> {
+  %w = kiln.constant {value = dense<1.0> : tensor<4x4xf32>} : () -> tensor<4x4xf32>
+  %m = kiln.matmul %x, %w : (tensor<1x?x4xf32>, tensor<4x4xf32>) -> tensor<1x?x4xf32>
+  %a = kiln.add %m, %r : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
+  return %a : tensor<1x?x4xf32>
+}

@@ -161,3 +161,24 @@ func.func @negative_scale_stays(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
   %y = kiln.div %e, %z : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
   return %y : tensor<3x5xf32>
 }
+
+// -----
+
+// Rows of run-time number and length (attention scores over a sequence
+// known only at run time): the same softmax, whose kernel takes both sizes
+// in its parameter block at run time.
+// CHECK-LABEL: func.func @dynamic_softmax
+// CHECK: kiln.softmax %arg0 {axis = 2 : i64
+// KERNEL-LABEL: func.func @dynamic_softmax
+// KERNEL: %[[PARAMS:.*]] = tensor.from_elements
+// KERNEL-SAME: tensor<3xi64>
+// KERNEL: kiln.call_kernel @kiln_softmax_f32(%[[PARAMS]]
+// KERNEL-SAME: -> tensor<4x?x?xf32>
+func.func @dynamic_softmax(%x: tensor<4x?x?xf32> {kiln.dim_names = ["", "q", "k"]}) -> tensor<4x?x?xf32> {
+  %m = kiln.reduce_max %x {axes = array<i64: 2>, keepdims = true} : (tensor<4x?x?xf32>) -> tensor<4x?x1xf32>
+  %s = kiln.sub %x, %m : (tensor<4x?x?xf32>, tensor<4x?x1xf32>) -> tensor<4x?x?xf32>
+  %e = kiln.exp %s : (tensor<4x?x?xf32>) -> tensor<4x?x?xf32>
+  %t = kiln.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : (tensor<4x?x?xf32>) -> tensor<4x?x1xf32>
+  %d = kiln.div %e, %t : (tensor<4x?x?xf32>, tensor<4x?x1xf32>) -> tensor<4x?x?xf32>
+  return %d : tensor<4x?x?xf32>
+}
