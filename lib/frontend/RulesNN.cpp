@@ -468,9 +468,14 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
   if (n.failed())
     return failure();
   auto xt = NodeImporter::rankedType(x);
-  if (!xt || xt.getRank() < 3 || !xt.hasStaticShape())
-    return n.error("pooling needs an input of static shape and rank >= 3");
+  // The window's pads follow from the spatial dims; the batch and channels
+  // may be known only at run time (a CNN compiled once for every batch).
+  auto spatialStatic = [](RankedTensorType t) {
+    return llvm::none_of(t.getShape().drop_front(2), ShapedType::isDynamic);
+  };
   bool wantIndices = isMax && n.node.output_size() > 1 && !n.node.output(1).empty();
+  if (!xt || xt.getRank() < 3 || !spatialStatic(xt) || (wantIndices && !xt.hasStaticShape()))
+    return n.error("pooling needs an input of static shape and rank >= 3");
   size_t spatial = xt.getRank() - 2;
   auto kernel = n.getInts("kernel_shape");
   if (!kernel || kernel->size() != spatial)

@@ -521,6 +521,12 @@ void SymbolicDims::visit(Operation *op) {
         setIfKnown(2 + i, simplify(num.floorDiv(c.getStrides()[i]) + 1));
       }
     }
+  } else if (isa<MaxPoolOp, AvgPoolOp>(op)) {
+    // NCHW or channels_last: the batch is the input's (shape inference
+    // gives the others from the window when they are known).
+    Exprs in = dimsOf(op->getOperand(0));
+    if (!in.empty() && in.size() == d.size())
+      setIfKnown(0, in[0]);
   } else if (auto c = dyn_cast<Conv2DNhwcOp>(op)) {
     // NHWC with OIHW weights: the batch is the input's, H and W as for
     // ConvOp, the channels the weights' outputs.

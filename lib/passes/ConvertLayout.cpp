@@ -33,11 +33,20 @@ namespace {
 constexpr int64_t kToNhwc[] = {0, 2, 3, 1};
 constexpr int64_t kToNchw[] = {0, 3, 1, 2};
 
+/// A rank-4 f32 tensor whose dims are static but for the batch, which may
+/// be known only at run time (a CNN compiled once for every batch).
 RankedTensorType staticF32Rank4(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() != 4 || !t.hasStaticShape() || !t.getElementType().isF32())
+  if (!t || t.getRank() != 4 || !t.getElementType().isF32() ||
+      llvm::count_if(t.getShape(), ShapedType::isDynamic) != (t.isDynamicDim(0) ? 1 : 0))
     return {};
   return t;
+}
+
+/// Static but for a batch known only at run time.
+bool staticButBatch(RankedTensorType t) {
+  return t.getRank() > 0 &&
+         llvm::count_if(t.getShape(), ShapedType::isDynamic) == (t.isDynamicDim(0) ? 1 : 0);
 }
 
 /// The transpose producing `v`, if it applies `perm`.
@@ -172,7 +181,7 @@ struct SinkThroughBinary : RewritePattern {
     if (!isLayoutAgnosticBinary(op))
       return failure();
     auto outT = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!outT || !outT.hasStaticShape())
+    if (!outT || !staticButBatch(outT))
       return failure();
     ArrayRef<int64_t> perm;
     for (Value v : op->getOperands())
@@ -186,7 +195,7 @@ struct SinkThroughBinary : RewritePattern {
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {
       auto vt = dyn_cast<RankedTensorType>(v.getType());
-      if (!vt || !vt.hasStaticShape())
+      if (!vt || !staticButBatch(vt))
         return failure();
       if (auto t = transposeWithPerm(v, perm); t && vt.getShape() == outT.getShape()) {
         operands.push_back(t.getInput());
@@ -196,7 +205,9 @@ struct SinkThroughBinary : RewritePattern {
         operands.push_back(v);
         continue;
       }
-      if (vt.getNumElements() * 4 > outT.getNumElements() && !matchPattern(v, m_Constant()))
+      if (!vt.hasStaticShape() || !outT.hasStaticShape()
+              ? !matchPattern(v, m_Constant())
+              : vt.getNumElements() * 4 > outT.getNumElements() && !matchPattern(v, m_Constant()))
         return failure(); // re-laying out a full-size operand costs as much as it saves
       Value padded = v;
       if (vt.getRank() < rank) {

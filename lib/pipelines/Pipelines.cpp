@@ -128,7 +128,10 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
       "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm," +
       std::string(opts.gpuTensorPasses ? "convert-vector-to-llvm," : "") +
-      "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+      // Buffers of run-time size through the runtime's allocator, which
+      // recycles them (kiln/runtime.h), not malloc.
+      "finalize-memref-to-llvm{use-generic-functions=true},convert-arith-to-llvm,"
+      "convert-index-to-llvm,"
       "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
       "reconcile-unrealized-casts,kiln-parallelize-calls," +
       std::string(opts.profile ? "kiln-profile-kernels," : "") +

@@ -153,6 +153,31 @@ kiln_tensor *kiln_tensor_wrap(int32_t dtype, int32_t rank, const int64_t *dims, 
   return t;
 }
 
+// Intermediates of run-time size: a 64-byte header before the buffer holds
+// its size, which the recycling cache needs and free() does not pass.
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size) {
+  if (alignment > 64 || size > (uint64_t(1) << 48))
+    return nullptr;
+  auto *block = static_cast<char *>(kiln_rt::acquireBuffer(size + 64));
+  if (!block)
+    return nullptr;
+  std::memcpy(block, &size, sizeof size);
+  return block + 64;
+}
+
+void *_mlir_memref_to_llvm_alloc(uint64_t size) {
+  return _mlir_memref_to_llvm_aligned_alloc(64, size);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (!ptr)
+    return;
+  char *block = static_cast<char *>(ptr) - 64;
+  uint64_t size;
+  std::memcpy(&size, block, sizeof size);
+  kiln_rt::releaseBuffer(block, size + 64);
+}
+
 void kiln_tensor_free(kiln_tensor *t) {
   if (!t)
     return;

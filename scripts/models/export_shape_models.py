@@ -182,6 +182,10 @@ IMG = dict(names=["input"], dyn={"input": {0: "batch"}})
 HW = dict(names=["input"], dyn={"input": {0: "batch", 2: "height", 3: "width"}})
 
 MODELS = {
+    # A plain CNN whose batch varies (1 and 3): one compile for every batch
+    # (convolutions, pooling, residual adds, the classifier).
+    "resnet18": dict(build=vision("resnet18"), sets=[[("image", (1, 3, 224, 224))],
+                                                    [("image", (3, 3, 224, 224))]], **IMG),
     "vit_b_16": dict(build=vision("vit_b_16"), sets=[[("image", (1, 3, 224, 224))],
                                                     [("image", (2, 3, 224, 224))]], **IMG),
     # The tracer bakes the shifted-window mask of Swin for the traced image

@@ -29,6 +29,9 @@ bool dynamicMatMulSupported(mlir::Operation *matmul);
 /// The same for a kiln.conv2d_nhwc (a 1x1 convolution over a run-time
 /// number of pixels in one row: a matrix product with constant weights).
 bool dynamicConvSupported(mlir::Operation *conv);
+/// The same for a channels_last kiln.max_pool / kiln.avg_pool (a batch
+/// known only at run time).
+bool dynamicPoolSupported(mlir::Operation *pool);
 
 /// Attaches kiln.call_kernel's BufferizableOpInterface model.
 void registerKernelCallBufferization(mlir::DialectRegistry &registry);

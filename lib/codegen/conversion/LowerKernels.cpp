@@ -159,7 +159,7 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, ArrayRef<float> weight,
                ArrayRef<float> bias, Value input, Value residual, float lo, float hi,
                RankedTensorType resultType, bool gelu = false, Value runtimeRows = {},
-               ValueRange dynamicSizes = {}) {
+               ValueRange dynamicSizes = {}, Value runtimeBatch = {}) {
   bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
   std::vector<float> packedW, packedB;
   if (depthwise)
@@ -176,6 +176,8 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
   if (runtimeRows)
     runtime = {{offsetof(kiln_conv2d_params, w) / 8, runtimeRows},
                {offsetof(kiln_conv2d_params, ow) / 8, runtimeRows}};
+  if (runtimeBatch)
+    runtime.push_back({offsetof(kiln_conv2d_params, n) / 8, runtimeBatch});
   SmallVector<Value> args{i64Block(b, loc, fields(params), runtime), input,
                           f32Block(b, loc, packedW),  f32Block(b, loc, packedB),
                           residual ? residual : zero, f32(b, loc, lo),
@@ -184,7 +186,7 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
   // Input and output may be channel slices of concatenations (args 7, 8).
   int64_t flops = 2 * s.n * s.oh * s.ow * s.oc * s.kh * s.kw * (s.c / s.groups);
   return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
-                        {1, 7, -1, 8}, runtimeRows ? 0 : flops, dynamicSizes);
+                        {1, 7, -1, 8}, runtimeRows || runtimeBatch ? 0 : flops, dynamicSizes);
 }
 
 LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
@@ -208,8 +210,12 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
   // Dims known only at run time: a 1x1 convolution over one row of pixels
   // of run-time width (a matrix product with constant weights,
   // kiln-fuse-epilogues' MatMulToConv); dynamicConvSupported says so.
-  Value rows;
-  if (!inT.hasStaticShape() || !outT.hasStaticShape()) {
+  Value rows, batch;
+  if (inT.isDynamicDim(0)) {
+    // A batch known only at run time (a CNN compiled once for every batch).
+    batch = dimSize(rw, op.getLoc(), op.getInput(), 0);
+    s.n = 1;
+  } else if (!inT.hasStaticShape() || !outT.hasStaticShape()) {
     rows = dimSize(rw, op.getLoc(), op.getInput(), 2);
     s.w = s.ow = 1;
   }
@@ -218,7 +224,7 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
                                                              : ArrayRef<float>(),
                             op.getInput(), op.getResidual(), op.getClampMin().convertToFloat(),
                             op.getClampMax().convertToFloat(), outT, op.getGelu(), rows,
-                            dynamicSizes(rw, op.getLoc(), op.getResult())));
+                            dynamicSizes(rw, op.getLoc(), op.getResult()), batch));
   return success();
 }
 
@@ -425,6 +431,16 @@ std::optional<SmallVector<int64_t>> dynamicReshapeStrides(Value from, ArrayRef<i
       tShape.push_back(tt.getDimSize(j));
       tIndex.push_back(j);
     }
+    // The runs must hold the same elements (reshapeStrides assumes it of
+    // whole shapes).
+    auto product = [](ArrayRef<int64_t> v) {
+      int64_t p = 1;
+      for (int64_t d : v)
+        p *= d;
+      return p;
+    };
+    if (product(fShape) != product(tShape))
+      return std::nullopt;
     auto run = reshapeStrides(fShape, fStrides, tShape);
     if (!run)
       return std::nullopt;
@@ -822,9 +838,15 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
                               dh,                dw,                 p[2],
                               p[3],              flags};
     Location loc = op.getLoc();
-    SmallVector<Value> args{i64Block(rw, loc, fields(params)), op.getInput(), strideSlot(rw, loc),
-                            strideSlot(rw, loc)};
-    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2, {1, 2, -1, 3}));
+    // A batch known only at run time (one compile for every shape): the
+    // only dim that may be (dynamicPoolSupported).
+    SmallVector<std::pair<unsigned, Value>> runtime;
+    if (inT.isDynamicDim(0))
+      runtime.push_back({offsetof(kiln_pool2d_params, n) / 8, dimSize(rw, loc, op.getInput(), 0)});
+    SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), op.getInput(),
+                            strideSlot(rw, loc), strideSlot(rw, loc)};
+    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2, {1, 2, -1, 3}, 0,
+                                    dynamicSizes(rw, loc, op.getResult())));
     return success();
   }
 };
@@ -1005,6 +1027,9 @@ bool dynamicMatMulSupported(Operation *matmul) {
       rt.getRank() < 2 || !hasRuntimeDims(op.getResult()) || !hasRuntimeDims(op.getLhs()) ||
       !hasRuntimeDims(op.getRhs()))
     return false;
+  // The inner dims agree at run time (the same expression).
+  if (!sameDim(op.getLhs(), lt.getRank() - 1, op.getRhs(), rt.getRank() - 2))
+    return false;
   if (rt.getRank() == 2 && rt.hasStaticShape() && constantFloats(op.getRhs()))
     return true;
   // Batch dims: each side has the result's (the same expressions) or none.
@@ -1027,13 +1052,30 @@ bool dynamicConvSupported(Operation *conv) {
     return false;
   auto ones = [](ArrayRef<int64_t> v) { return llvm::all_of(v, [](int64_t x) { return x == 1; }); };
   auto zeros = [](ArrayRef<int64_t> v) { return llvm::all_of(v, [](int64_t x) { return x == 0; }); };
+  bool residualOk = !op.getResidual() || sameDims(op.getResidual(), op.getResult(), 4);
+  // Any convolution whose batch is the only dim known at run time.
+  if (inT.isDynamicDim(0) && !inT.isDynamicDim(1) && !inT.isDynamicDim(2) &&
+      !inT.isDynamicDim(3) && outT.isDynamicDim(0) && !outT.isDynamicDim(1) &&
+      !outT.isDynamicDim(2) && !outT.isDynamicDim(3))
+    return residualOk && sameDims(op.getInput(), op.getResult(), 1) &&
+           hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
   // [1, 1, W, C] -> [1, 1, W, O], 1x1, W the only dim known at run time.
   return inT.getDimSize(0) == 1 && inT.getDimSize(1) == 1 && !inT.isDynamicDim(3) &&
          outT.getDimSize(0) == 1 && outT.getDimSize(1) == 1 && !outT.isDynamicDim(3) &&
          wT.getDimSize(2) == 1 && wT.getDimSize(3) == 1 && ones(op.getStrides()) &&
          ones(op.getDilations()) && zeros(op.getPads()) &&
-         (!op.getResidual() || sameDims(op.getResidual(), op.getResult(), 4)) &&
-         hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
+         residualOk && hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
+}
+
+bool dynamicPoolSupported(Operation *pool) {
+  auto in = dyn_cast<RankedTensorType>(pool->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(pool->getResult(0).getType());
+  // channels_last (the kernel's), the batch the only dim known at run time.
+  return in && out && in.getRank() == 4 && out.getRank() == 4 &&
+         pool->hasAttr("channels_last") && in.getElementType().isF32() &&
+         llvm::count_if(in.getShape(), ShapedType::isDynamic) == in.isDynamicDim(0) &&
+         llvm::count_if(out.getShape(), ShapedType::isDynamic) == out.isDynamicDim(0) &&
+         sameDims(pool->getOperand(0), pool->getResult(0), 1);
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {

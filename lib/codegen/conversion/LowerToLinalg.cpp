@@ -85,8 +85,25 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
   if (isa<TransposeOp, ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp, ReduceSumOp, ReduceMaxOp,
           ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op))
     return true;
-  if (isa<ConcatOp, RangeOp>(op))
+  if (isa<RangeOp>(op))
     return true;
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    // Every input has the result's dims but along the axis (the same
+    // expressions), so no part is written out of place.
+    auto result = dd.exprsOf(c.getResult());
+    if (!result)
+      return false;
+    int64_t rank = result->size(), axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+    for (Value in : c.getInputs()) {
+      auto e = dd.exprsOf(in);
+      if (!e || (int64_t)e->size() != rank)
+        return false;
+      for (int64_t i = 0; i < rank; ++i)
+        if (i != axis && (*e)[i] != (*result)[i])
+          return false;
+    }
+    return true;
+  }
   if (auto g = dyn_cast<GatherOp>(op)) {
     // Indices wrap and clamp against the gathered dim: a static one.
     auto inT = cast<RankedTensorType>(g.getInput().getType());
@@ -97,6 +114,8 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
     return useKernels && codegen::dynamicMatMulSupported(op);
   if (isa<Conv2DNhwcOp>(op))
     return useKernels && codegen::dynamicConvSupported(op);
+  if (isa<MaxPoolOp, AvgPoolOp>(op))
+    return useKernels && codegen::dynamicPoolSupported(op);
   if (isa<SoftmaxOp, LayerNormOp>(op))
     return useKernels && cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isF32();
   if (auto sl = dyn_cast<SliceOp>(op)) {

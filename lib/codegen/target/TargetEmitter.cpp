@@ -256,6 +256,17 @@ static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
       llvm::orc::ExecutorAddr::fromPtr(&kiln_cuda_launch_kernel), llvm::JITSymbolFlags::Exported};
   symbols[(*jit)->mangleAndIntern("kiln_loop_guard")] = {
       llvm::orc::ExecutorAddr::fromPtr(&kiln_loop_guard), llvm::JITSymbolFlags::Exported};
+  // Intermediates of run-time size (finalize-memref-to-llvm's generic
+  // allocation functions), recycled by the runtime.
+  symbols[(*jit)->mangleAndIntern("_mlir_memref_to_llvm_alloc")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&_mlir_memref_to_llvm_alloc),
+      llvm::JITSymbolFlags::Exported};
+  symbols[(*jit)->mangleAndIntern("_mlir_memref_to_llvm_aligned_alloc")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&_mlir_memref_to_llvm_aligned_alloc),
+      llvm::JITSymbolFlags::Exported};
+  symbols[(*jit)->mangleAndIntern("_mlir_memref_to_llvm_free")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&_mlir_memref_to_llvm_free),
+      llvm::JITSymbolFlags::Exported};
   for (const RuntimeKernel &kernel : kRuntimeKernels)
     symbols[(*jit)->mangleAndIntern(kernel.name)] = {
         llvm::orc::ExecutorAddr::fromPtr(kernel.address), llvm::JITSymbolFlags::Exported};

@@ -150,6 +150,15 @@ typedef struct kiln_model_desc {
   int64_t (*runtime_dims)(int64_t *dims);
 } kiln_model_desc;
 
+/* Memory for intermediates whose size is known only at run time: compiled
+ * code allocates them through these (MLIR's generic allocation functions)
+ * rather than malloc, so that large buffers are recycled from run to run
+ * as outputs are (KILN_BUFFER_CACHE_MB) instead of being mapped and
+ * faulted in afresh. Alignment is at most 64. */
+void *_mlir_memref_to_llvm_alloc(uint64_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+
 /* A 64-bit hash of `size` bytes (not cryptographic): what kiln_weights.hash
  * and a weights file's header hold. */
 uint64_t kiln_hash64(const void *data, size_t size);

@@ -66,3 +66,24 @@ func.func @shapes(%x: tensor<?x8xf32> {kiln.dim_names = ["seq", ""]}, %y: tensor
   %6 = kiln.matmul %4, %5 : (tensor<?x2x4xf32>, tensor<?x4x2xf32>) -> tensor<?x2x2xf32>
   return %6 : tensor<?x2x2xf32>
 }
+
+// -----
+
+// A CNN compiled once for every batch: a convolution and a channels_last
+// pooling whose batch is the only run-time dim call the same kernels with
+// the batch in their parameter blocks (field 0) at run time.
+// CHECK-LABEL: func.func @batch
+// CHECK: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[B64:.*]] = arith.index_cast %[[B]] : index to i64
+// CHECK: %[[CONV:.*]] = tensor.from_elements %[[B64]], %c8_i64,
+// CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32(%[[CONV]],
+// CHECK-SAME: -> tensor<?x8x8x4xf32>
+// CHECK: %[[POOL:.*]] = tensor.from_elements %{{.*}}, %c8_i64, %c8_i64, %c4_i64,
+// CHECK: kiln.call_kernel @kiln_pool2d_nhwc_f32(%[[POOL]],
+// CHECK-SAME: -> tensor<?x4x4x4xf32>
+func.func @batch(%x: tensor<?x8x8x3xf32> {kiln.dim_names = ["batch", "", "", ""]}) -> tensor<?x4x4x4xf32> {
+  %w = kiln.constant {value = dense<0.5> : tensor<4x3x1x1xf32>} : () -> tensor<4x3x1x1xf32>
+  %c = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x8x8x3xf32>, tensor<4x3x1x1xf32>) -> tensor<?x8x8x4xf32>
+  %p = kiln.max_pool %c {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x8x8x4xf32>) -> tensor<?x4x4x4xf32>
+  return %p : tensor<?x4x4x4xf32>
+}
