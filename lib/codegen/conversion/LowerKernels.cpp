@@ -275,15 +275,66 @@ std::optional<SmallVector<int64_t>> reshapeStrides(ArrayRef<int64_t> from,
   return out;
 }
 
+/// The strides of `to`, a reshape of `from` (whose view has `strides`),
+/// where some dims are known only at run time: each such dim must be one
+/// of `from`'s, the same at run time (an expression of the same symbols),
+/// with a static stride; the static dims between them reshape as in
+/// reshapeStrides.
+std::optional<SmallVector<int64_t>> dynamicReshapeStrides(Value from, ArrayRef<int64_t> strides,
+                                                          Value to) {
+  auto ft = cast<RankedTensorType>(from.getType()), tt = cast<RankedTensorType>(to.getType());
+  SmallVector<int64_t> out(tt.getRank(), 0);
+  int64_t i = 0, j = 0;
+  while (true) {
+    // The static runs up to the next dynamic dim on each side.
+    SmallVector<int64_t> fShape, fStrides, tShape, tIndex;
+    for (; i < ft.getRank() && !ft.isDynamicDim(i); ++i) {
+      fShape.push_back(ft.getDimSize(i));
+      fStrides.push_back(strides[i]);
+    }
+    for (; j < tt.getRank() && !tt.isDynamicDim(j); ++j) {
+      tShape.push_back(tt.getDimSize(j));
+      tIndex.push_back(j);
+    }
+    // The runs must hold the same elements (reshapeStrides assumes it of
+    // whole shapes).
+    auto product = [](ArrayRef<int64_t> v) {
+      int64_t p = 1;
+      for (int64_t d : v)
+        p *= d;
+      return p;
+    };
+    if (product(fShape) != product(tShape))
+      return std::nullopt;
+    auto run = reshapeStrides(fShape, fStrides, tShape);
+    if (!run)
+      return std::nullopt;
+    for (size_t k = 0; k < tIndex.size(); ++k)
+      out[tIndex[k]] = (*run)[k];
+    if (i == ft.getRank() || j == tt.getRank())
+      return i == ft.getRank() && j == tt.getRank() ? std::optional(out) : std::nullopt;
+    if (!sameDim(from, i, to, j) || ShapedType::isDynamic(strides[i]))
+      return std::nullopt;
+    out[j++] = strides[i++];
+  }
+}
+
 /// Follows transposes, reshapes and unit-step slices back to the tensor
 /// they read, so that a kernel can read that tensor in place instead of a
 /// copy (attention's Q, K and V are slices of one projection, reshaped to
-/// heads and transposed).
+/// heads and transposed). With dims known only at run time, as long as
+/// every stride it needs stays static (a dim left of a dynamic one has a
+/// dynamic stride, which only a dim of size 1 may have).
 StridedView stridedViewOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  StridedView self{v, 0, t ? computeStrides(t.getShape()) : SmallVector<int64_t>()};
-  if (!t || !t.hasStaticShape())
-    return self;
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> strides(t.getRank());
+  int64_t stride = 1;
+  for (int64_t d = t.getRank() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    if (!ShapedType::isDynamic(stride))
+      stride = t.isDynamicDim(d) ? ShapedType::kDynamic : stride * t.getDimSize(d);
+  }
+  StridedView self{v, 0, strides};
   if (auto tr = v.getDefiningOp<TransposeOp>()) {
     StridedView in = stridedViewOf(tr.getInput());
     StridedView out{in.base, in.offset, {}};
@@ -292,11 +343,8 @@ StridedView stridedViewOf(Value v) {
     return out;
   }
   if (auto r = v.getDefiningOp<ReshapeOp>()) {
-    auto inT = cast<RankedTensorType>(r.getInput().getType());
-    if (!inT.hasStaticShape())
-      return self;
     StridedView in = stridedViewOf(r.getInput());
-    if (auto s = reshapeStrides(inT.getShape(), in.strides, t.getShape()))
+    if (auto s = dynamicReshapeStrides(r.getInput(), in.strides, r.getResult()))
       return {in.base, in.offset, *s};
     return self;
   }
@@ -304,12 +352,14 @@ StridedView stridedViewOf(Value v) {
     auto inT = cast<RankedTensorType>(sl.getInput().getType());
     auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
          axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
-    if (!inT.hasStaticShape() || !starts || !ends || !axes || !steps)
+    if (!starts || !ends || !axes || !steps)
       return self;
     StridedView in = stridedViewOf(sl.getInput());
     StridedView out = in;
     for (size_t i = 0; i < axes->size(); ++i) {
       int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+      if (inT.isDynamicDim(a) || ShapedType::isDynamic(in.strides[a]))
+        return self;
       auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
       if (!bounds || bounds->step != 1)
         return self;
@@ -410,105 +460,13 @@ struct LowerAttention : OpRewritePattern<MatMulOp> {
   }
 };
 
-/// The strides of `to`, a reshape of `from` (whose view has `strides`),
-/// where some dims are known only at run time: each such dim must be one
-/// of `from`'s, the same at run time (an expression of the same symbols),
-/// with a static stride; the static dims between them reshape as in
-/// reshapeStrides.
-std::optional<SmallVector<int64_t>> dynamicReshapeStrides(Value from, ArrayRef<int64_t> strides,
-                                                          Value to) {
-  auto ft = cast<RankedTensorType>(from.getType()), tt = cast<RankedTensorType>(to.getType());
-  SmallVector<int64_t> out(tt.getRank(), 0);
-  int64_t i = 0, j = 0;
-  while (true) {
-    // The static runs up to the next dynamic dim on each side.
-    SmallVector<int64_t> fShape, fStrides, tShape, tIndex;
-    for (; i < ft.getRank() && !ft.isDynamicDim(i); ++i) {
-      fShape.push_back(ft.getDimSize(i));
-      fStrides.push_back(strides[i]);
-    }
-    for (; j < tt.getRank() && !tt.isDynamicDim(j); ++j) {
-      tShape.push_back(tt.getDimSize(j));
-      tIndex.push_back(j);
-    }
-    // The runs must hold the same elements (reshapeStrides assumes it of
-    // whole shapes).
-    auto product = [](ArrayRef<int64_t> v) {
-      int64_t p = 1;
-      for (int64_t d : v)
-        p *= d;
-      return p;
-    };
-    if (product(fShape) != product(tShape))
-      return std::nullopt;
-    auto run = reshapeStrides(fShape, fStrides, tShape);
-    if (!run)
-      return std::nullopt;
-    for (size_t k = 0; k < tIndex.size(); ++k)
-      out[tIndex[k]] = (*run)[k];
-    if (i == ft.getRank() || j == tt.getRank())
-      return i == ft.getRank() && j == tt.getRank() ? std::optional(out) : std::nullopt;
-    if (!sameDim(from, i, to, j) || ShapedType::isDynamic(strides[i]))
-      return std::nullopt;
-    out[j++] = strides[i++];
-  }
-}
-
-/// stridedViewOf for tensors with dims known only at run time: the same
-/// walk, as long as every stride it needs stays static (a dim left of a
-/// dynamic one has a dynamic stride, which only a dim of size 1 may have).
-StridedView dynamicStridedViewOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> strides(t.getRank());
-  int64_t stride = 1;
-  for (int64_t d = t.getRank() - 1; d >= 0; --d) {
-    strides[d] = stride;
-    if (!ShapedType::isDynamic(stride))
-      stride = t.isDynamicDim(d) ? ShapedType::kDynamic : stride * t.getDimSize(d);
-  }
-  StridedView self{v, 0, strides};
-  if (auto tr = v.getDefiningOp<TransposeOp>()) {
-    StridedView in = dynamicStridedViewOf(tr.getInput());
-    StridedView out{in.base, in.offset, {}};
-    for (int64_t p : tr.getPerm())
-      out.strides.push_back(in.strides[p]);
-    return out;
-  }
-  if (auto r = v.getDefiningOp<ReshapeOp>()) {
-    StridedView in = dynamicStridedViewOf(r.getInput());
-    if (auto s = dynamicReshapeStrides(r.getInput(), in.strides, r.getResult()))
-      return {in.base, in.offset, *s};
-    return self;
-  }
-  if (auto sl = v.getDefiningOp<SliceOp>()) {
-    auto inT = cast<RankedTensorType>(sl.getInput().getType());
-    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
-         axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
-    if (!starts || !ends || !axes || !steps)
-      return self;
-    StridedView in = dynamicStridedViewOf(sl.getInput());
-    StridedView out = in;
-    for (size_t i = 0; i < axes->size(); ++i) {
-      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
-      if (inT.isDynamicDim(a) || ShapedType::isDynamic(in.strides[a]))
-        return self;
-      auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
-      if (!bounds || bounds->step != 1)
-        return self;
-      out.offset += bounds->start * in.strides[a];
-    }
-    return out;
-  }
-  return self;
-}
-
 /// matrixViewOf for dims known only at run time: the batch dims static,
 /// every stride used static.
 std::optional<MatrixView> dynamicMatrixView(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t || t.getRank() < 2 || !t.getElementType().isF32())
     return std::nullopt;
-  StridedView sv = dynamicStridedViewOf(v);
+  StridedView sv = stridedViewOf(v);
   int64_t rank = t.getRank(), batchStride = 0, expected = -1;
   for (int64_t d = rank - 3; d >= 0; --d) {
     if (t.isDynamicDim(d))
