@@ -51,6 +51,11 @@ std::vector<int64_t> Tensor::dims() const {
 
 namespace {
 
+/// Whether a tensor has a dim known only at run time (-1).
+bool hasUnknownDim(const TensorInfo &t) {
+  return std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
+}
+
 /// One compiled specialisation: the JIT'd code and the runtime descriptor
 /// that points into it. The descriptor's strings and dims live here.
 struct Executable {
@@ -193,16 +198,13 @@ struct Model::Impl {
         return false;
     }
     return std::any_of(inputs.begin(), inputs.end(), [](const TensorInfo &t) {
-      return t.kind == ValueKind::Tensor &&
-             std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
+      return t.kind == ValueKind::Tensor && hasUnknownDim(t);
     });
   }
   /// The executable compiled with the declared (unknown) input dims.
   Status getDynamicExecutable(std::shared_ptr<Executable> &out) const {
     Status s = getExecutable({}, {}, {}, out);
-    if (s.ok() && std::none_of(out->inputs.begin(), out->inputs.end(), [](const TensorInfo &t) {
-          return std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
-        }))
+    if (s.ok() && std::none_of(out->inputs.begin(), out->inputs.end(), hasUnknownDim))
       s = Status::error(KILN_INTERNAL, "not compiled for dims known at run time");
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -310,10 +312,7 @@ static bool linkExecutable(Executable &exe, std::string_view object, const Targe
     return false;
   exe.finalize(reinterpret_cast<kiln_entry_fn>(entry));
   // Compiled once for every shape: the dims known only at run time.
-  bool dynamic = std::any_of(exe.inputs.begin(), exe.inputs.end(), [](const TensorInfo &t) {
-    return std::find(t.dims.begin(), t.dims.end(), -1) != t.dims.end();
-  });
-  if (dynamic) {
+  if (std::any_of(exe.inputs.begin(), exe.inputs.end(), hasUnknownDim)) {
     void *count = exe.code->lookup("kiln_entry_num_dims", error);
     void *fn = exe.code->lookup("kiln_entry_dims", error);
     if (!count || !fn)

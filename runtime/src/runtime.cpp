@@ -434,14 +434,6 @@ static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tens
                                        std::vector<std::vector<int64_t>> &outputDims) {
   for (size_t k = 0; k < outputDims.size(); ++k)
     outputDims[k].assign(m->outputs[k].dims, m->outputs[k].dims + m->outputs[k].rank);
-  if (m->num_runtime_dims <= 0) {
-    for (const auto &o : outputDims)
-      for (int64_t d : o)
-        if (d < 0)
-          return kiln_status_create(KILN_INTERNAL,
-                                    "output shapes must be static in a compiled executable");
-    return nullptr;
-  }
   if (!m->runtime_dims)
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               "the model has dims known only at run time but no runtime_dims");
@@ -517,11 +509,21 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                " outputs, room was given for " + std::to_string(numOutputs))
                                   .c_str());
   // Dims known only at run time: the inputs' from the tensors, the
-  // outputs' from the model's runtime_dims.
+  // outputs' from the model's runtime_dims. A model of static shapes (the
+  // common case) allocates nothing for them.
   std::vector<int64_t> runtimeDims;
-  std::vector<std::vector<int64_t>> outputDims(numOutputs);
-  if (kiln_status *s = computeRuntimeDims(m, inputs, numInputs, runtimeDims, outputDims))
-    return s;
+  std::vector<std::vector<int64_t>> outputDims;
+  if (m->num_runtime_dims > 0) {
+    outputDims.resize(numOutputs);
+    if (kiln_status *s = computeRuntimeDims(m, inputs, numInputs, runtimeDims, outputDims))
+      return s;
+  } else {
+    for (int32_t k = 0; k < m->num_outputs; ++k)
+      for (int32_t d = 0; d < m->outputs[k].rank; ++d)
+        if (m->outputs[k].dims[d] < 0)
+          return kiln_status_create(KILN_INTERNAL,
+                                    "output shapes must be static in a compiled executable");
+  }
   int32_t numCounts = m->num_row_counts;
   if (numCounts < 0 || (numCounts > 0 && !m->output_rows))
     return kiln_status_create(KILN_INVALID_ARGUMENT,
@@ -557,7 +559,8 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
     buffers[i] = inputs[i]->data;
   for (size_t k = 0; k < numOutputs; ++k) {
     const kiln_tensor_desc &d = m->outputs[k];
-    outputs[k] = createUninitialized(d.dtype, d.rank, outputDims[k].data());
+    outputs[k] = createUninitialized(d.dtype, d.rank,
+                                     outputDims.empty() ? d.dims : outputDims[k].data());
     if (!outputs[k]) {
       freeOutputs(k);
       std::free(buffers);
