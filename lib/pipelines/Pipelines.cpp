@@ -112,6 +112,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
     tiles.emulate = true;
     tiles.minBlocks = 1;
     tiles.tf32 = opts.gpu.tf32;
+    tiles.globalAlignment = kGpuWeightAlignment;
     pm.addNestedPass<func::FuncOp>(createKilnGpuTileContractions(tiles));
     KilnGpuBlockReductionsOptions rows;
     rows.emulate = true;
@@ -181,7 +182,8 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
                            : "") +
       std::string(!gpu.passes.tileContractions ? ""
                   : tf32 ? "kiln-gpu-tile-contractions{tf32=true product-min-blocks=" +
-                               std::to_string(kTf32ProductMinBlocks) + "},"
+                               std::to_string(kTf32ProductMinBlocks) + " global-alignment=" +
+                               std::to_string(kGpuWeightAlignment) + "},"
                          : "kiln-gpu-tile-contractions,") +
       std::string(gpu.passes.blockReductions ? "kiln-gpu-block-reductions," : "") +
       (gpu.passes.vectorizeElementwise ? "kiln-gpu-vectorize-elementwise" + weights : "") +
@@ -192,7 +194,9 @@ void buildLowerToGpuPipeline(OpPassManager &pm, const GpuLoweringOptions &gpu) {
       "gpu-kernel-outlining,kiln-merge-gpu-modules,"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,canonicalize,"
       "nvvm-attach-target{module=kiln_kernels chip=" + gpu.chip + " O=3" + libdevice + "},"
-      "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true}),"
+      // cp.async (nvgpu.device_async_copy, kiln-gpu-tile-contractions' TF32
+      // staging) first, then the rest.
+      "gpu.module(convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true}),"
       "reconcile-unrealized-casts,"
       "gpu-module-to-binary{format=isa}";
   if (failed(parsePassPipeline(tail, pm)))

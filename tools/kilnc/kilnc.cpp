@@ -262,7 +262,7 @@ static int kilncMain(int argc, char **argv) {
       "(kiln_model_desc.runtime_dims, ABI 9). NVIDIA GPU code and bundles are compiled\n"
       "for concrete shapes (--shape, --dim) only.\n"
       "--emit=ptx writes one PTX module with every kernel of the model (kernels\n"
-      "kiln_kernels::main_kernel*), for ptxas or cuModuleLoadDataEx.\n"
+      "kiln_kernels::main_kernel* and tf32_tiles*), for ptxas or cuModuleLoadDataEx.\n"
       "--target=nvptx64-nvidia-cuda with --emit=obj|asm|llvm writes the host code for\n"
       "this machine: kiln_entry over device addresses, launching the kernels through\n"
       "libkiln_runtime, with kiln_entry_ptx, kiln_entry_kernels, kiln_entry_num_kernels,\n"

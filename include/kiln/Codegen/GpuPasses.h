@@ -22,6 +22,16 @@ namespace kiln {
 /// granularity), which the GPU kernel passes rely on (`global-alignment`).
 constexpr int64_t kGpuWeightAlignment = 256;
 
+/// The name kiln-gpu-tile-contractions gives its TF32 kernels (the
+/// gpu.launch's `function`), by which kiln-merge-gpu-modules, after
+/// outlining (which keeps no other mark of the launch), asks ptxas for two
+/// blocks of them per SM (`nvvm.minctasm`: at most 128 registers a thread,
+/// which they fit without spilling).
+constexpr llvm::StringLiteral kTf32TileKernelName = "tf32_tiles";
+constexpr int kTf32TileBlocksPerSm = 2;
+/// ... and aligns their shared tiles for the 128-bit loads they make.
+constexpr int64_t kTf32TileAlignment = 16;
+
 #define GEN_PASS_DECL
 #include "kiln/Codegen/GpuPasses.h.inc"
 

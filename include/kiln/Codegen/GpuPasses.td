@@ -150,12 +150,17 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
     copy kernel runs.
     With `tf32` (what float32 models get on sm_80 and later unless
     `--gpu-precision=fp32`), the products run on tensor cores: tiles of
-    128x128 or 64x64 with K-slices of 32, the 8 warps as 2 x 4, each warp
-    a 64x32 (or 32x16) tile of C as `nvvm.mma.sync` m16n8k8 with `.tf32`
-    operands and f32 accumulators; the staged elements are rounded to
-    TF32 (to nearest, ties away) as they are stored to shared memory, and
-    each operand's slice is kept K-major or x-major, padded, so that
-    neither staging nor fragment loads have bank conflicts.
+    128x128 (K-slices of 16) or 64x64 (32), the 8 warps as 2 x 4, each
+    warp a 64x32 (or 32x16) tile of C as `nvvm.mma.sync` m16n8k8 with
+    `.tf32` operands and f32 accumulators. Slices are staged in two
+    workgroup buffers with `nvgpu.device_async_copy` (cp.async; slice i + 1
+    in flight while slice i is multiplied, one barrier per slice), 16 bytes
+    per copy where the operand is contiguous and known to be 16-byte
+    aligned (`global-alignment` for globals), else 4; fragments are rounded
+    to TF32 (to nearest, ties away) as they are loaded, and each operand's
+    slice is kept K-major or x-major, padded, so that neither staging nor
+    fragment loads have bank conflicts. The launch names its kernel
+    `tf32_tiles` (kiln-merge-gpu-modules then asks for two blocks per SM).
     `emulate` builds the same phases for the CPU (blocks and threads as
     loops, one phase for all threads before the next), which `kiln-run
     --gpu-tensor-passes` runs; with `tf32`, every lane's fragments are
@@ -173,11 +178,16 @@ def KilnGpuTileContractions : Pass<"kiln-gpu-tile-contractions", "mlir::func::Fu
            "(0: none); convolutions keep min-blocks">,
     Option<"tf32", "tf32", "bool", /*default=*/"false",
            "Multiply on TF32 tensor cores (mma.sync m16n8k8, sm_80 and later)">,
+    Option<"globalAlignment", "global-alignment", "int64_t", /*default=*/"0",
+           "Alignment in bytes of buffers from memref.get_global (the device's "
+           "weights); 0: their own alignment attribute. Decides where TF32 "
+           "staging copies 16 bytes at a time">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::math::MathDialect",
                            "mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect",
-                           "mlir::NVVM::NVVMDialect"];
+                           "mlir::NVVM::NVVMDialect",
+                           "mlir::nvgpu::NVGPUDialect", "mlir::vector::VectorDialect"];
 }
 
 def KilnGpuVectorizeElementwise
@@ -260,6 +270,9 @@ def KilnMergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
     function of the same name. Kiln loads one PTX module per model, so this
     moves every kernel into the module `kiln_kernels`, names each after the
     module it came from (unique), and retargets the `gpu.launch_func` ops.
+    A kernel outlined as `tf32_tiles` (kiln-gpu-tile-contractions' TF32
+    kernels) gets `nvvm.minctasm = 2` (ptxas keeps it within 128 registers,
+    two blocks per SM) and 16-byte aligned workgroup buffers.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }

@@ -1,5 +1,6 @@
 // kiln-merge-gpu-modules: every kernel in one gpu.module, so one PTX module
-// per model (one cuModuleLoadData at load time).
+// per model (one cuModuleLoadData at load time). Kernels outlined under
+// kTf32TileKernelName get their occupancy hint here (GpuPasses.h).
 #include "kiln/Codegen/GpuPasses.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -33,6 +34,13 @@ struct MergeGpuModulesPass : impl::KilnMergeGpuModulesBase<MergeGpuModulesPass> 
         if (!fn) {
           m.emitError("a kernel module holds something other than kernels");
           return signalPassFailure();
+        }
+        if (SymbolTable::getSymbolName(fn).getValue() == kTf32TileKernelName) {
+          fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(kTf32TileBlocksPerSm));
+          // Its fragments load as 128-bit vectors from its shared tiles.
+          for (unsigned i = 0; i < fn.getNumWorkgroupAttributions(); ++i)
+            fn.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                           b.getI64IntegerAttr(kTf32TileAlignment));
         }
         StringAttr newName = m.getSymNameAttr();
         renamed[{m.getSymNameAttr(), SymbolTable::getSymbolName(fn)}] = newName;

@@ -15,35 +15,67 @@
 #a = affine_map<(m, k, n) -> (m, k)>
 #b = affine_map<(m, k, n) -> (k, n)>
 #c = affine_map<(m, k, n) -> (m, n)>
-// TF32 (tf32=1): the same blocks on tensor cores. A, fetched along K, is
-// staged x-major as 128 x (32 + 4), B as 32 x (128 + 8); K-slices of 32
-// (64 is two); each staged element is rounded to TF32 (+ 2^12, low 13
-// bits cleared); per slice, 4 steps of 8 along K of 4 x 4 mma.sync
-// m16n8k8 (the warp's 64 x 32 tile), then the 64 accumulators are stored.
+// TF32 (tf32=1): the same blocks on tensor cores, named @tf32_tiles (two
+// blocks per SM, kiln-merge-gpu-modules). K-slices of 16 go through two
+// stages of shared memory: A, fetched along K, is staged as 128 x (16 +
+// 4), B as 16 x (128 + 8). Slice 0 is copied into stage 0 with cp.async,
+// one element of 4 bytes per copy (the function's arguments are inputs,
+// not known to be 16-byte aligned), consecutive threads on consecutive
+// elements: 8 copies of A, 8 of B per thread, one group. Per slice: wait
+// for the group, one barrier, while there is a next slice its 16 copies
+// into the other stage (1 - stage), a group, then per step of 8 along K
+// (PTX's fragment order) A's and B's fragments from this slice's stage,
+// each rounded to TF32 as it is loaded (cvt.rna), and 4 x 4 mma.sync
+// m16n8k8 (the warp's 64 x 32 tile); then the 64 accumulators are stored.
 // TF32-LABEL: func.func @matmul_128
-// TF32: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256, {{.*}}) workgroup(%[[AT:.*]] : memref<128x36xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<32x136xf32, #gpu.address_space<workgroup>>)
-// TF32: arith.addi {{.*}}, %c4096_i32
-// TF32-NEXT: arith.andi {{.*}}, %c-8192_i32
-// TF32: scf.for {{.*}} = %c0 to %c64 step %c32 iter_args
-// TF32-COUNT-64: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>}
+// TF32: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256, {{.*}}) function(@tf32_tiles) workgroup(%[[AT:.*]] : memref<2x128x20xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<2x16x136xf32, #gpu.address_space<workgroup>>)
+// TF32-COUNT-8: nvgpu.device_async_copy %arg0[{{.*}}], %[[AT]][%c0, {{.*}}], 1 : memref<2048x64xf32> to memref<2x128x20xf32, #gpu.address_space<workgroup>>
+// TF32-COUNT-8: nvgpu.device_async_copy %arg1[{{.*}}], %[[BT]][%c0, {{.*}}], 1 : memref<64x2048xf32> to memref<2x16x136xf32, #gpu.address_space<workgroup>>
+// TF32-NEXT: nvvm.cp.async.commit.group
+// TF32-NEXT: scf.for %[[K0:.*]] = %c0 to %c64 step %c16 iter_args
+// TF32: %[[SLICE:.*]] = arith.divui %[[K0]], %c16
+// TF32-NEXT: %[[STAGE:.*]] = arith.remui %[[SLICE]], %c2
+// TF32-NEXT: nvvm.cp.async.wait.group 0
+// TF32-NEXT: gpu.barrier
+// TF32: %[[NEXT:.*]] = arith.addi %[[K0]], %c16
+// TF32-NEXT: %[[MORE:.*]] = arith.cmpi ult, %[[NEXT]], %c64
+// TF32-NEXT: scf.if %[[MORE]] {
+// TF32-NEXT: %[[OTHER:.*]] = arith.subi %c1, %[[STAGE]]
+// TF32-COUNT-8: nvgpu.device_async_copy %arg0[{{.*}}], %[[AT]][%[[OTHER]], {{.*}}]
+// TF32-COUNT-8: nvgpu.device_async_copy %arg1[{{.*}}], %[[BT]][%[[OTHER]], {{.*}}]
+// TF32-NEXT: }
+// TF32-NEXT: nvvm.cp.async.commit.group
+// TF32: memref.load %[[AT]][%[[STAGE]], {{.*}}]
+// TF32-NEXT: nvvm.convert.float.to.tf32 {{.*}} {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32-COUNT-16: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>, shape = #nvvm.shape<m = 16, n = 8, k = 8>}
+// TF32: memref.load %[[AT]][%[[STAGE]], {{.*}}]
+// TF32-COUNT-16: nvvm.mma.sync
 // TF32-NOT: nvvm.mma.sync
-// TF32: gpu.barrier
+// TF32-NOT: gpu.barrier
+// TF32-NOT: vector.load
+// TF32: scf.yield
 // TF32-COUNT-64: memref.store {{.*}} : memref<2048x2048xf32>
 // TF32-NOT: memref.store
 // TF32: gpu.terminator
-// The emulation: per slice, every thread's 96 fragment registers (4 steps
-// of 4 x 4 for A and 4 x 2 for B) are stored first, then each thread's 64
-// accumulators are summed over 8 k per step from the lanes that hold them.
+// The emulation: two stages of plain memory; slice 0 into stage 0, then
+// per slice every thread's copies of the next one into the other stage,
+// every thread's 48 fragment registers (2 steps of 4 x 4 for A and 4 x 2
+// for B), then each thread's 64 accumulators summed over 8 k per step from
+// the lanes that hold them.
 // TF32EMU-LABEL: func.func @matmul_128
-// TF32EMU: memref.alloc() : memref<128x36xf32>
-// TF32EMU: memref.alloc() : memref<32x136xf32>
+// TF32EMU: %[[AT:.*]] = memref.alloc() : memref<2x128x20xf32>
+// TF32EMU: %[[BT:.*]] = memref.alloc() : memref<2x16x136xf32>
 // TF32EMU: memref.alloc() : memref<256x64xf32>
-// TF32EMU: %[[FRAGS:.*]] = memref.alloc() : memref<256x96xf32>
-// TF32EMU: scf.for {{.*}} = %c0 to %c64 step %c32
+// TF32EMU: %[[FRAGS:.*]] = memref.alloc() : memref<256x48xf32>
+// TF32EMU: memref.store {{.*}}, %[[AT]][%c0,
+// TF32EMU: scf.for %[[K0:.*]] = %c0 to %c64 step %c16
+// TF32EMU: scf.if
+// TF32EMU: memref.store {{.*}}, %[[AT]]
 // TF32EMU: scf.for {{.*}} = %c0 to %c256 step %c1
-// TF32EMU-COUNT-96: memref.store {{.*}}, %[[FRAGS]]
-// TF32EMU-COUNT-4: scf.for {{.*}} = %c0 to %c8 step %c1 iter_args
+// TF32EMU-COUNT-48: memref.store {{.*}}, %[[FRAGS]]
+// TF32EMU-COUNT-2: scf.for {{.*}} = %c0 to %c8 step %c1 iter_args
 // TF32EMU-NOT: nvvm.mma.sync
+// TF32EMU-NOT: nvgpu.
 // CHECK-LABEL: func.func @matmul_128
 // CHECK-NOT: linalg.generic
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c16, {{.*}} = %c1) threads(%[[T:.*]], {{.*}}, {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
@@ -74,6 +106,46 @@
 func.func @matmul_128(%x: memref<2048x64xf32>, %y: memref<64x2048xf32>, %z: memref<2048x2048xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%z : memref<2048x2048xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %y : memref<2048x64xf32>, memref<64x2048xf32>) outs(%z : memref<2048x2048xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The same product on buffers known to be 16-byte aligned (allocations
+// with their alignment): each thread copies runs of 4 elements, one
+// 16-byte cp.async each (cp.async.cg, bypassing L1), 2 of A and 2 of B per
+// slice. Then each step takes k = 4q + 2s + h for lane q (step s, half
+// h): A's tile keeps K in order in rows of 16 floats, and a lane's values
+// of a row over the slice are one 128-bit load; B's rows are permuted
+// (row 4c + q holds k = 4q + c). B's fragments of the slice are loaded
+// first, then A's row tile by row tile.
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+// TF32-LABEL: func.func @matmul_128_aligned
+// TF32: gpu.launch {{.*}} workgroup(%[[AT:.*]] : memref<2x128x16xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<2x16x136xf32, #gpu.address_space<workgroup>>)
+// TF32-COUNT-2: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[AT]][%c0, {{.*}}], 4 {bypassL1} : memref<2048x64xf32> to memref<2x128x16xf32, #gpu.address_space<workgroup>>
+// TF32-COUNT-2: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[BT]][%c0, {{.*}}], 4 {bypassL1} : memref<64x2048xf32> to memref<2x16x136xf32, #gpu.address_space<workgroup>>
+// TF32-NEXT: nvvm.cp.async.commit.group
+// TF32: scf.if
+// TF32-COUNT-4: nvgpu.device_async_copy {{.*}}, 4 {bypassL1}
+// TF32-NEXT: }
+// TF32-NEXT: nvvm.cp.async.commit.group
+// TF32-COUNT-16: nvvm.convert.float.to.tf32 {{.*}} {rnd = #nvvm.fp_rnd_mode<rna>}
+// TF32: vector.load %[[AT]][{{.*}}] {alignment = 16 : i64} : memref<2x128x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// TF32-COUNT-32: nvvm.mma.sync
+// TF32-NOT: nvgpu.device_async_copy
+// TF32: gpu.terminator
+func.func @matmul_128_aligned(%z: memref<2048x2048xf32>) {
+  %x = memref.alloc() {alignment = 64 : i64} : memref<2048x64xf32>
+  %y = memref.alloc() {alignment = 64 : i64} : memref<64x2048xf32>
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%x, %y : memref<2048x64xf32>, memref<64x2048xf32>) outs(%z : memref<2048x2048xf32>) {
   ^bb0(%p: f32, %q: f32, %acc: f32):
@@ -271,7 +343,7 @@ func.func @conv(%x: memref<2x3x17x17xf32>, %w: memref<40x3x3x3xf32>, %y: memref<
 #out = affine_map<(n, f, c, kh, kw, oh, ow) -> (n, f, oh, ow)>
 // FEW-LABEL: func.func @few_blocks
 // FEW: gpu.launch blocks({{.*}}) in ({{.*}} = %c64, {{.*}} = %c1, {{.*}} = %c1)
-// FEW-SAME: workgroup({{.*}} : memref<64x36xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<32x72xf32, #gpu.address_space<workgroup>>)
+// FEW-SAME: workgroup({{.*}} : memref<2x64x36xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<2x32x72xf32, #gpu.address_space<workgroup>>)
 // FEW-COUNT-16: nvvm.mma.sync
 // FEW: gpu.terminator
 // FEW-NOT: gpu.launch
