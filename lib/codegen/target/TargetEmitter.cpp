@@ -6,6 +6,7 @@
 #include "kiln/Target/KernelLibrary.h"
 #include "kiln/kernels.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -120,7 +121,37 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module, llvm::LLV
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   module->getContext()->appendDialectRegistry(registry);
+  // Kiln's own argument attributes (kiln.name, kiln.dims, ... on the
+  // entry's buffers, read by the descriptor and bundle emitters) mean
+  // nothing to LLVM, and the translation warns about each one with the
+  // whole function printed into the diagnostic: 0.7 s of a GPT-2 decoder's
+  // compile of run-time shapes (18 such arguments on a 6000-op function).
+  // They are set aside for the translation and put back after it.
+  llvm::SmallVector<std::pair<mlir::LLVM::LLVMFuncOp, mlir::ArrayAttr>> argAttrs;
+  module.walk([&](mlir::LLVM::LLVMFuncOp fn) {
+    mlir::ArrayAttr all = fn.getArgAttrsAttr();
+    if (!all)
+      return;
+    bool foreign = false;
+    llvm::SmallVector<mlir::Attribute> kept;
+    for (mlir::Attribute a : all) {
+      llvm::SmallVector<mlir::NamedAttribute> llvmOnly;
+      for (mlir::NamedAttribute n : llvm::cast<mlir::DictionaryAttr>(a)) {
+        if (n.getName().getValue().starts_with("llvm."))
+          llvmOnly.push_back(n);
+        else
+          foreign = true;
+      }
+      kept.push_back(mlir::DictionaryAttr::get(module.getContext(), llvmOnly));
+    }
+    if (!foreign)
+      return;
+    argAttrs.push_back({fn, all});
+    fn.setArgAttrsAttr(mlir::ArrayAttr::get(module.getContext(), kept));
+  });
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);
+  for (auto &[fn, all] : argAttrs)
+    fn.setArgAttrsAttr(all);
   if (!llvmModule) {
     error = "translation to LLVM IR failed";
     return nullptr;
