@@ -486,3 +486,67 @@ TEST(JitApi, InputsDisagreeingOnANamedDimAreRefused) {
   ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(values(out[0]), (std::vector<float>{11, 22, 33}));
 }
+
+namespace {
+/// y = Reshape(x [n, 256], [-1, 7]): valid only where 7 divides 256 n.
+std::string floorReshapeModelBytes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto *g = m.mutable_graph();
+  g->set_name("floor_reshape");
+  onnx::TensorProto *shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(-1);
+  shape->add_int64_data(7);
+  onnx::NodeProto *reshape = g->add_node();
+  reshape->set_op_type("Reshape");
+  reshape->set_name("reshape_7");
+  reshape->add_input("x");
+  reshape->add_input("shape");
+  reshape->add_output("y");
+  auto tensor = [](onnx::ValueInfoProto *v, const std::string &name, const std::string &dim,
+                   int64_t size) {
+    v->set_name(name);
+    auto *t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param(dim);
+    t->mutable_shape()->add_dim()->set_dim_value(size);
+  };
+  tensor(g->add_input(), "x", "n", 256);
+  tensor(g->add_output(), "y", "m", 7);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+} // namespace
+
+/// A Reshape whose -1 divides the element count for some shapes only is not
+/// compiled for every shape (that code would round 256 / 7 down and return
+/// 36 rows): at a shape it does not divide, the run is an error naming the
+/// node, as ONNX Runtime's is; at one it divides, the values come through.
+TEST(JitApi, ReshapeThatDividesForSomeShapesOnlyIsCheckedPerShape) {
+  std::string bytes = floorReshapeModelBytes(), err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  ASSERT_TRUE(model) << err;
+  auto rows = [](int64_t n) {
+    kiln::Tensor t(KILN_FLOAT32, {n, 256});
+    for (int64_t i = 0; i < n * 256; ++i)
+      t.data<float>()[i] = (float)i;
+    return t;
+  };
+  kiln::Tensor one = rows(1), seven = rows(7);
+  std::vector<kiln::Tensor> out;
+  kiln::Status s = model->run({one.get()}, out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message.find("reshape_7"), std::string::npos) << s.message;
+  s = model->run({seven.get()}, out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{256, 7}));
+  std::vector<float> y = values(out[0]);
+  for (int64_t i = 0; i < 7 * 256; ++i)
+    ASSERT_EQ(y[i], (float)i) << "element " << i;
+}

@@ -40,9 +40,20 @@ std::optional<SymbolicDims::Exprs> DynamicDims::exprsOf(Value v) const {
   if ((int64_t)d.size() != t.getRank())
     return std::nullopt;
   for (int64_t i = 0; i < t.getRank(); ++i) {
-    if (!t.isDynamicDim(i))
+    if (!t.isDynamicDim(i)) {
       d[i] = getAffineConstantExpr(t.getDimSize(i), v.getContext());
-    else if (!d[i])
+      continue;
+    }
+    if (!d[i])
+      return std::nullopt;
+    // A symbol that no input's dim gives (a fresh one, for a dim the
+    // analysis could not relate to the inputs) has no value at run time.
+    bool unread = false;
+    d[i].walk([&](AffineExpr e) {
+      if (auto s = dyn_cast<AffineSymbolExpr>(e))
+        unread |= s.getPosition() >= sources.size() || sources[s.getPosition()].first == ~0u;
+    });
+    if (unread)
       return std::nullopt;
   }
   return d;

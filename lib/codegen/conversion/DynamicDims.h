@@ -27,6 +27,9 @@ public:
   std::optional<SymbolicDims::Exprs> exprsOf(mlir::Value v) const;
   /// The value of `e` (over the symbols) at `b`'s insertion point.
   mlir::Value materialize(mlir::OpBuilder &b, mlir::Location loc, mlir::AffineExpr e);
+  /// Forgets the symbols' values read so far (the next materialize reads
+  /// them again): for after something that may have erased the unused ones.
+  void forgetMaterialized() { symbolValues.clear(); }
   const SymbolicDims &symbolic() const { return dims; }
   /// Where symbol `i` is read: (argument number, dim).
   std::pair<unsigned, int64_t> sourceOf(size_t i) const { return sources[i]; }

@@ -79,11 +79,102 @@ void eraseSignedness(func::FuncOp func) {
   func.setType(FunctionType::get(func.getContext(), args, results));
 }
 
+/// `e` at symbol values `symbols` (none for a symbol past them, an
+/// overflow or a division by zero).
+std::optional<int64_t> evaluate(AffineExpr e, ArrayRef<int64_t> symbols) {
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  if (auto s = dyn_cast<AffineSymbolExpr>(e)) {
+    if (s.getPosition() >= symbols.size())
+      return std::nullopt;
+    return symbols[s.getPosition()];
+  }
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  auto l = evaluate(bin.getLHS(), symbols), r = evaluate(bin.getRHS(), symbols);
+  if (!l || !r)
+    return std::nullopt;
+  int64_t out;
+  switch (bin.getKind()) {
+  case AffineExprKind::Add:
+    if (llvm::AddOverflow(*l, *r, out))
+      return std::nullopt;
+    return out;
+  case AffineExprKind::Mul:
+    if (llvm::MulOverflow(*l, *r, out))
+      return std::nullopt;
+    return out;
+  case AffineExprKind::FloorDiv:
+    return *r == 0 ? std::nullopt : std::optional(llvm::divideFloorSigned(*l, *r));
+  case AffineExprKind::CeilDiv:
+    return *r == 0 ? std::nullopt : std::optional(llvm::divideCeilSigned(*l, *r));
+  case AffineExprKind::Mod:
+    return *r <= 0 ? std::nullopt : std::optional(llvm::mod(*l, *r));
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Whether a reshape-like op keeps its element count for every value of
+/// the run-time dims. The element counts of its operand and result are
+/// polynomials in the symbols (with a floordiv where ONNX's -1 divides the
+/// input's count by the other dims); they must agree at every one of
+/// several assignments of the symbols. A -1 that does not divide for some
+/// shapes (an [n, 256] input reshaped to [-1, 7]), or a target taken from
+/// another input's dims, makes them differ: such a reshape is left to code
+/// specialised to each shape, where a bad shape is an error naming the
+/// node, rather than run-time code that would silently round the count
+/// down (or read past its input).
+bool keepsElementCount(Operation *op, const codegen::DynamicDims &dd) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  auto inExprs = dd.exprsOf(in), outExprs = dd.exprsOf(out);
+  if (!inExprs || !outExprs)
+    return false;
+  // A dim without an expression is a static one.
+  auto count = [](Value v, const SymbolicDims::Exprs &exprs,
+                  ArrayRef<int64_t> symbols) -> std::optional<int64_t> {
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t n = 1;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      std::optional<int64_t> size;
+      if (!type.isDynamicDim(d))
+        size = type.getDimSize(d);
+      else if (d < (int64_t)exprs.size() && exprs[d])
+        size = evaluate(exprs[d], symbols);
+      if (!size || llvm::MulOverflow(n, *size, n))
+        return std::nullopt;
+    }
+    return n;
+  };
+  static const int64_t kAssignments[][8] = {{1, 1, 1, 1, 1, 1, 1, 1},
+                                            {2, 2, 2, 2, 2, 2, 2, 2},
+                                            {3, 5, 7, 11, 13, 17, 19, 23},
+                                            {29, 31, 37, 41, 43, 47, 53, 59},
+                                            {97, 89, 83, 79, 73, 71, 67, 61},
+                                            {1, 2, 3, 4, 5, 6, 7, 8}};
+  size_t numSymbols = dd.symbolic().numSymbols();
+  int compared = 0;
+  for (const auto &row : kAssignments) {
+    SmallVector<int64_t> symbols;
+    for (size_t i = 0; i < numSymbols; ++i)
+      symbols.push_back(row[i % 8] + (int64_t)(i / 8)); // distinct past 8 symbols
+    auto a = count(in, *inExprs, symbols), b = count(out, *outExprs, symbols);
+    if (!a || !b)
+      continue; // an overflow at large values: the other assignments decide
+    if (*a != *b)
+      return false;
+    ++compared;
+  }
+  return compared >= 3;
+}
+
 /// Whether the lowering of `op` takes dims known only at run time (each of
 /// its values' dims must also have an expression: hasRuntimeDims).
 bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims &dd) {
-  if (isa<TransposeOp, ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp, ReduceSumOp, ReduceMaxOp,
-          ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op))
+  if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp>(op))
+    return keepsElementCount(op, dd);
+  if (isa<TransposeOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op))
     return true;
   if (isa<RangeOp>(op))
     return true;
@@ -368,6 +459,10 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
       codegen::populateFusedKernelPatterns(fused);
       // An optimisation: whatever it leaves is lowered op by op below.
       (void)applyPatternsGreedily(func, std::move(fused));
+      // The greedy driver erases dead ops, among them a symbol's
+      // `tensor.dim` at the entry that nothing used yet.
+      if (dd)
+        dd->forgetMaterialized();
     }
 
     RewritePatternSet patterns(&getContext());
