@@ -179,14 +179,18 @@ std::optional<BlockTile> chooseTile(const Contraction &c, int64_t minBlocks, boo
 CopyPlan copyPlan(const Contraction &c, OpOperand *operand, ArrayRef<unsigned> along,
                   const codegen::BufferAlignment &buffers) {
   constexpr int64_t kWidth = 4;
+  CopyPlan synchronous;
+  synchronous.async = false;
   auto type = dyn_cast<MemRefType>(operand->get().getType());
   if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
-    return {};
+    return synchronous;
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) || ShapedType::isDynamic(offset) ||
       llvm::any_of(strides, ShapedType::isDynamic))
-    return {};
+    return synchronous;
+  if (!strides.empty() && strides.back() != 1)
+    return synchronous;
   AffineMap map = c.op.getMatchingIndexingMap(operand);
   unsigned rank = map.getNumResults();
   // The run: trailing results that are `along`'s trailing dims.

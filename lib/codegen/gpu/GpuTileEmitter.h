@@ -63,7 +63,8 @@ constexpr int64_t kStages = 2;
 /// scalar loads of (k, x = g + const) hit bank (8 (4c + q) + g) mod 32 =
 /// 8q + g (rows of x + 8, x a multiple of 32): all distinct. Staging
 /// stores fill whole rows (consecutive threads along the row): distinct
-/// banks either way.
+/// banks, but for 4-byte copies into [x][16 + 4] rows (PTX order, bk 16),
+/// where a warp's two rows share 4 banks (2-way).
 struct Staging {
   bool xMajor = false;
   int64_t rows = 0, cols = 0;
@@ -86,6 +87,10 @@ struct Staging {
 struct CopyPlan {
   int64_t run = 1;
   bool wide = false;
+  // cp.async needs a unit innermost stride (nvgpu.device_async_copy's
+  // verifier); an operand without one (a strided Slice's view) is staged
+  // with plain loads and stores, which the next barrier publishes alike.
+  bool async = true;
 };
 
 /// C[batch][M][N] += A[batch][M][K] * B[batch][K][N] over groups of the
@@ -233,9 +238,10 @@ struct TileEmitter {
   /// x rounded to TF32 (10 explicit mantissa bits), to nearest with ties
   /// away from zero as cvt.rna.tf32.f32 does, in integer arithmetic so that
   /// the emulation rounds alike: add half of TF32's last place, clear the
-  /// 13 bits below it. Infinities and NaNs keep their class (their
-  /// mantissa bits below TF32's are clear or do not matter); the largest
-  /// finite floats round to infinity, as they must.
+  /// 13 bits below it. Infinities and NaNs pass unchanged (the addition
+  /// could carry a NaN's mantissa into its exponent or sign, where cvt.rna
+  /// keeps a NaN); the largest finite floats round to infinity, as they
+  /// must.
   /// On the GPU, one cvt.rna.tf32.f32, which rounds alike (the integer
   /// form costs two instructions per fragment register).
   Value roundToTf32(OpBuilder &b, Value x) const;

@@ -61,7 +61,7 @@ void TileEmitter::copySlice(OpBuilder &b, Value t, Value k0, Value stage) const 
           Value kil = alongK ? add(b, ki, l) : ki, xil = alongK ? xi : add(b, xi, l);
           Value inl = both(b, below(b, xl, extent, span), below(b, kl, c.K, tile.bk));
           auto [row, col] = st.at(b, loc, kil, xil);
-          if (emulate) {
+          if (emulate || !plan.async) {
             memref::StoreOp::create(b, loc, guardedLoad(b, operand, inl, setDims(xl, kl)), dst,
                                     tileIndices(stage, row, col));
             continue;
@@ -106,6 +106,13 @@ Value TileEmitter::roundToTf32(OpBuilder &b, Value x) const {
   Value half = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0x1000));
   Value mask = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(0xFFFFE000u)));
   Value rounded = arith::AndIOp::create(b, loc, arith::AddIOp::create(b, loc, bits, half), mask);
+  // NaNs (and infinities) as they are: the addition could carry a NaN's
+  // mantissa into its exponent or sign (0x7FFFFFFF would become -0.0),
+  // where cvt.rna keeps a NaN.
+  Value expMask = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0x7F800000));
+  Value special = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        arith::AndIOp::create(b, loc, bits, expMask), expMask);
+  rounded = arith::SelectOp::create(b, loc, special, bits, rounded);
   return arith::BitcastOp::create(b, loc, b.getF32Type(), rounded);
 }
 

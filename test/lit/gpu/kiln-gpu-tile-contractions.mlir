@@ -158,6 +158,33 @@ func.func @matmul_128_aligned(%z: memref<2048x2048xf32>) {
 
 // -----
 
+// A with a stride of 2 in its innermost dim (a strided Slice's view):
+// cp.async needs a unit innermost stride, so A is staged with plain loads
+// and stores (the next barrier publishes them alike); B keeps cp.async.
+#a = affine_map<(m, k, n) -> (m, k)>
+#b = affine_map<(m, k, n) -> (k, n)>
+#c = affine_map<(m, k, n) -> (m, n)>
+// TF32-LABEL: func.func @strided_a
+// TF32: gpu.launch {{.*}} workgroup(%[[AT:.*]] : memref<2x128x20xf32, #gpu.address_space<workgroup>>, %[[BT:.*]] : memref<2x16x136xf32, #gpu.address_space<workgroup>>)
+// TF32-COUNT-8: memref.load %arg0{{.*}} : memref<2048x64xf32, strided<[128, 2]>>
+// TF32-NOT: nvgpu.device_async_copy %arg0
+// TF32: nvgpu.device_async_copy %arg1
+// TF32: nvvm.cp.async.commit.group
+// TF32-NOT: nvgpu.device_async_copy %arg0
+// TF32: gpu.terminator
+func.func @strided_a(%x: memref<2048x64xf32, strided<[128, 2]>>, %y: memref<64x2048xf32>, %z: memref<2048x2048xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %y : memref<2048x64xf32, strided<[128, 2]>>, memref<64x2048xf32>) outs(%z : memref<2048x2048xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // 1000 x 300 x 1024: 128 x 128 would be 64 blocks, too few; 64 x 64 tiles
 // (16 x 16 blocks), K-slices of 16, 4 x 4 sums per thread. The rows (1000)
 // and K (300) have edges: loads of A check both, B's check K, stores check
