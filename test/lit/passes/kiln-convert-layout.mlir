@@ -83,3 +83,52 @@ func.func @zero_sized_transpose(%x: tensor<0x1x3xf32>) -> tensor<1x0x3xf32> {
   %0 = kiln.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<0x1x3xf32>) -> tensor<1x0x3xf32>
   return %0 : tensor<1x0x3xf32>
 }
+
+// -----
+
+// ReLU6 as Clip with scalar bounds (MobileNet-V2): the rank-0 bounds do not
+// stop the transposes from sinking, so the two convolutions meet in NHWC,
+// with a static batch and with one known only at run time.
+// CHECK-LABEL: func.func @relu6_scalar_bounds
+// CHECK: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK: kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// CHECK-NOT: kiln.transpose
+// CHECK: return
+func.func @relu6_scalar_bounds(%x: tensor<1x3x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %w2 = kiln.constant {value = dense<1.5> : tensor<2x4x1x1xf32>} : () -> tensor<2x4x1x1xf32>
+  %lo = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = kiln.constant {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %1 = kiln.max %0, %lo : (tensor<1x4x8x8xf32>, tensor<f32>) -> tensor<1x4x8x8xf32>
+  %2 = kiln.min %1, %hi : (tensor<1x4x8x8xf32>, tensor<f32>) -> tensor<1x4x8x8xf32>
+  %3 = kiln.conv %2, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<2x4x1x1xf32>) -> tensor<1x2x8x8xf32>
+  return %3 : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @relu6_scalar_bounds_runtime_batch
+// CHECK: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK: kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// CHECK-NOT: kiln.transpose
+// CHECK: return
+func.func @relu6_scalar_bounds_runtime_batch(%x: tensor<?x3x8x8xf32>) -> tensor<?x2x8x8xf32> {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %w2 = kiln.constant {value = dense<1.5> : tensor<2x4x1x1xf32>} : () -> tensor<2x4x1x1xf32>
+  %lo = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = kiln.constant {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<?x4x8x8xf32>
+  %1 = kiln.max %0, %lo : (tensor<?x4x8x8xf32>, tensor<f32>) -> tensor<?x4x8x8xf32>
+  %2 = kiln.min %1, %hi : (tensor<?x4x8x8xf32>, tensor<f32>) -> tensor<?x4x8x8xf32>
+  %3 = kiln.conv %2, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x4x8x8xf32>, tensor<2x4x1x1xf32>) -> tensor<?x2x8x8xf32>
+  return %3 : tensor<?x2x8x8xf32>
+}
