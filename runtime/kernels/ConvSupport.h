@@ -28,16 +28,18 @@ INLINE bool hasBounds(float lo, float hi) {
   return lo != -__builtin_inff() || hi != __builtin_inff();
 }
 
-/// acc[i][v] += sum over the `count` rows a[i][0..k) times the packed panel b.
-/// One call covers one window position of a convolution (k input channels).
-/// W vectors of the panel are used: NV, or NV / 2 for a panel whose valid
-/// columns fit in its first half (a 16- or 48-channel layer would otherwise
-/// spend half the FMAs of its last panel on zero padding). With Prefetch,
-/// each step also prefetches the step's panel row at `next`.
+/// acc[i][v] += sum over c in [begin, end) of a[i][c] times row c of the
+/// packed panel b. One call covers (part of) one window position of a
+/// convolution (k input channels). W vectors of the panel are used: NV, or
+/// NV / 2 for a panel whose valid columns fit in its first half (a 16- or
+/// 48-channel layer would otherwise spend half the FMAs of its last panel on
+/// zero padding). With Prefetch, each step also prefetches the step's panel
+/// row at `next`. A range rather than offset pointers, so that the chunks of
+/// a long reduction (kSumChunk) reuse the tile's row pointers.
 template <int R, int W, bool Prefetch = false>
-INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
-                       kiln_i64 k, const float *next = nullptr) {
-  for (kiln_i64 c = 0; c < k; ++c) {
+INLINE void accumulateFrom(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
+                           kiln_i64 begin, kiln_i64 end, const float *next = nullptr) {
+  for (kiln_i64 c = begin; c < end; ++c) {
     if constexpr (Prefetch) {
       __builtin_prefetch(next + c * KILN_PANEL);
       __builtin_prefetch(next + c * KILN_PANEL + 16);
@@ -53,6 +55,83 @@ INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float 
   }
 }
 
+template <int R, int W, bool Prefetch = false>
+INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
+                       kiln_i64 k, const float *next = nullptr) {
+  accumulateFrom<R, W, Prefetch>(acc, a, b, 0, k, next);
+}
+
+/// Long reductions are summed in chunks: the register accumulators take a
+/// chunk and are then added to a running total kept beside them (on the
+/// stack: it is touched once per chunk, not in the FMA loop), restarting
+/// from zero. A chunk ends after the first window position (or pointwise
+/// block of kSumChunk channels) by which at least kSumChunk products have
+/// gone in: a 3x3 layer of 512 channels sums 512 per chunk, an RGB stem one
+/// window row. One chain of FMAs as long as the reduction loses precision
+/// with its length: fcn_resnet50's logits differed from ONNX Runtime's by
+/// up to 2.3e-4 (245 of 1M elements beyond atol 1e-4 + rtol 1e-3; its
+/// feature maps erred 1.3-1.4x more than ONNX Runtime's against float64);
+/// with chunks, 53-71 elements. MLAS's SGEMM sums in K blocks of 128 much
+/// the same way. The price: ResNet-18 2-4 % slower on one core. A reduction
+/// of at most kSumChunk products never flushes.
+constexpr kiln_i64 kSumChunk = 128;
+
+template <int R, int W> struct ChunkedSum {
+  vf total[R][W];
+  kiln_i64 pending = 0;
+  bool flushed = false;
+};
+
+// The loops over the tile below are unrolled by force: acc must be fully
+// unrolled away before SROA runs again, or it stays a stack array and every
+// FMA of the hot loop stores its accumulator (2.3x slower convolutions).
+
+/// After `k` more products went into acc: when a chunk is complete, move acc
+/// into the total and restart acc from zero.
+template <int R, int W>
+INLINE void chunkDone(ChunkedSum<R, W> &sum, vf (&acc)[R][W], kiln_i64 k) {
+  sum.pending += k;
+  if (__builtin_expect(sum.pending < kSumChunk, 1))
+    return;
+  if (sum.flushed) {
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < W; ++v)
+        sum.total[i][v] += acc[i][v];
+  } else {
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < W; ++v)
+        sum.total[i][v] = acc[i][v];
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < W; ++v)
+      acc[i][v] = splat(0);
+  sum.flushed = true;
+  sum.pending = 0;
+}
+
+/// acc = the whole sum: the last, partial chunk plus the total. The bias
+/// starts the first chunk, as before chunking. Adding it last instead (as
+/// ONNX Runtime does) made fcn_resnet50 closer still (4-6 elements beyond
+/// the tolerance instead of 53-71) but moved two outputs of the QDQ test
+/// model one quantization step off ONNX Runtime's integer result: Kiln
+/// runs QDQ convolutions in float (issue 40), where a value on a rounding
+/// tie goes either way with the order of the sum.
+template <int R, int W> INLINE void chunksFinish(ChunkedSum<R, W> &sum, vf (&acc)[R][W]) {
+  if (!sum.flushed)
+    return;
+#pragma clang loop unroll(full)
+  for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < W; ++v)
+      acc[i][v] += sum.total[i][v];
+}
+
 /// Epilogue of one register tile: bias (already in acc), residual, clamp,
 /// and a store of the `rows` x `cols` valid part.
 template <int R, int W>
@@ -60,8 +139,14 @@ INLINE void storeTile(vf (&acc)[R][W], float *const (&out)[R], const float *cons
                       int rows, kiln_i64 cols, bool hasResidual, float lo, float hi) {
   vf vlo = splat(lo), vhi = splat(hi);
   bool bounded = hasBounds(lo, hi);
-  for (int i = 0; i < rows; ++i) {
-    for (int v = 0; v < W; ++v) {
+  // A constant trip count, unrolled by force: a loop to the run-time `rows`
+  // indexes acc with a variable, which keeps the accumulators in a stack
+  // array that every FMA of the hot loop stores to (2.3x slower tiles once
+  // the tile function grew past LLVM's unrolling threshold).
+#pragma clang loop unroll(full)
+  for (int i = 0; i < R; ++i) {
+#pragma clang loop unroll(full)
+    for (int v = 0; v < W && i < rows; ++v) {
       kiln_i64 c0 = v * KILN_VEC;
       if (c0 + KILN_VEC <= cols) {
         vf r = acc[i][v];
@@ -217,6 +302,7 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < W; ++v)
       acc[i][v] = loadv(bp + v * KILN_VEC);
+  ChunkedSum<R, W> sum;
 
   for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
     if constexpr (WindowRows) {
@@ -227,6 +313,11 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
         a[i] = y >= 0 && y < q.h ? image + (y * q.w + iw0[i]) * ldi : kZeros;
       }
       accumulate(acc, a, panel + ky * q.kw * cg * KILN_PANEL, q.kw * cg);
+      // A chunk per window row: the rows are short (kw*cg < kw*KILN_VEC
+      // products), but this is an RGB stem, whose error reaches every later
+      // layer (fcn_resnet50's logits: 4-6 of 1M elements beyond the
+      // tolerance of ONNX Runtime's, against 89 with chunks of 128).
+      chunkDone(sum, acc, kSumChunk);
       continue;
     }
     for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
@@ -261,9 +352,16 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
         } else {
           accumulate<R, W, Prefetch>(acc, a, kpanel + c0 * KILN_PANEL, k, next);
         }
+        // A chunk ends with a window position, not inside one: flushing
+        // every kSumChunk channels here (or per copied chunk above) made
+        // LLVM allocate the whole tile function's registers worse (the RGB
+        // stem, which never runs this path, 20-30 % slower).
+        chunkDone(sum, acc, k);
       }
     }
   }
+
+  chunksFinish(sum, acc);
 
   kiln_i64 col0 = g * fg + p * KILN_PANEL;
   kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
@@ -314,7 +412,13 @@ INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, 
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < W; ++v)
       acc[i][v] = loadv(bp + v * KILN_VEC);
-  accumulate<R, W, Prefetch>(acc, a, panel, cg, panel + cg * KILN_PANEL);
+  ChunkedSum<R, W> sum;
+  for (kiln_i64 c0 = 0; c0 < cg; c0 += kSumChunk) {
+    kiln_i64 e = cg - c0 < kSumChunk ? cg : c0 + kSumChunk;
+    accumulateFrom<R, W, Prefetch>(acc, a, panel, c0, e, panel + cg * KILN_PANEL);
+    chunkDone(sum, acc, e - c0);
+  }
+  chunksFinish(sum, acc);
   kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
   if (q.flags & kGelu)
