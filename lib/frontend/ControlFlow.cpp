@@ -157,6 +157,8 @@ LogicalResult importIf(NodeImporter &n, SubgraphImporter sub, SmallVectorImpl<Va
   Value c = toScalar(n, cond, "If's condition");
   if (!c)
     return failure();
+  if (!c.getType().isInteger(1))
+    return n.error("If's condition must be a bool tensor, not of " + typeName(c.getType()));
   auto thenBlock = std::make_unique<Block>(), elseBlock = std::make_unique<Block>();
   SmallVector<Value> thenValues, elseValues;
   SmallVector<CountedAxis> thenCounts, elseCounts;
