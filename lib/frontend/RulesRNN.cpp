@@ -1,10 +1,15 @@
 // Import rules for the recurrent operators RNN, GRU and LSTM. With the
-// sequence length static (shapes are specialised), each is unrolled over
-// time into matmuls, gate slices and activations, which the code generator
-// handles like any other graph. Equations follow the ONNX operator spec.
+// sequence length static (shapes are specialised), each is a loop over time
+// (scf.for; one step unrolled when the sequence has one) of matmuls, gate
+// slices and activations, which the code generator handles like any other
+// graph. Equations follow the ONNX operator spec.
 // Per-entry sequence_lens (run-time values too) mask each step: an entry
 // past its length keeps its state and outputs zeros, as in ONNX Runtime.
 #include "NodeImporter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -14,6 +19,10 @@ namespace {
 using Outs = SmallVectorImpl<Value>;
 
 enum class Cell { RNN, GRU, LSTM };
+
+/// Sequences of this many steps or more run as a loop over time
+/// (Recurrence::loopOverSteps); shorter ones are unrolled.
+constexpr int64_t kLoopFromSteps = 2;
 
 struct Recurrence {
   NodeImporter &n;
@@ -50,14 +59,79 @@ struct Recurrence {
   }
   Value gate(Value packed, int64_t g) { return slice(packed, 1, g * hidden, (g + 1) * hidden); }
 
-  /// One direction over the whole sequence; returns the hidden state of
-  /// every step (in time order) and the final states.
-  void runDirection(Value x, int64_t d, bool reverse, SmallVectorImpl<Value> &steps, Value &hFinal,
-                    Value &cFinal) {
+  /// The steps as scf.for over time, for sequences of kLoopFromSteps steps
+  /// or more: the body is one step, compiled once, where the unrolled form
+  /// copied it per step (a bidirectional LSTM over 40 tokens compiled in
+  /// 3.2 s). The input projection of every step is one matrix product
+  /// before the loop, [seq, batch, in] x [in, G*H], as ONNX Runtime does;
+  /// inside, each step reads its row. Carries h (and c); the outputs go to
+  /// rows of a [seq, batch, H] buffer. Returns y as [seq, 1, batch, H] and
+  /// leaves the final states in h and c.
+  Value loopOverSteps(Value x, Value w, Value wb, bool reverse, Value &h, Value &c,
+                      llvm::function_ref<Value(Value, Value)> step) {
+    OpBuilder &b = n.b;
+    Location loc = n.loc;
+    Value xw = n.make<MatMulOp>(x, w); // [seq, batch, G*H]
+    if (wb)
+      xw = n.make<AddOp>(xw, wb);
+    auto xwT = NodeImporter::rankedType(xw);
+    auto hT = NodeImporter::rankedType(h);
+    auto stepT = RankedTensorType::get({batch, gates * hidden}, xwT.getElementType());
+    auto ysT = RankedTensorType::get({seq, batch, hidden}, hT.getElementType());
+
+    SmallVector<Value> inits{h};
+    if (c)
+      inits.push_back(c);
+    inits.push_back(tensor::EmptyOp::create(b, loc, ysT.getShape(), ysT.getElementType()));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(b, loc, seq);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto forOp = scf::ForOp::create(b, loc, zero, ub, one, inits);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(forOp.getBody());
+      Value t = forOp.getInductionVar();
+      if (reverse)
+        t = arith::SubIOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, seq - 1), t);
+      SmallVector<OpFoldResult> offsets{t, b.getIndexAttr(0), b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(batch),
+                                      b.getIndexAttr(gates * hidden)};
+      SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+      Value xwt = tensor::ExtractSliceOp::create(b, loc, stepT, xw, offsets, sizes, strides);
+      Value tI64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), t);
+      Value tIndex = tensor::FromElementsOp::create(
+          b, loc, RankedTensorType::get({1}, b.getI64Type()), ValueRange{tI64});
+      auto args = forOp.getRegionIterArgs();
+      h = args[0];
+      if (c)
+        c = args[1];
+      Value out = step(xwt, tIndex);
+      Value ys = args.back();
+      SmallVector<OpFoldResult> rowOffsets{t, b.getIndexAttr(0), b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> rowSizes{b.getIndexAttr(1), b.getIndexAttr(batch),
+                                         b.getIndexAttr(hidden)};
+      Value written =
+          tensor::InsertSliceOp::create(b, loc, out, ys, rowOffsets, rowSizes, strides);
+      SmallVector<Value> yields{h};
+      if (c)
+        yields.push_back(c);
+      yields.push_back(written);
+      scf::YieldOp::create(b, loc, yields);
+    }
+    h = forOp.getResult(0);
+    if (c)
+      c = forOp.getResult(1);
+    return n.make<UnsqueezeOp>(forOp.getResults().back(), n.b.getDenseI64ArrayAttr({1}));
+  }
+
+  /// One direction over the whole sequence: y, the hidden state of every
+  /// step in time order as [seq, 1, batch, H], and the final states.
+  void runDirection(Value x, int64_t d, bool reverse, Value &y, Value &hFinal, Value &cFinal) {
     auto swap = n.b.getDenseI64ArrayAttr({1, 0});
     Value w = n.make<TransposeOp>(take(n.input(1), d), swap); // [in, G*H]
     Value r = n.make<TransposeOp>(take(n.input(2), d), swap); // [H, G*H]
     Value wb, rb;
+    bool rbInProjection = false;
     if (n.hasInput(3)) {
       Value b = take(n.input(3), d); // [2*G*H]
       wb = slice(b, 0, 0, gates * hidden);
@@ -75,13 +149,11 @@ struct Recurrence {
     auto act = [&](size_t i) { return activations[a0 + i]; };
     bool linearBeforeReset = n.getInt("linear_before_reset", 0) != 0;
 
-    SmallVector<Value> outs(seq);
-    for (int64_t s = 0; s < seq; ++s) {
-      int64_t t = reverse ? seq - 1 - s : s;
+    // One step from the input projection `xw` of step `t` ([batch, G*H],
+    // the input bias in it) and `tIndex`, t as a [1] i64 tensor (for the
+    // length mask): updates h and c, returns the step's output.
+    auto step = [&](Value xw, Value tIndex) -> Value {
       Value hPrev = h, cPrev = c;
-      Value xw = n.make<MatMulOp>(take(x, t), w); // [batch, G*H]
-      if (wb)
-        xw = n.make<AddOp>(xw, wb);
       if (cell == Cell::GRU) {
         // Gates z, r, h; the recurrent part of h depends on the reset gate.
         Value hr = n.make<MatMulOp>(h, r);
@@ -104,7 +176,7 @@ struct Recurrence {
         h = n.make<AddOp>(fresh, keep);
       } else {
         Value pre = n.make<AddOp>(xw, n.make<MatMulOp>(h, r));
-        if (rb)
+        if (rb && !rbInProjection)
           pre = n.make<AddOp>(pre, rb);
         if (cell == Cell::RNN) {
           h = activate(act(0), clipped(pre));
@@ -125,18 +197,39 @@ struct Recurrence {
           h = n.make<MulOp>(o, activate(act(2), c));
         }
       }
-      if (lengths) {
-        // Past its length a batch entry keeps its state and outputs zeros;
-        // a reversed pass therefore starts at the entry's own last step.
-        Value live = n.make<LessOp>(n.i64Tensor({t}), lengths); // [batch, 1]
-        Value fresh = h;
-        h = n.make<SelectOp>(live, fresh, hPrev);
-        if (c)
-          c = n.make<SelectOp>(live, c, cPrev);
-        outs[t] = n.make<SelectOp>(live, fresh, n.scalarLike(fresh, 0));
-      } else {
-        outs[t] = h;
+      if (!lengths)
+        return h;
+      // Past its length a batch entry keeps its state and outputs zeros;
+      // a reversed pass therefore starts at the entry's own last step.
+      Value live = n.make<LessOp>(tIndex, lengths); // [batch, 1]
+      Value fresh = h;
+      h = n.make<SelectOp>(live, fresh, hPrev);
+      if (c)
+        c = n.make<SelectOp>(live, c, cPrev);
+      return n.make<SelectOp>(live, fresh, n.scalarLike(fresh, 0));
+    };
+
+    if (seq < kLoopFromSteps) {
+      SmallVector<Value> outs(seq);
+      for (int64_t s = 0; s < seq; ++s) {
+        int64_t t = reverse ? seq - 1 - s : s;
+        Value xw = n.make<MatMulOp>(take(x, t), w); // [batch, G*H]
+        if (wb)
+          xw = n.make<AddOp>(xw, wb);
+        outs[t] = step(xw, n.i64Tensor({t}));
       }
+      SmallVector<Value> expanded;
+      for (Value o : outs) // [batch, H] -> [1, 1, batch, H]
+        expanded.push_back(n.make<UnsqueezeOp>(o, n.b.getDenseI64ArrayAttr({0, 1})));
+      y = n.make<ConcatOp>(expanded, n.b.getI64IntegerAttr(0));
+    } else {
+      // LSTM and RNN add both biases to the same sum: the recurrent one
+      // joins the input projection's, before the loop, not once per step.
+      if (cell != Cell::GRU && rb) {
+        wb = wb ? n.make<AddOp>(wb, rb) : rb;
+        rbInProjection = true;
+      }
+      y = loopOverSteps(x, w, wb, reverse, h, c, step);
     }
     if (lengths) { // an empty entry's final states are zeros, not the initial ones
       Value started = n.make<GreaterOp>(lengths, n.i64Tensor({0}));
@@ -144,7 +237,6 @@ struct Recurrence {
       if (c)
         c = n.make<SelectOp>(started, c, n.scalarLike(c, 0));
     }
-    steps.assign(outs.begin(), outs.end());
     hFinal = h;
     cFinal = c;
   }
@@ -200,15 +292,11 @@ struct Recurrence {
 
     SmallVector<Value> perDirY, perDirH, perDirC;
     for (int64_t d = 0; d < dirs; ++d) {
-      SmallVector<Value> steps;
-      Value hFinal, cFinal;
-      runDirection(x, d, direction == "reverse" || d == 1, steps, hFinal, cFinal);
+      Value y, hFinal, cFinal;
+      runDirection(x, d, direction == "reverse" || d == 1, y, hFinal, cFinal);
       if (n.failed())
         return failure();
-      SmallVector<Value> expanded;
-      for (Value s : steps) // [batch, H] -> [1, 1, batch, H]
-        expanded.push_back(n.make<UnsqueezeOp>(s, n.b.getDenseI64ArrayAttr({0, 1})));
-      perDirY.push_back(n.make<ConcatOp>(expanded, n.b.getI64IntegerAttr(0)));
+      perDirY.push_back(y);
       perDirH.push_back(n.make<UnsqueezeOp>(hFinal, n.b.getDenseI64ArrayAttr({0})));
       if (cFinal)
         perDirC.push_back(n.make<UnsqueezeOp>(cFinal, n.b.getDenseI64ArrayAttr({0})));

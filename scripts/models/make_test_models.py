@@ -201,6 +201,49 @@ def rnn_seq_lens(folder):
             ([x, np.array([1, 7, 7, 2], dtype=np.int32)], None)]
 
 
+def rnn_variants(folder):
+    """The recurrent cells' other options, each over 6 steps (a loop over
+    time in Kiln): a reversed LSTM with peepholes and clip, a reversed GRU
+    with linear_before_reset=0 on its output, and a bidirectional RNN with
+    initial state on that, sequence_lens on the last two."""
+    rng = np.random.default_rng(11)
+    t, b, d, h = 6, 3, 4, 5
+    def w(name, *shape, scale=0.4):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+    inits = [w("LW", 1, 4 * h, d), w("LR", 1, 4 * h, h), w("LB", 1, 8 * h, scale=0.1),
+             w("LP", 1, 3 * h, scale=0.3),
+             w("GW", 1, 3 * h, h), w("GR", 1, 3 * h, h), w("GB", 1, 6 * h, scale=0.1),
+             w("RW", 2, h, h), w("RR", 2, h, h), w("RB", 2, 2 * h, scale=0.1),
+             w("RH0", 2, b, h, scale=0.3),
+             numpy_helper.from_array(np.array([t, b, h], dtype=np.int64), "shape")]
+    nodes = [
+        helper.make_node("LSTM", ["x", "LW", "LR", "LB", "", "", "", "LP"], ["ly", "lyh", "lyc"],
+                         hidden_size=h, direction="reverse", clip=1.5),
+        helper.make_node("Reshape", ["ly", "shape"], ["ly2"]),
+        helper.make_node("GRU", ["ly2", "GW", "GR", "GB", "lens"], ["gy", "gyh"], hidden_size=h,
+                         direction="reverse", linear_before_reset=0),
+        helper.make_node("Reshape", ["gy", "shape"], ["gy2"]),
+        helper.make_node("RNN", ["gy2", "RW", "RR", "RB", "lens", "RH0"], ["ry", "ryh"],
+                         hidden_size=h, direction="bidirectional"),
+    ]
+    graph = helper.make_graph(
+        nodes, "rnn_variants",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [t, b, d]),
+         helper.make_tensor_value_info("lens", TensorProto.INT32, [b])],
+        [helper.make_tensor_value_info("lyc", TensorProto.FLOAT, [1, b, h]),
+         helper.make_tensor_value_info("gyh", TensorProto.FLOAT, [1, b, h]),
+         helper.make_tensor_value_info("ry", TensorProto.FLOAT, [t, 2, b, h]),
+         helper.make_tensor_value_info("ryh", TensorProto.FLOAT, [2, b, h])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    x = rng.standard_normal((t, b, d)).astype(np.float32)
+    return [([x, np.array([6, 2, 0], dtype=np.int32)], None),
+            ([x, np.array([6, 6, 6], dtype=np.int32)], None)]
+
+
 def qdq_cnn(folder):
     """Built with ONNX's helpers in the layout of ONNX Runtime's static QDQ
     quantization (activations uint8 per tensor, weights int8 per output
@@ -601,6 +644,7 @@ def no_dynamo():
 
 MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
+          "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
           "qdq_convnet": qdq_convnet}
 
