@@ -419,7 +419,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     };
     auto ctx = createCompilerContext();
     OwningOpRef<ModuleOp> module;
-    if (Status s = importAndOptimize(*ctx, model, sets[k], {}, module); !s.ok())
+    if (Status s = importAndOptimize(*ctx, model, sets[k], {}, module, {}, 0, cuda); !s.ok())
       return fail(s);
     clock.done("import, shape inference, folding" + (labels[k].empty() ? "" : " (" + labels[k] + ")"));
     if (Status s = checkFixedOutputs(*module, /*rowCounts=*/!cuda); !s.ok())

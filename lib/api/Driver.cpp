@@ -109,9 +109,10 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
                          const std::map<size_t, std::string> &inputValues,
                          OwningOpRef<ModuleOp> &module, const std::vector<int64_t> &inputLayout,
-                         uint64_t maxTensorBytes) {
+                         uint64_t maxTensorBytes, bool forGpu) {
   DiagnosticCollector diags(ctx);
   ImportOptions opts;
+  opts.loopRecurrences = !forGpu;
   opts.inputLayout = inputLayout;
   opts.inputShapes = inputShapes;
   opts.inputValues = inputValues;
@@ -336,7 +337,8 @@ Status importForEmit(const LoadedModel &model, const EmitOptions &options, Stage
   if (Status s = resolveInputShapes(model, options, shapes); !s.ok())
     return s;
   ctx = createCompilerContext();
-  if (Status s = importAndOptimize(*ctx, model, shapes, {}, module); !s.ok())
+  bool forGpu = llvm::StringRef(options.triple).starts_with("nvptx");
+  if (Status s = importAndOptimize(*ctx, model, shapes, {}, module, {}, 0, forGpu); !s.ok())
     return s;
   clock.done("import, shape inference, folding");
   return {};

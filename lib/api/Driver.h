@@ -44,7 +44,7 @@ Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          const std::map<size_t, std::string> &inputValues,
                          mlir::OwningOpRef<mlir::ModuleOp> &module,
                          const std::vector<int64_t> &inputLayout = {},
-                         uint64_t maxTensorBytes = 0);
+                         uint64_t maxTensorBytes = 0, bool forGpu = false);
 
 /// The per-tensor size bound: `requested` when non-zero, else
 /// KILN_MAX_TENSOR_BYTES, else kDefaultMaxTensorBytes.

@@ -267,6 +267,7 @@ LogicalResult importLoopCarryingSequences(NodeImporter &n, SubgraphImporter sub,
     rewritten.add_output()->set_name(name);
 
   NodeImporter inner(n.b, n.loc, n.node, n.opset, inputs);
+  inner.loopRecurrences = n.loopRecurrences;
   SmallVector<Value> results;
   if (failed(importLoop(inner, sub, &rewritten, results)) || inner.failed())
     return failure();
@@ -455,6 +456,7 @@ LogicalResult importLoopNode(NodeImporter &n, SubgraphImporter importSubgraph,
     for (size_t i = 0; i < n.numInputs(); ++i)
       inputs.push_back(n.input(i));
     NodeImporter attempt(n.b, n.loc, n.node, n.opset, inputs);
+    attempt.loopRecurrences = n.loopRecurrences;
     SmallVector<Value> results;
     bool ran;
     SmallVector<std::string> attemptErrors;

@@ -570,6 +570,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   }
   if (controlFlowOp) {
     NodeImporter ni(b, loc, node, nodeOpset, inputs);
+    ni.loopRecurrences = opts.loopRecurrences;
     SmallVector<Value> outputs;
     std::map<size_t, SmallVector<Value>> seqOutputs;
     auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args, SmallVectorImpl<Value> &outs,
@@ -601,6 +602,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   }
   if (sequenceOp) {
     NodeImporter ni(b, loc, node, nodeOpset, inputs);
+    ni.loopRecurrences = opts.loopRecurrences;
     SmallVector<Value> seqOut;
     Value tensorOut;
     if (failed(importSequenceNode(ni, seqInputs, seqOut, tensorOut)) || ni.failed()) {
@@ -637,6 +639,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   bool ruleReported = false;
   auto runRule = [&](ArrayRef<Value> ruleInputs, SmallVectorImpl<Value> &ruleOutputs) {
     NodeImporter r(b, loc, node, nodeOpset, ruleInputs);
+    r.loopRecurrences = opts.loopRecurrences;
     if (failed(rule->fn(r, ruleOutputs)) || r.failed()) {
       ruleReported = true;
       return (void)r.error("cannot import this " + node.op_type() + " node"), failure();

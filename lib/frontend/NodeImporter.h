@@ -32,6 +32,8 @@ public:
   mlir::Location loc;
   const onnx::NodeProto &node;
   const int64_t opset;
+  /// ImportOptions::loopRecurrences.
+  bool loopRecurrences = true;
 
   /// Set by a rule whose output i has a number of valid entries along one
   /// axis known only at run time (RowCounts.h).

@@ -20,8 +20,8 @@ using Outs = SmallVectorImpl<Value>;
 
 enum class Cell { RNN, GRU, LSTM };
 
-/// Sequences of this many steps or more run as a loop over time
-/// (Recurrence::loopOverSteps); shorter ones are unrolled.
+/// Sequences of this many steps or more, or of none, run as a loop over
+/// time (Recurrence::loopOverSteps); a single step is unrolled.
 constexpr int64_t kLoopFromSteps = 2;
 
 struct Recurrence {
@@ -209,8 +209,14 @@ struct Recurrence {
       return n.make<SelectOp>(live, fresh, n.scalarLike(fresh, 0));
     };
 
-    if (seq < kLoopFromSteps) {
-      SmallVector<Value> outs(seq);
+    SmallVector<Value> outs;
+    if (seq == 0 && !n.loopRecurrences) {
+      (void)n.error("a sequence of no steps needs the loop form, which the GPU path does not "
+                    "take yet");
+      return;
+    }
+    if ((seq > 0 && seq < kLoopFromSteps) || !n.loopRecurrences) {
+      outs.resize(seq);
       for (int64_t s = 0; s < seq; ++s) {
         int64_t t = reverse ? seq - 1 - s : s;
         Value xw = n.make<MatMulOp>(take(x, t), w); // [batch, G*H]
@@ -218,10 +224,6 @@ struct Recurrence {
           xw = n.make<AddOp>(xw, wb);
         outs[t] = step(xw, n.i64Tensor({t}));
       }
-      SmallVector<Value> expanded;
-      for (Value o : outs) // [batch, H] -> [1, 1, batch, H]
-        expanded.push_back(n.make<UnsqueezeOp>(o, n.b.getDenseI64ArrayAttr({0, 1})));
-      y = n.make<ConcatOp>(expanded, n.b.getI64IntegerAttr(0));
     } else {
       // LSTM and RNN add both biases to the same sum: the recurrent one
       // joins the input projection's, before the loop, not once per step.
@@ -236,6 +238,12 @@ struct Recurrence {
       h = n.make<SelectOp>(started, h, n.scalarLike(h, 0));
       if (c)
         c = n.make<SelectOp>(started, c, n.scalarLike(c, 0));
+    }
+    if (!outs.empty()) {
+      SmallVector<Value> expanded;
+      for (Value o : outs) // [batch, H] -> [1, 1, batch, H]
+        expanded.push_back(n.make<UnsqueezeOp>(o, n.b.getDenseI64ArrayAttr({0, 1})));
+      y = n.make<ConcatOp>(expanded, n.b.getI64IntegerAttr(0));
     }
     hFinal = h;
     cFinal = c;

@@ -35,6 +35,10 @@ struct ImportOptions {
   std::map<size_t, std::string> inputValues;
   /// Name of the generated function.
   std::string functionName = "main";
+  /// RNN, GRU and LSTM of two steps or more as a loop over time (scf.for);
+  /// false unrolls them. The GPU path unrolls: its kernels cannot yet take
+  /// a view at an offset known only at run time (the step's row).
+  bool loopRecurrences = true;
 };
 
 /// Imports the model's main graph as a `func.func` of kiln ops in a new
