@@ -417,8 +417,11 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   gpu.libdevice = findLibdevice();
   gpu.passes = passes;
   buildLowerToGpuPipeline(pm, gpu);
+  // gpu-module-to-binary runs LLVM's pipeline (lockLlvmPipelineOptions).
+  std::unique_lock<std::mutex> llvmOptions = lockLlvmPipelineOptions();
   if (failed(pm.run(module)))
     return compileError(diags, "lowering to PTX failed");
+  llvmOptions.unlock();
   std::string error;
   if (!extractPtx(module, ptx, error))
     return compileError(diags, error);

@@ -418,7 +418,9 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
   if (Status s = importAndOptimize(*ctx, *model, shapes, values, module, layout,
-                                   options.maxTensorBytes, cuda != nullptr); !s.ok())
+                                   options.maxTensorBytes,
+                                   cuda != nullptr || options.gpuTensorPassesOnCpu);
+      !s.ok())
     return s;
   done("import, shape inference, folding");
   releaseFreedMemory();

@@ -32,6 +32,17 @@ struct Recurrence {
   std::optional<double> clip;
   /// sequence_lens as [batch, 1] i64, when not all full.
   Value lengths;
+  /// layout = 1: X, the initial states and the outputs are batch-major.
+  bool batchFirst = false;
+
+  /// The initial state of input `i` (5: h, 6: c) for direction d, as
+  /// [batch, H]. With layout = 1 the input is [batch, dirs, H].
+  Value initialState(unsigned i, int64_t d) {
+    Value v = n.input(i);
+    if (batchFirst)
+      v = n.make<TransposeOp>(v, n.b.getDenseI64ArrayAttr({1, 0, 2}));
+    return take(v, d);
+  }
 
   Value slice(Value v, int64_t axis, int64_t start, int64_t end) {
     return n.make<SliceOp>(v, n.i64Tensor({start}), n.i64Tensor({end}), n.i64Tensor({axis}),
@@ -74,8 +85,18 @@ struct Recurrence {
     Value xw = n.make<MatMulOp>(x, w); // [seq, batch, G*H]
     if (wb)
       xw = n.make<AddOp>(xw, wb);
+    if (n.failed()) // a weight or state of the wrong shape, reported
+      return {};
     auto xwT = NodeImporter::rankedType(xw);
     auto hT = NodeImporter::rankedType(h);
+    auto cT = c ? NodeImporter::rankedType(c) : hT;
+    SmallVector<int64_t> stateShape{batch, hidden};
+    if (!xwT || !hT || !cT || hT.getShape() != ArrayRef<int64_t>(stateShape) ||
+        cT.getShape() != ArrayRef<int64_t>(stateShape)) {
+      (void)n.error("the initial states must be [num_directions, batch, hidden_size] ([batch, "
+                    "num_directions, hidden_size] with layout 1)");
+      return {};
+    }
     auto stepT = RankedTensorType::get({batch, gates * hidden}, xwT.getElementType());
     auto ysT = RankedTensorType::get({seq, batch, hidden}, hT.getElementType());
 
@@ -142,8 +163,8 @@ struct Recurrence {
       return n.constant(DenseElementsAttr::get(RankedTensorType::get({batch, hidden}, elt),
                                                FloatAttr::get(elt, 0.0).getValue()));
     };
-    Value h = n.hasInput(5) ? take(n.input(5), d) : zeros();
-    Value c = cell == Cell::LSTM ? (n.hasInput(6) ? take(n.input(6), d) : zeros()) : Value();
+    Value h = n.hasInput(5) ? initialState(5, d) : zeros();
+    Value c = cell == Cell::LSTM ? (n.hasInput(6) ? initialState(6, d) : zeros()) : Value();
     Value p = cell == Cell::LSTM && n.hasInput(7) ? take(n.input(7), d) : Value(); // [3*H]
     size_t a0 = d * (cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1);
     auto act = [&](size_t i) { return activations[a0 + i]; };
@@ -232,6 +253,8 @@ struct Recurrence {
         rbInProjection = true;
       }
       y = loopOverSteps(x, w, wb, reverse, h, c, step);
+      if (!y)
+        return;
     }
     if (lengths) { // an empty entry's final states are zeros, not the initial ones
       Value started = n.make<GreaterOp>(lengths, n.i64Tensor({0}));
@@ -253,7 +276,7 @@ struct Recurrence {
     Value x = n.required(0);
     if (!x || !n.required(1) || !n.required(2))
       return failure();
-    bool batchFirst = n.getInt("layout", 0) != 0;
+    batchFirst = n.getInt("layout", 0) != 0;
     if (batchFirst)
       x = n.make<TransposeOp>(x, n.b.getDenseI64ArrayAttr({1, 0, 2}));
     auto xt = NodeImporter::rankedType(x);

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,12 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module, llvm::LLV
                                                 llvm::TargetMachine &tm, std::string &error);
 
 /// LLVM's optimization pipeline for `tm` at `optLevel` (nothing at 0).
+/// Held while an LLVM optimisation pipeline runs: optimizeModule sets one of
+/// LLVM's process-wide options for the CPU pipeline alone (the full-unroll
+/// limit) and takes it back after, and the GPU path's gpu-module-to-binary
+/// runs LLVM's pipeline too, so it holds this around it.
+std::unique_lock<std::mutex> lockLlvmPipelineOptions();
+
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int optLevel);
 
 /// translateToLLVMIR, then optimizeModule.

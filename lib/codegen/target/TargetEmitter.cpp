@@ -177,14 +177,15 @@ namespace {
 // -unroll-full-max-count, which only a command-line occurrence switches on:
 // it is given for the CPU pipeline and taken back after it (NVPTX code is
 // unrolled in MLIR where it matters, and keeps LLVM's default), unless the
-// user set it. The mutex keeps two CPU compiles from interleaving the two.
+// user set it. lockLlvmPipelineOptions keeps the other compiles in the
+// process (CPU, and GPU's gpu-module-to-binary) from running LLVM meanwhile.
 constexpr const char *kFullUnrollOption = "unroll-full-max-count";
 constexpr const char *kFullUnrollMaxCount = "8";
 std::mutex fullUnrollOptionMutex;
 
 class FullUnrollLimit {
 public:
-  FullUnrollLimit() : lock(fullUnrollOptionMutex) {
+  FullUnrollLimit() : lock(lockLlvmPipelineOptions()) {
     auto &options = llvm::cl::getRegisteredOptions();
     auto it = options.find(kFullUnrollOption);
     if (it == options.end() || it->second->getNumOccurrences() > 0)
@@ -199,10 +200,14 @@ public:
   }
 
 private:
-  std::lock_guard<std::mutex> lock;
+  std::unique_lock<std::mutex> lock;
   llvm::cl::Option *option = nullptr;
 };
 } // namespace
+
+std::unique_lock<std::mutex> lockLlvmPipelineOptions() {
+  return std::unique_lock<std::mutex>(fullUnrollOptionMutex);
+}
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm, int optLevel) {
   if (optLevel <= 0)
