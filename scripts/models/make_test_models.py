@@ -161,6 +161,15 @@ def scan_rnn(folder):
     return [([h0, x], None)]
 
 
+def save_model(folder, graph, opset, ir_version=7):
+    """Checks a graph built with ONNX's helpers and writes it as
+    FOLDER/model.onnx."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir_version
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+
+
 def rnn_seq_lens(folder):
     """A bidirectional LSTM (with initial states) and a GRU on its output,
     both reading sequence_lens, a graph input: padded batch entries of
@@ -192,10 +201,7 @@ def rnn_seq_lens(folder):
          helper.make_tensor_value_info("gy", TensorProto.FLOAT, [t, 1, b, h]),
          helper.make_tensor_value_info("gyh", TensorProto.FLOAT, [1, b, h])],
         initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    model.ir_version = 7
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(folder, "model.onnx"))
+    save_model(folder, graph, opset=14)
     x = rng.standard_normal((t, b, d)).astype(np.float32)
     return [([x, np.array([7, 3, 0, 5], dtype=np.int32)], None),
             ([x, np.array([1, 7, 7, 2], dtype=np.int32)], None)]
@@ -235,10 +241,7 @@ def rnn_variants(folder):
          helper.make_tensor_value_info("ry", TensorProto.FLOAT, [t, 2, b, h]),
          helper.make_tensor_value_info("ryh", TensorProto.FLOAT, [2, b, h])],
         initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    model.ir_version = 7
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(folder, "model.onnx"))
+    save_model(folder, graph, opset=14)
     x = rng.standard_normal((t, b, d)).astype(np.float32)
     return [([x, np.array([6, 2, 0], dtype=np.int32)], None),
             ([x, np.array([6, 6, 6], dtype=np.int32)], None)]
