@@ -82,9 +82,10 @@ template <int R, int W> struct ChunkedSum {
   bool flushed = false;
 };
 
-// The loops over the tile below are unrolled by force: acc must be fully
-// unrolled away before SROA runs again, or it stays a stack array and every
-// FMA of the hot loop stores its accumulator (2.3x slower convolutions).
+// The loops over the tile below are unrolled by force, as storeTile's are:
+// acc must only ever be indexed by constants, or LLVM keeps it a stack
+// array (see storeTile). Their trip counts are constants, so this only
+// makes sure of it.
 
 /// After `k` more products went into acc: when a chunk is complete, move acc
 /// into the total and restart acc from zero.
