@@ -71,9 +71,10 @@ INLINE void accumulate(vf (&acc)[R][W], const float *const (&a)[R], const float 
 /// with its length: fcn_resnet50's logits differed from ONNX Runtime's by
 /// up to 2.3e-4 (245 of 1M elements beyond atol 1e-4 + rtol 1e-3; its
 /// feature maps erred 1.3-1.4x more than ONNX Runtime's against float64);
-/// with chunks, 53-71 elements. MLAS's SGEMM sums in K blocks of 128 much
-/// the same way. The price: ResNet-18 2-4 % slower on one core. A reduction
-/// of at most kSumChunk products never flushes.
+/// with chunks, 53-71 elements (4-6 with the bias last, chunksFinish).
+/// MLAS's SGEMM sums in K blocks of 128 much the same way. The price:
+/// ResNet-18 2-4 % slower on one core. A reduction of at most kSumChunk
+/// products never flushes.
 constexpr kiln_i64 kSumChunk = 128;
 
 template <int R, int W> struct ChunkedSum {
@@ -116,25 +117,30 @@ INLINE void chunkDone(ChunkedSum<R, W> &sum, vf (&acc)[R][W], kiln_i64 k) {
   sum.pending = 0;
 }
 
-/// acc = the whole sum: the last, partial chunk plus the total. The bias
-/// starts the first chunk, as before chunking. Adding it last instead (as
-/// ONNX Runtime does) made fcn_resnet50 closer still (4-6 elements beyond
-/// the tolerance instead of 53-71) but moved two outputs of the QDQ test
-/// model one quantization step off ONNX Runtime's integer result: Kiln
-/// runs QDQ convolutions in float (issue 40), where a value on a rounding
-/// tie goes either way with the order of the sum.
-template <int R, int W> INLINE void chunksFinish(ChunkedSum<R, W> &sum, vf (&acc)[R][W]) {
-  if (!sum.flushed)
-    return;
+/// acc = the whole sum (the last, partial chunk plus the total), then the
+/// bias, added last as MLAS does: started with the bias, the sum ended
+/// further from float64 (fcn_resnet50: 53-71 of 1M logits beyond the
+/// tolerance of ONNX Runtime's; 4-6 with the bias last).
+template <int R, int W>
+INLINE void chunksFinish(ChunkedSum<R, W> &sum, vf (&acc)[R][W], const float *bias) {
+  if (sum.flushed) {
 #pragma clang loop unroll(full)
-  for (int i = 0; i < R; ++i)
+    for (int i = 0; i < R; ++i)
 #pragma clang loop unroll(full)
-    for (int v = 0; v < W; ++v)
-      acc[i][v] += sum.total[i][v];
+      for (int v = 0; v < W; ++v)
+        acc[i][v] += sum.total[i][v];
+  }
+#pragma clang loop unroll(full)
+  for (int v = 0; v < W; ++v) {
+    vf b = loadv(bias + v * KILN_VEC);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+      acc[i][v] += b;
+  }
 }
 
-/// Epilogue of one register tile: bias (already in acc), residual, clamp,
-/// and a store of the `rows` x `cols` valid part.
+/// Epilogue of one register tile (whole sum and bias already in acc):
+/// residual, clamp, and a store of the `rows` x `cols` valid part.
 template <int R, int W>
 INLINE void storeTile(vf (&acc)[R][W], float *const (&out)[R], const float *const (&res)[R],
                       int rows, kiln_i64 cols, bool hasResidual, float lo, float hi) {
@@ -302,7 +308,7 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
   vf acc[R][W];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < W; ++v)
-      acc[i][v] = loadv(bp + v * KILN_VEC);
+      acc[i][v] = splat(0);
   ChunkedSum<R, W> sum;
 
   for (kiln_i64 ky = 0; ky < q.kh; ++ky) {
@@ -362,7 +368,7 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
     }
   }
 
-  chunksFinish(sum, acc);
+  chunksFinish(sum, acc, bp);
 
   kiln_i64 col0 = g * fg + p * KILN_PANEL;
   kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
@@ -412,14 +418,14 @@ INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, 
   vf acc[R][W];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < W; ++v)
-      acc[i][v] = loadv(bp + v * KILN_VEC);
+      acc[i][v] = splat(0);
   ChunkedSum<R, W> sum;
   for (kiln_i64 c0 = 0; c0 < cg; c0 += kSumChunk) {
     kiln_i64 e = cg - c0 < kSumChunk ? cg : c0 + kSumChunk;
     accumulateFrom<R, W, Prefetch>(acc, a, panel, c0, e, panel + cg * KILN_PANEL);
     chunkDone(sum, acc, e - c0);
   }
-  chunksFinish(sum, acc);
+  chunksFinish(sum, acc, bp);
   kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
   if (q.flags & kGelu)
