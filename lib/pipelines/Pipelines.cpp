@@ -123,6 +123,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   pm.addNestedPass<func::FuncOp>(createKilnApproximateMath());
   pm.addNestedPass<func::FuncOp>(createKilnEmptyArguments());
   pm.addPass(createKilnRuntimeDimsArguments());
+  pm.addPass(createKilnMergeDuplicateFunctions());
 
   std::string tail =
       "func.func(convert-linalg-to-loops),"

@@ -61,6 +61,29 @@ def KilnOutlineLoopNests : Pass<"kiln-outline-loop-nests", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnMergeDuplicateFunctions : Pass<"kiln-merge-duplicate-functions", "mlir::ModuleOp"> {
+  let summary = "Keep one of each set of identical private functions";
+  let description = [{
+    Runs after `kiln-outline-loop-nests`. A private `func.func` whose type,
+    attributes (other than its name) and body equal those of an earlier
+    one, locations aside, is erased and its calls go to the earlier one.
+
+    Why: a network repeats its layers, and each repeat's ops outline into
+    functions that differ only in name (weights are arguments), so LLVM
+    optimised and compiled the same code once per layer. A 4-layer GPT-2
+    decoder's 72 outlined functions are 15 distinct ones. This is what the
+    one compile for every shape pays at a first call; IREE deduplicates
+    its dispatches for the same reason.
+
+    ```mlir
+    func.func private @main_op0(%a: memref<8xf32>) { ... }
+    func.func private @main_op1(%a: memref<8xf32>) { ... same body ... }
+    // call @main_op1(%x) becomes call @main_op0(%x); @main_op1 is erased
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def KilnParallelizeCalls : Pass<"kiln-parallelize-calls", "mlir::ModuleOp"> {
   let summary = "Run calls marked kiln.parallel over the runtime's thread pool";
   let description = [{
