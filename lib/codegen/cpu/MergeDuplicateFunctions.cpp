@@ -80,21 +80,20 @@ struct MergeDuplicateFunctionsPass
     // stays.
     SmallVector<std::pair<func::CallOp, FlatSymbolRefAttr>> calls;
     llvm::DenseSet<StringAttr> otherwiseUsed;
-    if (std::optional<SymbolTable::UseRange> uses =
-            SymbolTable::getSymbolUses(&module.getBodyRegion())) {
-      for (const SymbolTable::SymbolUse &use : *uses) {
-        StringAttr root = use.getSymbolRef().getRootReference();
-        auto it = keptFor.find(root);
-        if (it == keptFor.end())
-          continue;
-        auto call = dyn_cast<func::CallOp>(use.getUser());
-        if (call && call.getCalleeAttr() == use.getSymbolRef())
-          calls.push_back({call, it->second});
-        else
-          otherwiseUsed.insert(root);
-      }
-    } else {
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(&module.getBodyRegion());
+    if (!uses)
       return; // uses it cannot see (an unknown symbol table): merge nothing
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      StringAttr root = use.getSymbolRef().getRootReference();
+      auto it = keptFor.find(root);
+      if (it == keptFor.end())
+        continue;
+      auto call = dyn_cast<func::CallOp>(use.getUser());
+      if (call && call.getCalleeAttr() == use.getSymbolRef())
+        calls.push_back({call, it->second});
+      else
+        otherwiseUsed.insert(root);
     }
     for (auto [call, kept] : calls)
       if (!otherwiseUsed.contains(call.getCalleeAttr().getAttr()))
