@@ -8,14 +8,16 @@ namespace kiln_rt {
 
 /// Rounds a tensor's byte count up to the size its buffer is allocated with:
 /// 64-byte aligned, at least 64 bytes (empty tensors still get a pointer),
-/// whole pages for buffers large enough to be recycled.
+/// and for buffers large enough to be recycled, the next of two size classes
+/// an octave (2^k, 3 * 2^(k-1)): at most 1.5x the bytes.
 size_t bufferSize(size_t bytes);
-/// A 64-byte aligned buffer of bufferSize(bytes) bytes, uninitialised: a
-/// recycled one of that size when there is one. NULL when out of memory.
-void *acquireBuffer(size_t bytes);
-/// Gives back a buffer from acquireBuffer(bytes): kept for reuse when large,
-/// freed otherwise.
-void releaseBuffer(void *data, size_t bytes);
+/// A 64-byte aligned buffer of at least bufferSize(bytes) bytes,
+/// uninitialised: a recycled one when one fits. `capacity` receives its
+/// true size, which releaseBuffer needs. NULL when out of memory.
+void *acquireBuffer(size_t bytes, size_t &capacity);
+/// Gives back a buffer from acquireBuffer with the capacity it gave: kept
+/// for reuse when large, freed otherwise.
+void releaseBuffer(void *data, size_t capacity);
 
 } // namespace kiln_rt
 

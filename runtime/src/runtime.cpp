@@ -21,6 +21,8 @@ struct kiln_tensor {
   int32_t rank = 0;
   int64_t dims[KILN_MAX_RANK] = {};
   void *data = nullptr;
+  /// The buffer's true size when owned (kiln_rt::acquireBuffer).
+  size_t capacity = 0;
   bool owned = false;
 };
 
@@ -116,7 +118,7 @@ static kiln_tensor *createUninitialized(int32_t dtype, int32_t rank, const int64
   size_t bytes = kiln_tensor_num_bytes(t);
   // Generated code may use aligned vector loads: 64-byte alignment, and a
   // non-zero allocation so that empty tensors still have a valid pointer.
-  t->data = kiln_rt::acquireBuffer(bytes);
+  t->data = kiln_rt::acquireBuffer(bytes, t->capacity);
   if (!t->data) {
     delete t;
     return nullptr;
@@ -127,7 +129,7 @@ static kiln_tensor *createUninitialized(int32_t dtype, int32_t rank, const int64
     return env && *env && std::strcmp(env, "0") != 0;
   }();
   if (fill)
-    std::memset(t->data, 0xff, kiln_rt::bufferSize(bytes));
+    std::memset(t->data, 0xff, ((bytes ? bytes : 1) + 63) / 64 * 64);
   return t;
 }
 
@@ -136,12 +138,14 @@ kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims
   if (!t)
     return nullptr;
   size_t bytes = kiln_tensor_num_bytes(t);
-  t->data = kiln_rt::acquireBuffer(bytes);
+  t->data = kiln_rt::acquireBuffer(bytes, t->capacity);
   if (!t->data) {
     delete t;
     return nullptr;
   }
-  std::memset(t->data, 0, kiln_rt::bufferSize(bytes));
+  // The bytes and their 64-byte padding; the rest of the size class stays
+  // untouched (never faulted in).
+  std::memset(t->data, 0, ((bytes ? bytes : 1) + 63) / 64 * 64);
   t->owned = true;
   return t;
 }
@@ -154,14 +158,16 @@ kiln_tensor *kiln_tensor_wrap(int32_t dtype, int32_t rank, const int64_t *dims, 
 }
 
 // Intermediates of run-time size: a 64-byte header before the buffer holds
-// its size, which the recycling cache needs and free() does not pass.
+// its capacity, which the recycling cache needs and free() does not pass.
 void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size) {
   if (alignment > 64 || size > (uint64_t(1) << 48))
     return nullptr;
-  auto *block = static_cast<char *>(kiln_rt::acquireBuffer(size + 64));
+  size_t capacity = 0;
+  auto *block = static_cast<char *>(kiln_rt::acquireBuffer(size + 64, capacity));
   if (!block)
     return nullptr;
-  std::memcpy(block, &size, sizeof size);
+  uint64_t stored = capacity;
+  std::memcpy(block, &stored, sizeof stored);
   return block + 64;
 }
 
@@ -173,16 +179,16 @@ void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr)
     return;
   char *block = static_cast<char *>(ptr) - 64;
-  uint64_t size;
-  std::memcpy(&size, block, sizeof size);
-  kiln_rt::releaseBuffer(block, size + 64);
+  uint64_t capacity;
+  std::memcpy(&capacity, block, sizeof capacity);
+  kiln_rt::releaseBuffer(block, capacity);
 }
 
 void kiln_tensor_free(kiln_tensor *t) {
   if (!t)
     return;
   if (t->owned)
-    kiln_rt::releaseBuffer(t->data, kiln_tensor_num_bytes(t));
+    kiln_rt::releaseBuffer(t->data, t->capacity);
   delete t;
 }
 

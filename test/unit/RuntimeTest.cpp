@@ -103,6 +103,65 @@ TEST(Runtime, LargeBuffersAreRecycledAndStillZeroed) {
   kiln_release_cached_memory();
 }
 
+// When the input shapes change, buffers of another size are taken from the
+// cache: the smallest one that fits, and not one over four times too large
+// (buffer_cache.cpp). The tensor still reads as zeros in its own bytes.
+TEST(Runtime, SmallerBuffersTakeRecycledLargerOnes) {
+  kiln_release_cached_memory();
+  int64_t big[] = {256, 1024}, half[] = {128, 1024}, tiny[] = {32, 1024};
+  kiln_tensor *t = kiln_tensor_create(KILN_FLOAT32, 2, big);
+  ASSERT_TRUE(t);
+  void *bigData = kiln_tensor_data(t);
+  std::fill_n(static_cast<float *>(bigData), 256 * 1024, 5.0f);
+  kiln_tensor_free(t);
+  // 128 KiB floats (a quarter of the buffer) must not take it: over 4x.
+  TensorPtr small(kiln_tensor_create(KILN_FLOAT32, 2, tiny));
+  ASSERT_TRUE(small);
+  EXPECT_NE(kiln_tensor_data(small.get()), bigData);
+  TensorPtr mid(kiln_tensor_create(KILN_FLOAT32, 2, half));
+  ASSERT_TRUE(mid);
+  EXPECT_EQ(kiln_tensor_data(mid.get()), bigData);
+  const float *m = static_cast<const float *>(kiln_tensor_data(mid.get()));
+  EXPECT_EQ(m[0], 0.0f);
+  EXPECT_EQ(m[128 * 1024 - 1], 0.0f);
+  // Freed again, it keeps its true size: the larger tensor gets it back.
+  kiln_tensor_free(mid.release());
+  TensorPtr again(kiln_tensor_create(KILN_FLOAT32, 2, big));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(kiln_tensor_data(again.get()), bigData);
+  EXPECT_EQ(static_cast<const float *>(kiln_tensor_data(again.get()))[256 * 1024 - 1], 0.0f);
+  kiln_release_cached_memory();
+}
+
+extern "C" void *_mlir_memref_to_llvm_alloc(uint64_t size);
+extern "C" void _mlir_memref_to_llvm_free(void *ptr);
+
+// Intermediates of run-time size (generated code's allocations) recycle the
+// same way: a shorter sequence reuses a longer one's buffer, and the longer
+// one finds it again afterwards.
+TEST(Runtime, RunTimeSizedIntermediatesAreRecycledAcrossSizes) {
+  kiln_release_cached_memory();
+  void *a = _mlir_memref_to_llvm_alloc(1 << 20);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  static_cast<char *>(a)[(1 << 20) - 1] = 1; // the whole size is usable
+  _mlir_memref_to_llvm_free(a);
+  void *b = _mlir_memref_to_llvm_alloc(600 << 10);
+  EXPECT_EQ(b, a);
+  _mlir_memref_to_llvm_free(b);
+  void *c = _mlir_memref_to_llvm_alloc(1 << 20);
+  EXPECT_EQ(c, a);
+  static_cast<char *>(c)[(1 << 20) - 1] = 2;
+  // A larger size than any cached buffer gets a new one.
+  void *d = _mlir_memref_to_llvm_alloc(4 << 20);
+  ASSERT_TRUE(d);
+  EXPECT_NE(d, a);
+  static_cast<char *>(d)[(4 << 20) - 1] = 3;
+  _mlir_memref_to_llvm_free(d);
+  _mlir_memref_to_llvm_free(c);
+  kiln_release_cached_memory();
+}
+
 TEST(Runtime, ExecuteRunsTheEntryPoint) {
   TensorPtr a = floats({1, 2, 3}), b = floats({10, 20, 30});
   const kiln_tensor *ins[] = {a.get(), b.get()};
