@@ -1,4 +1,5 @@
 // kilnc --emit=bundle: the object, its C header and its weights file.
+#include "CompileHeap.h"
 #include "CompileCache.h"
 #include "Driver.h"
 #include "EmitCache.h"
@@ -538,6 +539,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
 }
 
 Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &out) {
+  CompileHeapScope heap;
   if (!isIdentifier(options.bundleName))
     return Status::error(KILN_INVALID_ARGUMENT,
                          "bundle name '" + options.bundleName +

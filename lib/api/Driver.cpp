@@ -1,3 +1,4 @@
+#include "CompileHeap.h"
 #include "Driver.h"
 #include "EmitCache.h"
 
@@ -248,6 +249,7 @@ void StageClock::done(const std::string &stage) {
   if (progress)
     progress(stage, std::chrono::duration<double>(now - last).count());
   last = now;
+  CompileHeapScope::grown();
 }
 
 /// Where a value of unknown shape gets it: the first op, following operands
@@ -553,6 +555,7 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
 }
 
 Status emit(const std::string &path, const EmitOptions &givenOptions, std::string &out) {
+  CompileHeapScope heap;
   EmitOptions options = givenOptions;
   if (Status s = resolveGpuTarget(options); !s.ok())
     return s;

@@ -1,5 +1,6 @@
 // kiln::Model: the in-process JIT with a per-shape executable cache.
 #include "CompileCache.h"
+#include "CompileHeap.h"
 #include "CudaExecution.h"
 #include "Driver.h"
 #include "ModelSource.h"
@@ -24,9 +25,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 using namespace mlir;
 
@@ -146,16 +144,6 @@ static bool needsValues(const Status &s) {
          s.message.find("must be a constant") != std::string::npos ||
          s.message.find("must be constant") != std::string::npos ||
          s.message.find("dynamic shape") != std::string::npos;
-}
-
-/// Gives freed heap pages back to the system. Weights pass through
-/// temporaries of up to one tensor (decoding, packing) between stages, and
-/// glibc keeps such blocks in its heap, where they count against the
-/// compile's peak memory once the next stage allocates above them.
-static void releaseFreedMemory() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
 }
 
 /// Constants this large live in the executable's constant pool rather than
@@ -380,6 +368,7 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
 Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
                                const InputValues &values, std::shared_ptr<Executable> &out,
                                InvocationLog *log) const {
+  CompileHeapScope heap;
   auto start = std::chrono::steady_clock::now(), last = start;
   auto done = [&](const char *stage) {
     auto now = std::chrono::steady_clock::now();
@@ -389,6 +378,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     if (log)
       log->stage(stage, seconds);
     last = now;
+    CompileHeapScope::grown();
   };
   std::string error;
   TargetOptions to{"", options.cpu, options.optLevel};
@@ -423,7 +413,6 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
       !s.ok())
     return s;
   done("import, shape inference, folding");
-  releaseFreedMemory();
   auto exe = std::make_shared<Executable>();
   // No shapes given: the declared ones, whose unknown dims the code takes
   // at run time (Impl::getDynamicExecutable).
@@ -487,7 +476,6 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
       return s;
     done("lower to linalg, bufferize, lower to the LLVM dialect");
   }
-  releaseFreedMemory();
   // A CUDA program's workspace is on the device (CudaExecutable).
   if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"); ws && !cuda)
     exe->desc.workspace_size = ws.getInt();
@@ -501,7 +489,6 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   // release it before LLVM's optimizer and code generator run.
   module = nullptr;
   ctx.reset();
-  releaseFreedMemory();
   done("translate to LLVM IR");
   optimizeModule(*llvmModule, *tm, options.optLevel);
   done(options.optLevel ? "optimize LLVM IR" : "LLVM IR (-O0: not optimized)");
