@@ -91,8 +91,10 @@ void *allocate(size_t size) {
 
 } // namespace
 
+size_t paddedSize(size_t bytes) { return ((bytes ? bytes : 1) + 63) / 64 * 64; }
+
 size_t bufferSize(size_t bytes) {
-  size_t rounded = ((bytes ? bytes : 1) + 63) / 64 * 64;
+  size_t rounded = paddedSize(bytes);
   if (rounded < kMinRecycled)
     return rounded;
   // Two size classes an octave (2^k and 3 * 2^(k-1)), so that a buffer of

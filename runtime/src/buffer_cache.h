@@ -6,6 +6,9 @@
 
 namespace kiln_rt {
 
+/// A tensor's byte count with its padding: a multiple of 64 bytes, at least
+/// 64 (empty tensors still get a pointer). What a new buffer must hold.
+size_t paddedSize(size_t bytes);
 /// Rounds a tensor's byte count up to the size its buffer is allocated with:
 /// 64-byte aligned, at least 64 bytes (empty tensors still get a pointer),
 /// and for buffers large enough to be recycled, the next of two size classes

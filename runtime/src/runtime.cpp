@@ -129,7 +129,7 @@ static kiln_tensor *createUninitialized(int32_t dtype, int32_t rank, const int64
     return env && *env && std::strcmp(env, "0") != 0;
   }();
   if (fill)
-    std::memset(t->data, 0xff, ((bytes ? bytes : 1) + 63) / 64 * 64);
+    std::memset(t->data, 0xff, kiln_rt::paddedSize(bytes));
   return t;
 }
 
@@ -145,7 +145,7 @@ kiln_tensor *kiln_tensor_create(int32_t dtype, int32_t rank, const int64_t *dims
   }
   // The bytes and their 64-byte padding; the rest of the size class stays
   // untouched (never faulted in).
-  std::memset(t->data, 0, ((bytes ? bytes : 1) + 63) / 64 * 64);
+  std::memset(t->data, 0, kiln_rt::paddedSize(bytes));
   t->owned = true;
   return t;
 }
