@@ -539,7 +539,6 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
 }
 
 Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &out) {
-  CompileHeapScope heap;
   if (!isIdentifier(options.bundleName))
     return Status::error(KILN_INVALID_ARGUMENT,
                          "bundle name '" + options.bundleName +
@@ -553,6 +552,7 @@ Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &o
     clock.done("load the bundle from the compile cache");
     return {};
   }
+  CompileHeapScope heap; // past the cache: a hit allocates little
   const LoadedModel *model = nullptr;
   if (Status s = cache.model(model); !s.ok())
     return s;

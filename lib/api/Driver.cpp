@@ -555,7 +555,6 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
 }
 
 Status emit(const std::string &path, const EmitOptions &givenOptions, std::string &out) {
-  CompileHeapScope heap;
   EmitOptions options = givenOptions;
   if (Status s = resolveGpuTarget(options); !s.ok())
     return s;
@@ -565,6 +564,7 @@ Status emit(const std::string &path, const EmitOptions &givenOptions, std::strin
     clock.done("load the output from the compile cache");
     return {};
   }
+  CompileHeapScope heap; // past the cache: a hit allocates little
   const LoadedModel *model = nullptr;
   if (Status s = cache.model(model); !s.ok())
     return s;

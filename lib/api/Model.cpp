@@ -368,7 +368,6 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
 Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
                                const InputValues &values, std::shared_ptr<Executable> &out,
                                InvocationLog *log) const {
-  CompileHeapScope heap;
   auto start = std::chrono::steady_clock::now(), last = start;
   auto done = [&](const char *stage) {
     auto now = std::chrono::steady_clock::now();
@@ -402,6 +401,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     }
     // An entry this build cannot link is compiled afresh (and replaced).
   }
+  CompileHeapScope heap; // past the cache: a hit allocates little
   const LoadedModel *model = nullptr;
   if (Status s = source.parsed(model); !s.ok())
     return s;
