@@ -46,13 +46,11 @@ constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
 uintptr_t adviseFrom = 0;
 
 /// Asks for transparent huge pages over the heap grown since the first
-/// compile (heapMutex held). With THP in the kernel's default "madvise"
+/// compile (heapMutex held; adviseFrom set by the first scope). With THP in the kernel's default "madvise"
 /// mode, the heap otherwise gets 4 KiB pages, each a fault on first touch.
 void adviseHeap() {
 #ifdef MADV_HUGEPAGE
   uintptr_t brk = reinterpret_cast<uintptr_t>(sbrk(0));
-  if (!adviseFrom)
-    adviseFrom = brk;
   uintptr_t lo = (adviseFrom + kHugePage - 1) & ~(kHugePage - 1), hi = brk & ~(kHugePage - 1);
   if (hi > lo)
     madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_HUGEPAGE);

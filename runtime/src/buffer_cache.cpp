@@ -80,9 +80,10 @@ BufferCache &cache() {
 void *allocate(size_t size) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (size >= kHugePage) {
-    void *data = std::aligned_alloc(kHugePage, (size + kHugePage - 1) / kHugePage * kHugePage);
+    size_t pages = (size + kHugePage - 1) / kHugePage * kHugePage;
+    void *data = std::aligned_alloc(kHugePage, pages);
     if (data)
-      madvise(data, (size + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+      madvise(data, pages, MADV_HUGEPAGE);
     return data;
   }
 #endif
