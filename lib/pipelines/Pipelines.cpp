@@ -55,6 +55,15 @@ static void addBufferizationToOutParams(OpPassManager &pm) {
   bufOpts.allowReturnAllocsFromLoops = true;
   bufOpts.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // tensor.empty has no buffer type of its own: one-shot bufferization
+  // gives it a fully dynamic layout, so an scf.if whose branches both
+  // yield a new tensor (a kernel's result into tensor.empty) got a
+  // strided result and a copy into a dense buffer after it (encoder4 with
+  // a run-time sequence length: one copy per layer, whose loops took most
+  // of its LLVM -O3 time: opt -O3 100-167 -> 26-41 ms without them).
+  // alloc_tensor's buffer is dense, and it bufferizes to the same aligned
+  // memref.alloc.
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufOpts));
   // Identical subviews become one, so that the copy of a part written in
   // place onto its own slice is a self-copy, which canonicalization drops.
