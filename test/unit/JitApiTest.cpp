@@ -550,3 +550,90 @@ TEST(JitApi, ReshapeThatDividesForSomeShapesOnlyIsCheckedPerShape) {
   for (int64_t i = 0; i < 7 * 256; ++i)
     ASSERT_EQ(y[i], (float)i) << "element " << i;
 }
+
+namespace {
+/// y = MatMul(s, W) + s with s = Softmax(MatMul(x, W)), x [n, 8] and
+/// W[i][j] = (i - 2j) / 8: three intermediates of n x 8 floats, two of them
+/// (the products) live at different times.
+std::string runTimeRowsModelBytes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto *g = m.mutable_graph();
+  g->set_name("run_time_rows");
+  onnx::TensorProto *w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(8);
+  w->add_dims(8);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j)
+      w->add_float_data((i - 2.0f * j) / 8);
+  auto node = [&](const char *op, std::vector<std::string> in, const std::string &out) {
+    onnx::NodeProto *n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string &i : in)
+      n->add_input(i);
+    n->add_output(out);
+  };
+  node("MatMul", {"x", "w"}, "h");
+  node("Softmax", {"h"}, "s");
+  node("MatMul", {"s", "w"}, "t");
+  node("Add", {"t", "s"}, "y");
+  auto rows = [](onnx::ValueInfoProto *v, const std::string &name) {
+    v->set_name(name);
+    auto *t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param("n");
+    t->mutable_shape()->add_dim()->set_dim_value(8);
+  };
+  rows(g->add_input(), "x");
+  rows(g->add_output(), "y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+} // namespace
+
+/// Intermediates of run-time size share one block by liveness
+/// (kiln-plan-memory): one compile serves 0, 3, 0 and 5 rows, and each
+/// run's values match a direct computation, including after a run with
+/// no rows at all.
+TEST(JitApi, IntermediatesOfRunTimeSizeAtEveryRowCount) {
+  std::string bytes = runTimeRowsModelBytes(), err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  ASSERT_TRUE(model) << err;
+  auto w = [](int i, int j) { return (i - 2.0 * j) / 8; };
+  for (int64_t n : {0, 3, 0, 5}) {
+    kiln::Tensor x(KILN_FLOAT32, {n, 8});
+    for (int64_t i = 0; i < n * 8; ++i)
+      x.data<float>()[i] = std::sin(0.7f * (float)i);
+    std::vector<kiln::Tensor> out;
+    kiln::Status s = model->run({x.get()}, out);
+    ASSERT_TRUE(s.ok()) << "n = " << n << ": " << s.message;
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{n, 8}));
+    std::vector<float> y = values(out[0]);
+    for (int64_t r = 0; r < n; ++r) {
+      double h[8], sm[8], sum = 0, mx = -1e30;
+      for (int j = 0; j < 8; ++j) {
+        h[j] = 0;
+        for (int k = 0; k < 8; ++k)
+          h[j] += x.data<float>()[r * 8 + k] * w(k, j);
+        mx = std::max(mx, h[j]);
+      }
+      for (int j = 0; j < 8; ++j)
+        sum += sm[j] = std::exp(h[j] - mx);
+      for (int j = 0; j < 8; ++j)
+        sm[j] /= sum;
+      for (int j = 0; j < 8; ++j) {
+        double t = 0;
+        for (int k = 0; k < 8; ++k)
+          t += sm[k] * w(k, j);
+        EXPECT_NEAR(y[r * 8 + j], t + sm[j], 1e-5) << "n = " << n << ", y[" << r << "][" << j << "]";
+      }
+    }
+  }
+  EXPECT_EQ(model->stats().compilations, 1);
+}

@@ -162,6 +162,14 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     attribute `kiln.workspace_size`. Allocations in nested regions stay on
     the heap.
 
+    Allocations of run-time size in the top-level block (dims known only
+    at run time) go into one block of memory, allocated where the first of
+    them was: buffers whose sizes are the same product of the same values
+    share slots by their live ranges, the slots lie end to end, and the
+    offsets and the block's size are computed there from those values. An
+    allocation whose dims are computed later (from data read at run time)
+    keeps its own.
+
     With `debug-memory`, nothing is planned: every allocation keeps its own
     memory and is filled with NaN when it is made, so that reads of memory
     nobody wrote (or a planner bug, when compared with a planned run) show

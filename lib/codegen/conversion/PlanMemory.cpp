@@ -74,6 +74,118 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
     });
   }
 
+  /// Buffers of run-time size in the top-level block, by liveness too, in
+  /// one block allocated where the first of them was (the runtime's
+  /// allocator recycles it across runs, kiln/runtime.h). Without this, each
+  /// had its own allocation, freed at the function's end: every
+  /// intermediate of a run was live at once (encoder4 at a run-time length
+  /// held all 41 of its buffers to the end of the run).
+  ///
+  /// Sizes are products of run-time dims, so there is no largest-first
+  /// packing; instead, buffers whose sizes are the same product of the
+  /// same values (a transformer's [seq, 256] intermediates) share slots by
+  /// their live ranges, as in interval colouring, and the slots are laid
+  /// end to end: offsets and the block's size are sums of those products,
+  /// computed once where the block is allocated. A buffer whose dims are
+  /// computed after that point (from data read at run time) keeps its own
+  /// allocation.
+  void planRunTimeSized(Block *block, const DenseMap<Operation *, int64_t> &index) {
+    SmallVector<memref::AllocOp> candidates;
+    for (Operation &op : *block)
+      if (auto alloc = dyn_cast<memref::AllocOp>(op))
+        if (!alloc.getType().hasStaticShape() && alloc.getType().getLayout().isIdentity() &&
+            !alloc.getType().getMemorySpace() && alloc.getSymbolOperands().empty())
+          candidates.push_back(alloc);
+    if (candidates.size() < 2)
+      return;
+    Operation *at = candidates.front();
+    int64_t atIndex = index.lookup(at);
+    auto availableAt = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return arg.getOwner() == block;
+      Operation *def = v.getDefiningOp();
+      return def->getBlock() == block && index.lookup(def) < atIndex;
+    };
+
+    struct Slot {
+      int64_t end;
+    };
+    struct Group {
+      int64_t staticBytes;
+      SmallVector<Value> dims;
+      SmallVector<Slot> slots;
+    };
+    struct Member {
+      memref::AllocOp alloc;
+      int64_t begin, end;
+      size_t group, slot;
+    };
+    SmallVector<Group> groups;
+    SmallVector<Member> members;
+    for (memref::AllocOp alloc : candidates) {
+      if (!llvm::all_of(alloc.getDynamicSizes(), availableAt))
+        continue;
+      MemRefType type = alloc.getType();
+      int64_t bits = type.getElementTypeBitWidth();
+      int64_t staticBytes = bits % 8 ? 1 : bits / 8;
+      for (int64_t d : type.getShape())
+        if (!ShapedType::isDynamic(d))
+          staticBytes *= d;
+      SmallVector<Value> dims(alloc.getDynamicSizes());
+      llvm::sort(dims, [](Value a, Value b) {
+        return a.getAsOpaquePointer() < b.getAsOpaquePointer();
+      });
+      size_t g = 0;
+      while (g < groups.size() && !(groups[g].staticBytes == staticBytes && groups[g].dims == dims))
+        ++g;
+      if (g == groups.size())
+        groups.push_back({staticBytes, dims, {}});
+      int64_t begin = index.lookup(alloc);
+      members.push_back(
+          {alloc, begin, std::max(begin, lastUse(alloc, block, index)), g, 0});
+    }
+    if (members.size() < 2)
+      return;
+    // Members are in block order, so by the start of their live ranges: the
+    // first slot free by then is the interval-colouring choice.
+    for (Member &m : members) {
+      SmallVector<Slot> &slots = groups[m.group].slots;
+      m.slot = llvm::find_if(slots, [&](const Slot &s) { return s.end < m.begin; }) - slots.begin();
+      if (m.slot == slots.size())
+        slots.push_back({m.end});
+      else
+        slots[m.slot].end = m.end;
+    }
+
+    OpBuilder b(at);
+    Location loc = at->getLoc();
+    auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value total = constant(0);
+    SmallVector<SmallVector<Value>> offsets(groups.size());
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      Value bytes = constant(group.staticBytes);
+      for (Value d : group.dims)
+        bytes = arith::MulIOp::create(b, loc, bytes, d);
+      Value padded = arith::AndIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, bytes, constant(kAlignment - 1)),
+          constant(-kAlignment));
+      for (size_t s = 0; s < group.slots.size(); ++s) {
+        offsets[g].push_back(total);
+        total = arith::AddIOp::create(b, loc, total, padded);
+      }
+    }
+    auto blockType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+    Value storage = memref::AllocOp::create(b, loc, blockType, ValueRange{total},
+                                            b.getI64IntegerAttr(kAlignment));
+    for (Member &m : members) {
+      b.setInsertionPoint(m.alloc);
+      Value view = memref::ViewOp::create(b, m.alloc.getLoc(), m.alloc.getType(), storage,
+                                          offsets[m.group][m.slot], m.alloc.getDynamicSizes());
+      m.alloc.replaceAllUsesWith(view);
+      m.alloc.erase();
+    }
+  }
+
   LogicalResult plan(func::FuncOp func) {
     Block *block = &func.getBody().front();
     DenseMap<Operation *, int64_t> index;
@@ -129,6 +241,8 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       placedByBegin.insert({b->begin, b});
       longest = std::max(longest, b->end - b->begin);
     }
+
+    planRunTimeSized(block, index);
 
     // No intermediates, no workspace argument (and workspace_size 0).
     if (total == 0)

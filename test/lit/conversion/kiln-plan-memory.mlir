@@ -39,3 +39,63 @@ func.func @nothing(%in: memref<4xf32>, %out: memref<4xf32>) {
   memref.copy %in, %out : memref<4xf32> to memref<4xf32>
   return
 }
+
+// -----
+
+// Buffers of run-time size share one block by liveness. %a and %c are the
+// same product (%n rows of 256 floats, 1024 %n bytes) and their live ranges
+// are disjoint, so they share slot 0; %b, of another size, gets its own
+// slot after it. The offsets and the block's size are computed where the
+// first buffer was allocated: slot sizes rounded up to 64 bytes.
+// CHECK-LABEL: func.func @run_time_sized
+// CHECK-SAME: (%[[IN:.*]]: memref<?x256xf32>, %[[OUT:.*]]: memref<?x256xf32>)
+// CHECK: %[[N:.*]] = memref.dim %[[IN]]
+// CHECK: %[[A_BYTES:.*]] = arith.muli %{{.*}}, %[[N]] : index
+// CHECK: %[[A_ROUND:.*]] = arith.addi %[[A_BYTES]], %{{.*}} : index
+// CHECK: %[[A_SIZE:.*]] = arith.andi %[[A_ROUND]], %{{.*}} : index
+// CHECK: %[[END_A:.*]] = arith.addi %[[ZERO:.*]], %[[A_SIZE]] : index
+// CHECK: %[[B_BYTES:.*]] = arith.muli %{{.*}}, %[[N]] : index
+// CHECK: %[[B_ROUND:.*]] = arith.addi %[[B_BYTES]], %{{.*}} : index
+// CHECK: %[[B_SIZE:.*]] = arith.andi %[[B_ROUND]], %{{.*}} : index
+// CHECK: %[[TOTAL:.*]] = arith.addi %[[END_A]], %[[B_SIZE]] : index
+// CHECK: %[[BLOCK:.*]] = memref.alloc(%[[TOTAL]]) {alignment = 64 : i64} : memref<?xi8>
+// CHECK: %[[A:.*]] = memref.view %[[BLOCK]][%[[ZERO]]][%[[N]]] : memref<?xi8> to memref<?x256xf32>
+// CHECK: %[[B:.*]] = memref.view %[[BLOCK]][%[[END_A]]][%[[N]]] : memref<?xi8> to memref<?x512xf32>
+// CHECK: %[[C:.*]] = memref.view %[[BLOCK]][%[[ZERO]]][%[[N]]] : memref<?xi8> to memref<?x256xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: return
+func.func @run_time_sized(%in: memref<?x256xf32>, %out: memref<?x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %in, %c0 : memref<?x256xf32>
+  %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?x256xf32>
+  memref.copy %in, %a : memref<?x256xf32> to memref<?x256xf32>
+  %b = memref.alloc(%n) {alignment = 64 : i64} : memref<?x512xf32>
+  %b0 = memref.subview %b[0, 0] [%n, 256] [1, 1] : memref<?x512xf32> to memref<?x256xf32, strided<[512, 1]>>
+  memref.copy %a, %b0 : memref<?x256xf32> to memref<?x256xf32, strided<[512, 1]>>
+  %c = memref.alloc(%n) {alignment = 64 : i64} : memref<?x256xf32>
+  memref.copy %b0, %c : memref<?x256xf32, strided<[512, 1]>> to memref<?x256xf32>
+  memref.copy %c, %out : memref<?x256xf32> to memref<?x256xf32>
+  return
+}
+
+// -----
+
+// A buffer whose size is read from memory after the block's place (data-
+// dependent, as NonZero's count) keeps its own allocation; one buffer of
+// run-time size alone is left as it is.
+// CHECK-LABEL: func.func @data_dependent
+// CHECK: memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xf32>
+// CHECK: memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xf32>
+// CHECK-NOT: memref.view
+func.func @data_dependent(%in: memref<?xf32>, %count: memref<index>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %in, %c0 : memref<?xf32>
+  %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  memref.copy %in, %a : memref<?xf32> to memref<?xf32>
+  %k = memref.load %count[] : memref<index>
+  %b = memref.alloc(%k) {alignment = 64 : i64} : memref<?xf32>
+  %a0 = memref.subview %a[0] [%k] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  memref.copy %a0, %b : memref<?xf32, strided<[1]>> to memref<?xf32>
+  memref.copy %b, %out : memref<?xf32> to memref<?xf32>
+  return
+}
