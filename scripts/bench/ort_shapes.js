@@ -10,7 +10,9 @@
 //                      --tokens N --layers K --heads H --head-dim D [--threads 1]
 //     greedy generation with a GPT-2-style decoder (input_ids, past_key_i /
 //     past_value_i in, logits and present_* out) from an empty past: each
-//     step's time and the tokens it chose
+//     step's time and the tokens it chose. Several prompts of one length,
+//     separated by ';' (3,1,4;1,5,9), run as a batch: then each step's
+//     tokens are a list, one per row
 // Prints one JSON object on stdout.
 'use strict';
 
@@ -63,23 +65,31 @@ async function main() {
     }
   } else if (opts.mode === 'decode') {
     const layers = Number(opts.layers), heads = Number(opts.heads), hd = Number(opts['head-dim']);
-    let ids = opts.prompt.split(',').map(BigInt);
+    let rows = opts.prompt.split(';').map((p) => p.split(',').map(Number));
+    const batch = rows.length;
     const feeds = {};
     for (let i = 0; i < layers; ++i)
       for (const kv of ['key', 'value'])
-        feeds[`past_${kv}_${i}`] = new ort.Tensor('float32', new Float32Array(0), [1, heads, 0, hd]);
+        feeds[`past_${kv}_${i}`] = new ort.Tensor('float32', new Float32Array(0), [batch, heads, 0, hd]);
     const steps = [], tokens = [];
     for (let step = 0; step <= Number(opts.tokens); ++step) {
-      feeds.input_ids = new ort.Tensor('int64', BigInt64Array.from(ids), [1, ids.length]);
+      const t = rows[0].length;
+      const flat = BigInt64Array.from(rows.flat().map(BigInt));
+      feeds.input_ids = new ort.Tensor('int64', flat, [batch, t]);
       const s = now();
       const r = await session.run(feeds);
       steps.push(now() - s);
-      const logits = r.logits, v = logits.dims[2], t = logits.dims[1];
-      let best = 0;
-      for (let j = 1; j < v; ++j)
-        if (logits.data[(t - 1) * v + j] > logits.data[(t - 1) * v + best]) best = j;
-      tokens.push(best);
-      ids = [BigInt(best)];
+      const logits = r.logits, v = logits.dims[2];
+      const chosen = [];
+      for (let b = 0; b < batch; ++b) {
+        const base = (b * t + t - 1) * v;
+        let best = 0;
+        for (let j = 1; j < v; ++j)
+          if (logits.data[base + j] > logits.data[base + best]) best = j;
+        chosen.push(best);
+      }
+      tokens.push(batch === 1 ? chosen[0] : chosen);
+      rows = chosen.map((c) => [c]);
       for (let i = 0; i < layers; ++i)
         for (const kv of ['key', 'value']) feeds[`past_${kv}_${i}`] = r[`present_${kv}_${i}`];
     }
