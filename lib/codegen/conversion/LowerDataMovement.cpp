@@ -401,7 +401,8 @@ LogicalResult lowerGatherND(GatherNDOp op, PatternRewriter &rw) {
 LogicalResult lowerExpand(ExpandOp op, PatternRewriter &rw) {
   rw.replaceOp(op, buildElementwise(rw, op.getLoc(), cast<RankedTensorType>(op.getType()),
                                     op.getInput(),
-                                    [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+                                    [](OpBuilder &, Location, ValueRange a) { return a[0]; },
+                                    dynamicSizes(rw, op.getLoc(), op.getResult())));
   return success();
 }
 

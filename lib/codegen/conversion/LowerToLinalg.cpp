@@ -220,13 +220,16 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
         return false;
     return true;
   }
-  if (codegen::isElementwiseOp(op)) {
+  bool expand = isa<ExpandOp>(op);
+  if (expand || codegen::isElementwiseOp(op)) {
     // Broadcasting decided at compile time: an operand's dynamic dim is the
-    // result's (the same expression); a static 1 broadcasts.
+    // result's (the same expression); a static 1 broadcasts. Expand is an
+    // elementwise copy of its input to its result's dims (the target shape,
+    // its second operand, only sized the result).
     auto result = dd.exprsOf(op->getResult(0));
     if (!result)
       return false;
-    for (Value v : op->getOperands()) {
+    for (Value v : expand ? op->getOperands().take_front() : op->getOperands()) {
       auto t = cast<RankedTensorType>(v.getType());
       auto e = dd.exprsOf(v);
       if (!e)

@@ -87,3 +87,24 @@ func.func @batch(%x: tensor<?x8x8x3xf32> {kiln.dim_names = ["batch", "", "", ""]
   %p = kiln.max_pool %c {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x8x8x4xf32>) -> tensor<?x4x4x4xf32>
   return %p : tensor<?x4x4x4xf32>
 }
+
+// -----
+
+// Expand to a target built from a run-time dim (ViT's class token, [1, 1,
+// 8] expanded to [batch, 1, 8], then joined to the patches): the target's
+// shape arithmetic is dead, and the expansion is a broadcast into a tensor
+// of the batch's size.
+// CHECK-LABEL: func.func @class_token
+// CHECK-NOT: kiln.expand
+// CHECK: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[E:.*]] = tensor.empty(%[[B]]) : tensor<?x1x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x1x8xf32>) outs(%[[E]] : tensor<?x1x8xf32>)
+func.func @class_token(%x: tensor<?x4x8xf32> {kiln.dim_names = ["batch", "", ""]}) -> tensor<?x5x8xf32> {
+  %t = kiln.constant {value = dense<1.0> : tensor<1x1x8xf32>} : () -> tensor<1x1x8xf32>
+  %s = kiln.shape %x {end = 1 : i64, start = 0 : i64} : (tensor<?x4x8xf32>) -> tensor<1xi64>
+  %c = kiln.constant {value = dense<[1, 8]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %target = kiln.concat %s, %c {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+  %e = kiln.expand %t, %target : (tensor<1x1x8xf32>, tensor<3xi64>) -> tensor<?x1x8xf32>
+  %y = kiln.concat %e, %x {axis = 1 : i64} : (tensor<?x1x8xf32>, tensor<?x4x8xf32>) -> tensor<?x5x8xf32>
+  return %y : tensor<?x5x8xf32>
+}
