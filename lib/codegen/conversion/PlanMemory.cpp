@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -39,12 +40,17 @@ struct Buffer {
   int64_t bytes = 0, begin = 0, end = 0, offset = -1;
 };
 
-int64_t byteSize(MemRefType t) {
-  int64_t bits = t.getElementTypeBitWidth();
-  if (bits % 8)
-    bits = 8; // i1 is stored in bytes
-  return t.getNumElements() * bits / 8;
+/// Bytes per element as buffers lay them out (i1 in a byte, index as i64),
+/// or 0 for an element type the plan leaves alone.
+int64_t elementBytes(Type t) {
+  if (t.isIndex())
+    return 8;
+  if (!t.isIntOrFloat())
+    return 0;
+  return std::max<int64_t>(1, (t.getIntOrFloatBitWidth() + 7) / 8);
 }
+
+int64_t byteSize(MemRefType t) { return t.getNumElements() * elementBytes(t.getElementType()); }
 
 struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
   using Base::Base;
@@ -86,9 +92,9 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
   /// same values (a transformer's [seq, 256] intermediates) share slots by
   /// their live ranges, as in interval colouring, and the slots are laid
   /// end to end: offsets and the block's size are sums of those products,
-  /// computed once where the block is allocated. A buffer whose dims are
-  /// computed after that point (from data read at run time) keeps its own
-  /// allocation.
+  /// computed once where the block is allocated (with the pure arithmetic
+  /// on dims that sizes them moved up there). A buffer whose dims come
+  /// from data read at run time keeps its own allocation.
   void planRunTimeSized(Block *block, const DenseMap<Operation *, int64_t> &index) {
     SmallVector<memref::AllocOp> candidates;
     for (Operation &op : *block)
@@ -100,11 +106,24 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       return;
     Operation *at = candidates.front();
     int64_t atIndex = index.lookup(at);
-    auto availableAt = [&](Value v) {
+    // A size computed later from values known at `at` (an affine.apply of
+    // the batch, as ViT's batch x 197 rows) is computed there instead:
+    // pure ops on available values move up, operands first.
+    DenseSet<Operation *> hoisted;
+    std::function<bool(Value)> availableAt = [&](Value v) -> bool {
       if (auto arg = dyn_cast<BlockArgument>(v))
         return arg.getOwner() == block;
       Operation *def = v.getDefiningOp();
-      return def->getBlock() == block && index.lookup(def) < atIndex;
+      if (def->getBlock() != block)
+        return false;
+      if (index.lookup(def) < atIndex || hoisted.contains(def))
+        return true;
+      if (def->getNumRegions() || !isMemoryEffectFree(def) ||
+          !llvm::all_of(def->getOperands(), availableAt))
+        return false;
+      def->moveBefore(at);
+      hoisted.insert(def);
+      return true;
     };
 
     struct Slot {
@@ -126,8 +145,9 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       if (!llvm::all_of(alloc.getDynamicSizes(), availableAt))
         continue;
       MemRefType type = alloc.getType();
-      int64_t bits = type.getElementTypeBitWidth();
-      int64_t staticBytes = bits % 8 ? 1 : bits / 8;
+      int64_t staticBytes = elementBytes(type.getElementType());
+      if (!staticBytes)
+        continue;
       for (int64_t d : type.getShape())
         if (!ShapedType::isDynamic(d))
           staticBytes *= d;

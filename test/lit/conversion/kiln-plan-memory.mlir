@@ -99,3 +99,33 @@ func.func @data_dependent(%in: memref<?xf32>, %count: memref<index>, %out: memre
   memref.copy %b, %out : memref<?xf32> to memref<?xf32>
   return
 }
+
+// -----
+
+// A size computed after the first buffer of run-time size from values
+// known there (an affine.apply of the batch, as ViT's batch x 197 rows) is
+// computed where the block is allocated, and its buffer joins the block.
+// CHECK-LABEL: func.func @hoisted_size
+// CHECK: %[[B:.*]] = memref.dim %arg0
+// CHECK: %[[ROWS:.*]] = affine.apply #{{.*}}()[%[[B]]]
+// CHECK: %[[BLOCK:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi8>
+// CHECK: memref.view %[[BLOCK]][%{{.*}}][%[[B]]] : memref<?xi8> to memref<?x8xf32>
+// CHECK: memref.view %[[BLOCK]][%{{.*}}][%[[ROWS]]] : memref<?xi8> to memref<?x4xf32>
+// CHECK-NOT: memref.alloc
+func.func @hoisted_size(%in: memref<?x8xf32>, %out: memref<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %b = memref.dim %in, %c0 : memref<?x8xf32>
+  %a = memref.alloc(%b) {alignment = 64 : i64} : memref<?x8xf32>
+  memref.copy %in, %a : memref<?x8xf32> to memref<?x8xf32>
+  %rows = affine.apply affine_map<()[s0] -> (s0 * 2)>()[%b]
+  %c = memref.alloc(%rows) {alignment = 64 : i64} : memref<?x4xf32>
+  %shape = memref.alloc() : memref<2xindex>
+  memref.store %rows, %shape[%c0] : memref<2xindex>
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  memref.store %c4, %shape[%c1] : memref<2xindex>
+  %r = memref.reshape %a(%shape) : (memref<?x8xf32>, memref<2xindex>) -> memref<?x4xf32>
+  memref.copy %r, %c : memref<?x4xf32> to memref<?x4xf32>
+  memref.copy %c, %out : memref<?x4xf32> to memref<?x4xf32>
+  return
+}
