@@ -8,7 +8,9 @@
 // live from its allocation to the last top-level op that uses it or
 // anything derived from it (views, casts, addresses passed to kernels), and
 // buffers whose live ranges are disjoint may share bytes. Placement is the
-// greedy "largest first, lowest fitting offset" heuristic.
+// greedy "largest first, lowest fitting offset" heuristic. Intermediates
+// of run-time size are planned by liveness too, in one block per run
+// (planRunTimeSized).
 //
 // With debug-memory the plan is off: allocations stay separate, and each is
 // filled with NaN when made, so that a read of memory nobody wrote shows up
