@@ -85,11 +85,30 @@ LogicalResult simplify(NodeImporter &n, Term &t, const std::string &keep) {
   return success();
 }
 
+/// The product of the dims of `which`, or kDynamic when one is unknown.
 int64_t product(RankedTensorType t, const std::string &labels, const std::string &which) {
   int64_t p = 1;
-  for (char c : which)
-    p *= t.getDimSize(labels.find(c));
+  for (char c : which) {
+    int64_t d = t.getDimSize(labels.find(c));
+    if (ShapedType::isDynamic(d))
+      return ShapedType::kDynamic;
+    p *= d;
+  }
   return p;
+}
+
+/// The product of `v`'s dims [from, to) as a 1-element i64 tensor: a
+/// Shape slice per dim, multiplied, which kiln-symbolic-dims follows as an
+/// expression of the inputs' dims (a batch of attention windows in a model
+/// compiled for every batch: MaxViT's dims are all unknown at import).
+Value groupSize(NodeImporter &n, Value v, int64_t from, int64_t to) {
+  auto i64 = [&](int64_t x) { return n.b.getI64IntegerAttr(x); };
+  Value size;
+  for (int64_t d = from; d < to; ++d) {
+    Value dim = n.make<ShapeOp>(v, i64(d), i64(d + 1));
+    size = size ? n.make<MulOp>(size, dim) : dim;
+  }
+  return size ? size : n.i64Tensor({1});
 }
 
 LogicalResult einsum(NodeImporter &n, Outs &out) {
@@ -129,8 +148,8 @@ LogicalResult einsum(NodeImporter &n, Outs &out) {
   for (size_t i = 0; i < specs.size(); ++i) {
     Value v = n.required(i);
     auto t = NodeImporter::rankedType(v);
-    if (!t || !t.hasStaticShape())
-      return n.error("Einsum needs operands of static shape");
+    if (!t)
+      return n.error("Einsum needs operands of known rank");
     std::string labels = expandEllipsis(specs[i], t.getRank(), ellipsisRank);
     if ((int64_t)labels.size() != t.getRank())
       return n.error("Einsum operand " + Twine(i) + " has rank " + Twine(t.getRank()) +
@@ -165,14 +184,39 @@ LogicalResult einsum(NodeImporter &n, Outs &out) {
     int64_t B = product(at, a.labels, batch), M = product(at, a.labels, left),
             K = product(at, a.labels, contracted), N = product(bt, b.labels, right);
     auto noZero = n.b.getBoolAttr(false);
-    Value a3 = n.make<ReshapeOp>(a.value, n.i64Tensor({B, M, K}), noZero);
-    Value b3 = n.make<ReshapeOp>(b.value, n.i64Tensor({B, K, N}), noZero);
     SmallVector<int64_t> shape;
     for (char c : batch + left)
       shape.push_back(at.getDimSize(a.labels.find(c)));
     for (char c : right)
       shape.push_back(bt.getDimSize(b.labels.find(c)));
-    result.value = n.make<ReshapeOp>(n.make<MatMulOp>(a3, b3), n.i64Tensor(shape), noZero);
+    // Reshape targets: constants when every dim is known, else computed
+    // from the permuted operands' dims (batch, left and contracted dims of
+    // A; right dims of B).
+    Value aShape, bShape, outShape;
+    if (at.hasStaticShape() && bt.hasStaticShape()) {
+      aShape = n.i64Tensor({B, M, K});
+      bShape = n.i64Tensor({B, K, N});
+      outShape = n.i64Tensor(shape);
+    } else {
+      auto i64 = [&](int64_t x) { return n.b.getI64IntegerAttr(x); };
+      int64_t nb = batch.size(), nl = left.size(), nk = contracted.size();
+      Value bSize = groupSize(n, a.value, 0, nb), mSize = groupSize(n, a.value, nb, nb + nl),
+            kSize = groupSize(n, a.value, nb + nl, nb + nl + nk),
+            nSize = groupSize(n, b.value, nb + nk, nb + nk + right.size());
+      aShape = n.make<ConcatOp>(ValueRange{bSize, mSize, kSize}, i64(0));
+      bShape = n.make<ConcatOp>(ValueRange{bSize, kSize, nSize}, i64(0));
+      SmallVector<Value> parts;
+      if (nb + nl)
+        parts.push_back(n.make<ShapeOp>(a.value, i64(0), i64(nb + nl)));
+      if (!right.empty())
+        parts.push_back(n.make<ShapeOp>(b.value, i64(nb + nk), i64(nb + nk + right.size())));
+      outShape = parts.empty()       ? n.i64Tensor({}) // a scalar
+                 : parts.size() == 1 ? parts[0]
+                                     : n.make<ConcatOp>(parts, i64(0));
+    }
+    Value a3 = n.make<ReshapeOp>(a.value, aShape, noZero);
+    Value b3 = n.make<ReshapeOp>(b.value, bShape, noZero);
+    result.value = n.make<ReshapeOp>(n.make<MatMulOp>(a3, b3), outShape, noZero);
     result.labels = batch + left + right;
   }
   if (result.labels.size() != output.size())

@@ -637,3 +637,71 @@ TEST(JitApi, IntermediatesOfRunTimeSizeAtEveryRowCount) {
   }
   EXPECT_EQ(model->stats().compilations, 1);
 }
+
+namespace {
+/// z = Einsum("bhid,bhjd->bhij", x, y), x [b, 2, 3, 4] and y [b, 2, 5, 4]
+/// with the batch named "b": attention scores of a batch of heads.
+std::string batchedEinsumModelBytes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto *g = m.mutable_graph();
+  g->set_name("batched_einsum");
+  onnx::NodeProto *e = g->add_node();
+  e->set_op_type("Einsum");
+  e->set_name("scores");
+  e->add_input("x");
+  e->add_input("y");
+  e->add_output("z");
+  onnx::AttributeProto *eq = e->add_attribute();
+  eq->set_name("equation");
+  eq->set_type(onnx::AttributeProto::STRING);
+  eq->set_s("bhid,bhjd->bhij");
+  auto batched = [](onnx::ValueInfoProto *v, const std::string &name,
+                    std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto *t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param("b");
+    for (int64_t d : dims)
+      t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  batched(g->add_input(), "x", {2, 3, 4});
+  batched(g->add_input(), "y", {2, 5, 4});
+  batched(g->add_output(), "z", {2, 3, 5});
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+} // namespace
+
+/// An Einsum over a batch known only at run time contracts through
+/// reshapes whose targets are read from its operands' dims: one compile
+/// serves batches of 1 and 3, each matching a direct sum of products.
+TEST(JitApi, EinsumOverARunTimeBatch) {
+  std::string bytes = batchedEinsumModelBytes(), err;
+  auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);
+  ASSERT_TRUE(model) << err;
+  for (int64_t b : {1, 3}) {
+    kiln::Tensor x(KILN_FLOAT32, {b, 2, 3, 4}), y(KILN_FLOAT32, {b, 2, 5, 4});
+    for (int64_t i = 0; i < b * 24; ++i)
+      x.data<float>()[i] = std::cos(0.3f * (float)i);
+    for (int64_t i = 0; i < b * 40; ++i)
+      y.data<float>()[i] = std::sin(0.2f * (float)i);
+    std::vector<kiln::Tensor> out;
+    kiln::Status s = model->run({x.get(), y.get()}, out);
+    ASSERT_TRUE(s.ok()) << "b = " << b << ": " << s.message;
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{b, 2, 3, 5}));
+    std::vector<float> z = values(out[0]);
+    for (int64_t n = 0; n < b * 2; ++n)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          double sum = 0;
+          for (int64_t d = 0; d < 4; ++d)
+            sum += (double)x.data<float>()[(n * 3 + i) * 4 + d] * y.data<float>()[(n * 5 + j) * 4 + d];
+          EXPECT_NEAR(z[(n * 3 + i) * 5 + j], sum, 1e-5) << "b = " << b;
+        }
+  }
+  EXPECT_EQ(model->stats().compilations, 1);
+}
