@@ -85,15 +85,10 @@ LogicalResult simplify(NodeImporter &n, Term &t, const std::string &keep) {
   return success();
 }
 
-/// The product of the dims of `which`, or kDynamic when one is unknown.
 int64_t product(RankedTensorType t, const std::string &labels, const std::string &which) {
   int64_t p = 1;
-  for (char c : which) {
-    int64_t d = t.getDimSize(labels.find(c));
-    if (ShapedType::isDynamic(d))
-      return ShapedType::kDynamic;
-    p *= d;
-  }
+  for (char c : which)
+    p *= t.getDimSize(labels.find(c));
   return p;
 }
 
@@ -181,19 +176,19 @@ LogicalResult einsum(NodeImporter &n, Outs &out) {
     auto at = NodeImporter::rankedType(a.value), bt = NodeImporter::rankedType(b.value);
     if (!at || !bt)
       return failure();
-    int64_t B = product(at, a.labels, batch), M = product(at, a.labels, left),
-            K = product(at, a.labels, contracted), N = product(bt, b.labels, right);
     auto noZero = n.b.getBoolAttr(false);
-    SmallVector<int64_t> shape;
-    for (char c : batch + left)
-      shape.push_back(at.getDimSize(a.labels.find(c)));
-    for (char c : right)
-      shape.push_back(bt.getDimSize(b.labels.find(c)));
     // Reshape targets: constants when every dim is known, else computed
     // from the permuted operands' dims (batch, left and contracted dims of
     // A; right dims of B).
     Value aShape, bShape, outShape;
     if (at.hasStaticShape() && bt.hasStaticShape()) {
+      int64_t B = product(at, a.labels, batch), M = product(at, a.labels, left),
+              K = product(at, a.labels, contracted), N = product(bt, b.labels, right);
+      SmallVector<int64_t> shape;
+      for (char c : batch + left)
+        shape.push_back(at.getDimSize(a.labels.find(c)));
+      for (char c : right)
+        shape.push_back(bt.getDimSize(b.labels.find(c)));
       aShape = n.i64Tensor({B, M, K});
       bShape = n.i64Tensor({B, K, N});
       outShape = n.i64Tensor(shape);

@@ -128,13 +128,10 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       return true;
     };
 
-    struct Slot {
-      int64_t end;
-    };
     struct Group {
       int64_t staticBytes;
       SmallVector<Value> dims;
-      SmallVector<Slot> slots;
+      SmallVector<int64_t> slotEnds; // where each slot's last buffer dies
     };
     struct Member {
       memref::AllocOp alloc;
@@ -171,12 +168,12 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
     // Members are in block order, so by the start of their live ranges: the
     // first slot free by then is the interval-colouring choice.
     for (Member &m : members) {
-      SmallVector<Slot> &slots = groups[m.group].slots;
-      m.slot = llvm::find_if(slots, [&](const Slot &s) { return s.end < m.begin; }) - slots.begin();
-      if (m.slot == slots.size())
-        slots.push_back({m.end});
+      SmallVector<int64_t> &ends = groups[m.group].slotEnds;
+      m.slot = llvm::find_if(ends, [&](int64_t end) { return end < m.begin; }) - ends.begin();
+      if (m.slot == ends.size())
+        ends.push_back(m.end);
       else
-        slots[m.slot].end = m.end;
+        ends[m.slot] = m.end;
     }
 
     OpBuilder b(at);
@@ -191,7 +188,7 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       Value padded = arith::AndIOp::create(
           b, loc, arith::AddIOp::create(b, loc, bytes, constant(kAlignment - 1)),
           constant(-kAlignment));
-      for (size_t s = 0; s < group.slots.size(); ++s) {
+      for (size_t s = 0; s < group.slotEnds.size(); ++s) {
         offsets[g].push_back(total);
         total = arith::AddIOp::create(b, loc, total, padded);
       }
