@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExprVisitor.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -214,6 +215,56 @@ static AffineExpr arith(Operation *op, AffineExpr a, AffineExpr b) {
   return {};
 }
 
+/// Whether `e` (a reshape target's entry) can be 0 only where the input,
+/// of dims `in`, has no elements. Then taking `e` as the dim, rather than
+/// ONNX's "0 copies the input's dim", differs from ONNX only where ONNX
+/// Runtime fails (the copied dim does not exist or does not give the
+/// element count) or where both results are empty. `e` must be built from
+/// symbols and positive constants by + and *, so that it is 0 only where
+/// one of its symbols is; the input's element count must be 0 whenever any
+/// one of those symbols is, checked at two assignments of the others.
+static bool emptyWhenZero(AffineExpr e, ArrayRef<AffineExpr> in) {
+  llvm::SmallSetVector<unsigned, 4> symbols;
+  bool plain = true;
+  e.walk([&](AffineExpr x) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(x))
+      symbols.insert(s.getPosition());
+    else if (auto c = dyn_cast<AffineConstantExpr>(x))
+      plain &= c.getValue() > 0;
+    else if (isa<AffineBinaryOpExpr>(x))
+      plain &= x.getKind() == AffineExprKind::Add || x.getKind() == AffineExprKind::Mul;
+    else
+      plain = false;
+  });
+  if (!plain || symbols.empty() || in.empty() || llvm::any_of(in, [](AffineExpr d) { return !d; }))
+    return false;
+  unsigned numSymbols = 0;
+  for (AffineExpr d : in)
+    d.walk([&](AffineExpr x) {
+      if (auto s = dyn_cast<AffineSymbolExpr>(x))
+        numSymbols = std::max(numSymbols, s.getPosition() + 1);
+    });
+  for (unsigned s : symbols)
+    numSymbols = std::max(numSymbols, s + 1);
+  MLIRContext *ctx = e.getContext();
+  for (unsigned zero : symbols)
+    for (int64_t base : {29, 97}) {
+      SmallVector<AffineExpr> values;
+      for (unsigned i = 0; i < numSymbols; ++i)
+        values.push_back(getAffineConstantExpr(i == zero ? 0 : base + 2 * i, ctx));
+      bool empty = false;
+      for (AffineExpr d : in) {
+        auto c = constantOf(simplifyAffineExpr(d.replaceSymbols(values), 0, numSymbols));
+        if (!c)
+          return false;
+        empty |= *c == 0;
+      }
+      if (!empty)
+        return false;
+    }
+  return true;
+}
+
 /// Elementwise ops (with broadcasting) and row ops: the result has the
 /// (broadcast) dims of the operands.
 static bool keepsOperandDims(Operation *op, int64_t rank) {
@@ -369,8 +420,10 @@ void SymbolicDims::visit(Operation *op) {
         if (e && constantOf(e) == -1)
           continue; // the inferred dim: its product is the input's
         // A symbolic entry that is 0 at run time copies the input's dim:
-        // trusted only where that gives the same (it is that dim, or a
-        // multiple of it).
+        // trusted where that gives the same (it is that dim, or a multiple
+        // of it), or where it can only be 0 when the input is empty
+        // (emptyWhenZero), the case of a target gathered from another
+        // tensor's dims ([batch, 1, 1, seq] for a mask).
         if (e && !constantOf(e) && !r.getAllowzero()) {
           bool same = copied && (e == copied || (isa<AffineBinaryOpExpr>(e) &&
                                                  cast<AffineBinaryOpExpr>(e).getKind() ==
@@ -378,7 +431,7 @@ void SymbolicDims::visit(Operation *op) {
                                                  cast<AffineBinaryOpExpr>(e).getLHS() == copied &&
                                                  constantOf(cast<AffineBinaryOpExpr>(e).getRHS())
                                                      .value_or(0) >= 1));
-          if (!same)
+          if (!same && !emptyWhenZero(e, in))
             continue;
         }
         setIfKnown(i, e);
@@ -586,10 +639,63 @@ void SymbolicDims::visit(Operation *op) {
   setDims(result, d);
 }
 
+/// `e` divided by `c` where that is exact for every value of the symbols:
+/// a product with a factor that `c` divides, or a sum of such; null
+/// otherwise.
+static AffineExpr divideExactly(AffineExpr e, int64_t c) {
+  if (c == 1)
+    return e;
+  if (auto k = constantOf(e))
+    return *k % c == 0 ? getAffineConstantExpr(*k / c, e.getContext()) : AffineExpr();
+  auto b = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!b)
+    return {};
+  if (b.getKind() == AffineExprKind::Mul) {
+    if (AffineExpr r = divideExactly(b.getRHS(), c))
+      return b.getLHS() * r;
+    if (AffineExpr l = divideExactly(b.getLHS(), c))
+      return l * b.getRHS();
+    return {};
+  }
+  if (b.getKind() == AffineExprKind::Add) {
+    AffineExpr l = divideExactly(b.getLHS(), c), r = divideExactly(b.getRHS(), c);
+    return l && r ? l + r : AffineExpr();
+  }
+  return {};
+}
+
+/// Cancels exact divisions inside `e`: (seq * (batch * 4)) floordiv 4 is
+/// seq * batch, which flattening leaves alone (the product is not affine).
+static AffineExpr cancelDivisions(AffineExpr e) {
+  auto b = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!b)
+    return e;
+  AffineExpr l = cancelDivisions(b.getLHS()), r = cancelDivisions(b.getRHS());
+  switch (b.getKind()) {
+  case AffineExprKind::Add:
+    return l + r;
+  case AffineExprKind::Mul:
+    return l * r;
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+    if (auto c = constantOf(r); c && *c > 0)
+      if (AffineExpr q = divideExactly(l, *c))
+        return q;
+    return b.getKind() == AffineExprKind::FloorDiv ? l.floorDiv(r) : l.ceilDiv(r);
+  case AffineExprKind::Mod:
+    if (auto c = constantOf(r); c && *c > 0 && divideExactly(l, *c))
+      return getAffineConstantExpr(0, e.getContext());
+    return l % r;
+  default:
+    return e;
+  }
+}
+
 AffineExpr SymbolicDims::simplify(AffineExpr e) const {
   // Flattening cancels terms (past + new - past is new); semi-affine
-  // products come back as they are.
-  return e ? simplifyAffineExpr(e, 0, names.size()) : e;
+  // products come back as they are, so exact divisions of them are
+  // cancelled first.
+  return e ? simplifyAffineExpr(cancelDivisions(e), 0, names.size()) : e;
 }
 
 } // namespace kiln

@@ -305,6 +305,29 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
   return ReshapeOp::create(b, loc, v, s, b.getBoolAttr(false));
 }
 
+Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
+                Value dimsSource) {
+  if (llvm::count_if(shape, ShapedType::isDynamic) <= 1)
+    return reshapeTo(b, loc, v, shape);
+  // Several dims known only at run time: the target is built from
+  // `dimsSource`'s dims (kiln.shape of each), which the symbolic dims
+  // analysis reads back as the same expressions.
+  auto i64x1 = RankedTensorType::get({1}, b.getI64Type());
+  SmallVector<Value> parts;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (ShapedType::isDynamic(d))
+      parts.push_back(ShapeOp::create(b, loc, i64x1, dimsSource, b.getI64IntegerAttr(i),
+                                      b.getI64IntegerAttr(i + 1)));
+    else
+      parts.push_back(ConstantOp::create(b, loc, DenseElementsAttr::get(i64x1, ArrayRef(d))));
+  }
+  auto st = RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type());
+  Value target = ConcatOp::create(b, loc, st, parts, b.getI64IntegerAttr(0));
+  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, cast<RankedTensorType>(
+                                                                    v.getType()).getElementType()),
+                           v, target, b.getBoolAttr(false));
+}
+
 void populateConvertLayoutPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ConvToNhwc, PoolToNhwc<MaxPoolOp>, PoolToNhwc<AvgPoolOp>, ComposeTransposes,

@@ -291,8 +291,7 @@ struct FoldGelu : OpRewritePattern<MulOp> {
     auto rootT = dyn_cast<RankedTensorType>(root.getType());
     if (!rootT || rootT != x.getType())
       return failure();
-    if (reshape && (llvm::count_if(rootT.getShape(), ShapedType::isDynamic) > 1 ||
-                    rootT.getRank() == 0 || rootT.isDynamicDim(rootT.getRank() - 1) ||
+    if (reshape && (rootT.getRank() == 0 || rootT.isDynamicDim(rootT.getRank() - 1) ||
                     rootT.getDimSize(rootT.getRank() - 1) != convT.getDimSize(3)))
       return failure();
     rw.setInsertionPoint(root);
@@ -302,7 +301,12 @@ struct FoldGelu : OpRewritePattern<MulOp> {
                                       c.getDilationsAttr(), c.getGroupAttr(),
                                       c.getClampMinAttr(), c.getClampMaxAttr(),
                                       rw.getUnitAttr());
-    rw.replaceOp(root, reshape ? reshapeTo(rw, loc, conv, rootT.getShape()) : conv);
+    // Back to the product's shape with the reshape's own target (dims
+    // known only at run time included).
+    rw.replaceOp(root, reshape ? ReshapeOp::create(rw, loc, rootT, conv, reshape.getShape(),
+                                                   rw.getBoolAttr(false))
+                                     .getResult()
+                               : conv);
     return success();
   }
 };
@@ -315,13 +319,11 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     auto lt = dyn_cast<RankedTensorType>(op.getLhs().getType());
     auto rt = dyn_cast<RankedTensorType>(op.getRhs().getType());
     auto outT = dyn_cast<RankedTensorType>(op.getType());
-    // Dims known only at run time (compiled once for every shape): one of
-    // them at most on each side, which the reshapes infer (-1).
-    auto oneUnknown = [](RankedTensorType t) {
-      return llvm::count_if(t.getShape(), ShapedType::isDynamic) <= 1 &&
-             !t.isDynamicDim(t.getRank() - 1);
-    };
-    if (!lt || !rt || !outT || !oneUnknown(lt) || !oneUnknown(outT) ||
+    // Dims known only at run time (compiled once for every shape): the
+    // rows' reshape infers their count (-1); the reshape back takes the
+    // left operand's leading dims.
+    auto channelKnown = [](RankedTensorType t) { return !t.isDynamicDim(t.getRank() - 1); };
+    if (!lt || !rt || !outT || !channelKnown(lt) || !channelKnown(outT) ||
         lt.getRank() < 2 || rt.getRank() != 2 || !rt.hasStaticShape() ||
         !outT.getElementType().isF32() || !lt.getElementType().isF32() ||
         (outT.hasStaticShape() && outT.getNumElements() == 0))
@@ -343,7 +345,7 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
         rw, loc, convT, x, weight, Value(), Value(), rw.getDenseI64ArrayAttr({1, 1}),
         rw.getDenseI64ArrayAttr({0, 0, 0, 0}), rw.getDenseI64ArrayAttr({1, 1}),
         rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf));
-    rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape()));
+    rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape(), op.getLhs()));
     return success();
   }
 };
@@ -356,8 +358,8 @@ ReshapeOp reshapedConv(Value v) {
     return {};
   auto in = cast<RankedTensorType>(r.getInput().getType());
   auto out = dyn_cast<RankedTensorType>(r.getType());
-  if (!out || llvm::count_if(out.getShape(), ShapedType::isDynamic) > 1 || out.getRank() == 0 ||
-      out.isDynamicDim(out.getRank() - 1) || out.getDimSize(out.getRank() - 1) != in.getDimSize(3))
+  if (!out || out.getRank() == 0 || out.isDynamicDim(out.getRank() - 1) ||
+      out.getDimSize(out.getRank() - 1) != in.getDimSize(3))
     return {};
   return r;
 }
@@ -399,8 +401,10 @@ struct HoistEpilogueAboveReshape : RewritePattern {
       Operation *moved = rw.clone(*op);
       moved->setOperands(operands);
       moved->getResult(0).setType(convT);
-      rw.replaceOp(op, reshapeTo(rw, op->getLoc(), moved->getResult(0),
-                                 cast<RankedTensorType>(r.getType()).getShape()));
+      // Back with the reshape's own target (dims known only at run time
+      // included).
+      rw.replaceOp(op, ReshapeOp::create(rw, op->getLoc(), r.getType(), moved->getResult(0),
+                                         r.getShape(), rw.getBoolAttr(false)));
       return success();
     }
     return failure();

@@ -29,6 +29,10 @@ bool isLayoutAgnosticBinary(mlir::Operation *op);
 /// kiln.reshape of `v` to the static `shape`.
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                       llvm::ArrayRef<int64_t> shape);
+/// kiln.reshape of `v` to `shape`, whose dynamic dims (more than one) are
+/// those of `dimsSource` at the same positions; with one at most, as above.
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                      llvm::ArrayRef<int64_t> shape, mlir::Value dimsSource);
 
 } // namespace kiln
 

@@ -254,3 +254,26 @@ def test_one_compile_for_every_length(dynamic):
     (empty,) = model.run(None, {"input": np.zeros((1, 0, 256), np.float32)})
     assert empty.shape == (1, 0, 256)
     assert model.compilations == (1 if dynamic else 3)
+
+
+E2E_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "e2e",
+                          "models")
+
+
+@pytest.mark.parametrize("name", ["bert_mask", "gpt2_kv"])
+def test_one_compile_for_every_shape_of_an_exported_model(name):
+    """Exported models whose dims are dim_params (batch, lengths, an empty
+    KV cache, a padding mask turned into shape arithmetic): one executable
+    serves every test set, each matching ONNX Runtime's outputs."""
+    folder = os.path.join(E2E_MODELS, name)
+    model = kiln.compile(os.path.join(folder, "model.onnx"), threads=1, cache=False)
+    sets = sorted(glob.glob(os.path.join(folder, "test_data_set_*")))
+    assert len(sets) >= 3
+    for data in sets:
+        feeds = {info.name: kiln.read_tensor(os.path.join(data, f"input_{j}.pb"))
+                 for j, info in enumerate(model.inputs)}
+        for k, got in enumerate(model.run(None, feeds)):
+            want = kiln.read_tensor(os.path.join(data, f"output_{k}.pb"))
+            assert got.shape == want.shape, (data, k)
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=f"{data} {k}")
+    assert model.compilations == 1

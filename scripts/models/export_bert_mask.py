@@ -33,9 +33,8 @@ class BertMask(nn.Module):
         return self.enc(h, src_key_padding_mask=attention_mask == 0)
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
+def export(path):
+    """Writes the model (seed 0) to `path`."""
     torch.manual_seed(0)
     model = BertMask().eval()
     ids = torch.randint(0, 1000, (2, 16))
@@ -47,7 +46,13 @@ def main():
                   dynamic_axes={"input_ids": axes, "attention_mask": axes, "hidden": axes})
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False
-    torch.onnx.export(model, (ids, mask), sys.argv[1], **kwargs)
+    torch.onnx.export(model, (ids, mask), path, **kwargs)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    export(sys.argv[1])
 
 
 if __name__ == "__main__":

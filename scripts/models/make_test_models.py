@@ -21,6 +21,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | qlinear_cnn | the QOperator form: QuantizeLinear, two QLinearConv (per-channel int8 weights, int32 biases, 16 channels on 14x14) and DequantizeLinear; Kiln runs them on the f32 kernels where the integer sums are exact in f32, so outputs must match ONNX Runtime's integer kernels to the quantum |
 | qdq_convnet | the QDQ form with two 64-channel 3x3 convolutions (one with a Relu before a non-zero output zero point) and a per-column quantized MatMul, which Kiln fuses into integer kernels; checked to the bit |
 | gpt2_kv | a GPT-2-style decoder step with a KV cache: past and new lengths, batch dynamic; run from an empty past (0-length cache), then with 7 cached and 1 new token |
+| bert_mask | a BERT-style encoder with input_ids and attention_mask (torch's TransformerEncoder, key padding mask), batch and length dynamic: 1 x 7, 3 x 5 and 2 x 12, rows padded to different lengths |
 | bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
 | empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
@@ -523,6 +524,37 @@ def gpt2_kv(folder):
     return sets
 
 
+def bert_mask(folder):
+    """A BERT-style encoder with input_ids and attention_mask, batch and
+    length dynamic (export_bert_mask.py's BertMask, smaller): torch's
+    TransformerEncoder turns the padding mask into shape arithmetic (the
+    mask reshaped to [batch, 1, 1, seq] with dims gathered from other
+    tensors, ConstantOfShape, Where) that compiles once for every shape.
+    Batch 1 of 7 unpadded, batch 3 of 5 and batch 2 of 12 padded."""
+    import export_bert_mask as ebm
+    torch.manual_seed(0)
+    model = ebm.BertMask(vocab=50, d=32, heads=4, layers=2, ff=64, max_pos=32).eval()
+    gen = torch.Generator().manual_seed(1)
+
+    def inputs(b, t, keep):
+        ids = torch.randint(0, 50, (b, t), generator=gen)
+        mask = (torch.arange(t).reshape(1, -1) < torch.tensor(keep).reshape(-1, 1)).long()
+        return [ids, mask]
+
+    sets_in = [inputs(1, 7, [7]), inputs(3, 5, [5, 2, 4]), inputs(2, 12, [9, 12])]
+    axes = {0: "batch", 1: "seq"}
+    torch.onnx.export(model, tuple(sets_in[0]), os.path.join(folder, "model.onnx"),
+                      opset_version=17, input_names=["input_ids", "attention_mask"],
+                      output_names=["hidden"],
+                      dynamic_axes={"input_ids": axes, "attention_mask": axes, "hidden": axes},
+                      **no_dynamo())
+    sets = []
+    for xs in sets_in:
+        with torch.no_grad():
+            sets.append(([x.numpy() for x in xs], [model(*xs).numpy()]))
+    return sets
+
+
 def bilstm_tagger(folder):
     """A bidirectional LSTM tagger (embedding, BiLSTM, linear) with dynamic
     batch and length: batch 1 of 40 tokens (where a Reshape copied an
@@ -655,7 +687,7 @@ def no_dynamo():
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
-MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
+MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_mask, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,

@@ -109,6 +109,16 @@ LogicalResult lowerConstantOfShape(ConstantOfShapeOp op, PatternRewriter &rw) {
   auto v = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!v)
     return failure();
+  auto type = cast<RankedTensorType>(op.getType());
+  if (!type.hasStaticShape()) {
+    // Dims known only at run time (the shape operand, shape arithmetic, is
+    // dead once they are): a fill.
+    Value scalar = arith::ConstantOp::create(rw, op.getLoc(),
+                                             cast<TypedAttr>(*v.getValues<Attribute>().begin()));
+    rw.replaceOp(op, filledTensor(rw, op.getLoc(), type, scalar,
+                                  dynamicSizes(rw, op.getLoc(), op.getResult())));
+    return success();
+  }
   rw.replaceOpWithNewOp<arith::ConstantOp>(
       op, DenseElementsAttr::get(cast<RankedTensorType>(op.getType()),
                                  *v.getValues<Attribute>().begin()));

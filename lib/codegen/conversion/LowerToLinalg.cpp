@@ -176,7 +176,7 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
     return keepsElementCount(op, dd);
   if (isa<TransposeOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op))
     return true;
-  if (isa<RangeOp>(op))
+  if (isa<RangeOp, ConstantOfShapeOp>(op))
     return true;
   if (auto c = dyn_cast<ConcatOp>(op)) {
     // Every input has the result's dims but along the axis (the same

@@ -108,3 +108,24 @@ func.func @class_token(%x: tensor<?x4x8xf32> {kiln.dim_names = ["batch", "", ""]
   %y = kiln.concat %e, %x {axis = 1 : i64} : (tensor<?x1x8xf32>, tensor<?x4x8xf32>) -> tensor<?x5x8xf32>
   return %y : tensor<?x5x8xf32>
 }
+
+// -----
+
+// ConstantOfShape of a shape read from an input (a mask's zeros): a fill
+// of a tensor of the input's run-time dims; the shape arithmetic is dead.
+// CHECK-LABEL: func.func @constant_of_shape
+// CHECK-DAG: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK-DAG: %[[S:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[E:.*]] = tensor.empty(%[[B]], %[[S]]) : tensor<?x1x?xf32>
+// CHECK: linalg.fill ins(%cst{{.*}} : f32) outs(%[[E]] : tensor<?x1x?xf32>)
+// CHECK-NOT: kiln.
+func.func @constant_of_shape(%m: tensor<?x?xi1> {kiln.dim_names = ["b", "s"]}) -> tensor<?x1x?xf32> {
+  %s = kiln.shape %m {start = 0 : i64, end = 2 : i64} : (tensor<?x?xi1>) -> tensor<2xi64>
+  %i0 = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %i1 = kiln.constant {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %b = kiln.gather %s, %i0 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %l = kiln.gather %s, %i1 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %t = kiln.concat %b, %i1, %l {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %z = kiln.constant_of_shape %t {value = dense<-2.5> : tensor<1xf32>} : (tensor<3xi64>) -> tensor<?x1x?xf32>
+  return %z : tensor<?x1x?xf32>
+}

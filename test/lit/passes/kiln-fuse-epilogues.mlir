@@ -207,3 +207,35 @@ func.func @dynamic_rows(%x: tensor<1x?x4xf32>, %r: tensor<1x?x4xf32>) -> tensor<
   %a = kiln.add %m, %r : (tensor<1x?x4xf32>, tensor<1x?x4xf32>) -> tensor<1x?x4xf32>
   return %a : tensor<1x?x4xf32>
 }
+
+// -----
+
+// Batch and length both known only at run time (a padded BERT batch): the
+// rows' reshape still infers their count, and the reshape back takes the
+// product's leading dims from its left operand (kiln.shape of each), so
+// that the bias and the GELU after it join the convolution too.
+// CHECK-LABEL: func.func @dynamic_batch_and_length_gelu
+// CHECK-DAG: %[[ROW:.*]] = kiln.constant {value = dense<[1, 1, -1, 4]> : tensor<4xi64>}
+// CHECK-DAG: %[[N:.*]] = kiln.constant {value = dense<3> : tensor<1xi64>}
+// CHECK: %[[X:.*]] = kiln.reshape %arg0, %[[ROW]] {{.*}} -> tensor<1x1x?x4xf32>
+// CHECK-DAG: %[[B:.*]] = kiln.shape %arg0 {end = 1 : i64, start = 0 : i64}
+// CHECK-DAG: %[[S:.*]] = kiln.shape %arg0 {end = 2 : i64, start = 1 : i64}
+// CHECK: %[[BACK:.*]] = kiln.concat %[[B]], %[[S]], %[[N]] {axis = 0 : i64}
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %[[X]], %{{.*}} bias %{{.*}} {{.*}}gelu{{.*}} -> tensor<1x1x?x3xf32>
+// CHECK: kiln.reshape %[[C]], %[[BACK]] {{.*}} -> tensor<?x?x3xf32>
+// CHECK-NOT: kiln.erf
+func.func @dynamic_batch_and_length_gelu(%x: tensor<?x?x4xf32>) -> tensor<?x?x3xf32> {
+  %w = kiln.constant {value = dense<0.5> : tensor<4x3xf32>} : () -> tensor<4x3xf32>
+  %bias = kiln.constant {value = dense<[0.1, 0.2, 0.3]> : tensor<3xf32>} : () -> tensor<3xf32>
+  %m = kiln.matmul %x, %w : (tensor<?x?x4xf32>, tensor<4x3xf32>) -> tensor<?x?x3xf32>
+  %y = kiln.add %m, %bias : (tensor<?x?x3xf32>, tensor<3xf32>) -> tensor<?x?x3xf32>
+  %sqrt2 = kiln.constant {value = dense<1.41421354> : tensor<f32>} : () -> tensor<f32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %half = kiln.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %d = kiln.div %y, %sqrt2 : (tensor<?x?x3xf32>, tensor<f32>) -> tensor<?x?x3xf32>
+  %e = kiln.erf %d : (tensor<?x?x3xf32>) -> tensor<?x?x3xf32>
+  %p = kiln.add %e, %one : (tensor<?x?x3xf32>, tensor<f32>) -> tensor<?x?x3xf32>
+  %g = kiln.mul %y, %p : (tensor<?x?x3xf32>, tensor<?x?x3xf32>) -> tensor<?x?x3xf32>
+  %h = kiln.mul %g, %half : (tensor<?x?x3xf32>, tensor<f32>) -> tensor<?x?x3xf32>
+  return %h : tensor<?x?x3xf32>
+}

@@ -176,3 +176,64 @@ func.func @conv_and_flatten(%x: tensor<?x3x32x32xf32> {kiln.dim_names = ["n", ""
   %r = kiln.reshape %c, %m {allowzero = false} : (tensor<?x8x2x2xf32>, tensor<2xi64>) -> tensor<?x32xf32>
   return %d, %r : tensor<1x8x?x4xf32>, tensor<?x32xf32>
 }
+
+// -----
+
+// A padding mask [b, s] reshaped to [b, 1, 1, s'] with s' gathered from
+// another tensor (torch's key padding mask): a target entry that is not
+// the input's dim at its position is trusted where it can be 0 only when
+// the input is empty (ONNX's "0 copies the input's dim" then differs only
+// where ONNX Runtime fails or both results are empty). The merge of heads
+// after it, [b * 4, s] read back from [b, 4, 1, s] through x's shape,
+// needs the cancelled division (b * s * 4) floordiv 4 nowhere: its dims
+// come from the target.
+// CHECK-LABEL: func.func @mask_from_other_dims
+// CHECK-SAME: kiln.dims = ["b", "1", "1", "s"]
+// CHECK-SAME: kiln.dims = ["b * 4", "1", "s"]
+func.func @mask_from_other_dims(%mask: tensor<?x?xi1> {kiln.dim_names = ["b", "s"]},
+                                %k: tensor<?x?x64xf32> {kiln.dim_names = ["s", "b", ""]})
+    -> (tensor<?x1x1x?xi1>, tensor<?x1x?xi1>) {
+  %sk = kiln.shape %k {start = 0 : i64, end = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<2xi64>
+  %i0 = kiln.constant {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %i1 = kiln.constant {value = dense<[1]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %len = kiln.gather %sk, %i0 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %bsz = kiln.gather %sk, %i1 {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %target = kiln.concat %bsz, %i1, %i1, %len {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = kiln.reshape %mask, %target {allowzero = false} : (tensor<?x?xi1>, tensor<4xi64>) -> tensor<?x1x1x?xi1>
+  %heads = kiln.constant {value = dense<[1, 4, 1, 1]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %e = kiln.expand %r, %heads : (tensor<?x1x1x?xi1>, tensor<4xi64>) -> tensor<?x4x1x?xi1>
+  %four = kiln.constant {value = dense<[4]> : tensor<1xi64>} : () -> tensor<1xi64>
+  %b4 = kiln.mul %bsz, %four : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %t2 = kiln.concat %b4, %i1, %len {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %m = kiln.reshape %e, %t2 {allowzero = false} : (tensor<?x4x1x?xi1>, tensor<3xi64>) -> tensor<?x1x?xi1>
+  return %r, %m : tensor<?x1x1x?xi1>, tensor<?x1x?xi1>
+}
+
+// -----
+
+// Not trusted: target entries t and u that can be 0 while the input
+// [b, 6] is not empty (ONNX would then copy the input's dim where they
+// stand): the dims stay unknown, and the code for them is compiled per
+// shape.
+// CHECK-LABEL: func.func @target_zero_while_input_is_not
+// CHECK-SAME: kiln.dims = ["?", "?"]
+func.func @target_zero_while_input_is_not(%x: tensor<?x6xf32> {kiln.dim_names = ["b", ""]},
+                                          %y: tensor<?x?xf32> {kiln.dim_names = ["t", "u"]})
+    -> tensor<?x?xf32> {
+  %sy = kiln.shape %y {start = 0 : i64, end = 2 : i64} : (tensor<?x?xf32>) -> tensor<2xi64>
+  %r = kiln.reshape %x, %sy {allowzero = false} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Rows of a 1x1 convolution over [b, s, 64]: (b * s * 64) floordiv 64 is
+// b * s once the exact division is cancelled (flattening keeps a product
+// of symbols as it is).
+// CHECK-LABEL: func.func @exact_division
+// CHECK-SAME: kiln.dims = ["1", "1", "b * s", "64"]
+func.func @exact_division(%x: tensor<?x?x64xf32> {kiln.dim_names = ["b", "s"]}) -> tensor<1x1x?x64xf32> {
+  %t = kiln.constant {value = dense<[1, 1, -1, 64]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %r = kiln.reshape %x, %t {allowzero = false} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<1x1x?x64xf32>
+  return %r : tensor<1x1x?x64xf32>
+}
