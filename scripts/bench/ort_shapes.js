@@ -13,6 +13,11 @@
 //     step's time and the tokens it chose. Several prompts of one length,
 //     separated by ';' (3,1,4;1,5,9), run as a batch: then each step's
 //     tokens are a list, one per row
+//   node ort_shapes.js --ort DIR --model M.onnx --mode masked --shapes 1x7,4x64,...
+//                      [--runs 7] [--threads 1]
+//     a BERT-style encoder's input_ids and attention_mask at each
+//     batch x length (row r keeps L - floor(r L / 4) tokens): the first
+//     run, the median of --runs more, and the output's sum of |x|
 // Prints one JSON object on stdout.
 'use strict';
 
@@ -95,6 +100,39 @@ async function main() {
     }
     out.steps_ms = steps;
     out.tokens = tokens;
+  } else if (opts.mode === 'masked') {
+    // input_ids and attention_mask at each BxL of --shapes, filled as
+    // shapes_bench.masked_inputs does; the first run, the median of --runs
+    // more, and the output's sum of |x| and first values for the check.
+    const runs = Number(opts.runs);
+    out.shapes = [];
+    for (const s of opts.shapes.split(',')) {
+      const [B, L] = s.split('x').map(Number);
+      const ids = new BigInt64Array(B * L), mask = new BigInt64Array(B * L);
+      for (let r = 0; r < B; ++r) {
+        const keep = L - Math.floor((r * L) / 4);
+        for (let i = 0; i < L; ++i) {
+          ids[r * L + i] = BigInt((r * 131 + i * 17 + 3) % 1000);
+          mask[r * L + i] = i < keep ? 1n : 0n;
+        }
+      }
+      const feeds = { input_ids: new ort.Tensor('int64', ids, [B, L]),
+                      attention_mask: new ort.Tensor('int64', mask, [B, L]) };
+      let t = now();
+      const r = await session.run(feeds);
+      const first = now() - t;
+      const times = [];
+      for (let k = 0; k < runs; ++k) {
+        t = now();
+        await session.run(feeds);
+        times.push(now() - t);
+      }
+      const data = r[session.outputNames[0]].data;
+      let sumAbs = 0;
+      for (let i = 0; i < data.length; ++i) sumAbs += Math.abs(data[i]);
+      out.shapes.push({ batch: B, length: L, first_ms: first, steady_ms: median(times),
+                        sum_abs: sumAbs, head: Array.from(data.slice(0, 8)) });
+    }
   } else {
     throw new Error(`unknown --mode ${opts.mode}`);
   }

@@ -3,7 +3,8 @@
 "Shapes II" workloads (issue 39).
 
     /usr/bin/python3 scripts/bench/shapes_bench.py [--threads 1] [--lengths 38]
-        [--tokens 48] [--d 256] [--layers 4] [--batch 1] [--only encoder|decode]
+        [--tokens 48] [--d 256] [--layers 4] [--batch 1]
+        [--only encoder|decode|masked] [--rounds 3]
         [--json FILE]
 
 encoder: ../shared/models/encoder4 (input [1, seq, 256]) at --lengths
@@ -18,6 +19,11 @@ decode: a GPT-2-style decoder (export_shape_models.Gpt2Decoder, --d wide,
   cache; greedy generation of --tokens tokens at --batch rows (default 1)
   from 8-token prompts and an empty KV cache. Every step has a new past length. The
   tokens both engines choose must agree.
+
+masked: a BERT-style encoder with input_ids and attention_mask, batch and
+  length dynamic (scripts/models/export_bert_mask.py, d = 256, 4 layers),
+  at batch x length in {1, 4} x {7, 64, 384}, rows padded to different
+  lengths; Kiln's output is checked against ONNX Runtime's.
 
 Kiln runs in this process through its Python API (the build's, build/ or
 $KILN_BUILD_DIR); ONNX Runtime in node (ort_shapes.js, onnxruntime-node from
@@ -207,6 +213,97 @@ def decode(kiln, np, args):
             "tokens_agree": same, "batch": args.batch}
 
 
+def masked_model():
+    """The BERT-style encoder with input_ids and attention_mask
+    (scripts/models/export_bert_mask.py) in the bench cache."""
+    import export_bert_mask
+    path = os.path.join(bench_cache(), "bert_mask_d256_l4", "model.onnx")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        export_bert_mask.export(path + ".tmp")
+        os.rename(path + ".tmp", path)
+    return path
+
+
+def masked_inputs(np, batch, length):
+    """Token ids and a padding mask: row r keeps L - floor(r L / 4) tokens
+    (ort_shapes.js --mode masked fills the same)."""
+    r = np.arange(batch).reshape(-1, 1)
+    i = np.arange(length).reshape(1, -1)
+    ids = ((r * 131 + i * 17 + 3) % 1000).astype(np.int64)
+    mask = (i < length - (r * length) // 4).astype(np.int64)
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def masked(kiln, np, args):
+    """The BERT-style encoder at batch x length in {1, 4} x {7, 64, 384}:
+    compiled once for every shape against code specialised to each, then
+    ONNX Runtime, in --rounds alternating rounds (Kiln's two models call by
+    call, then one ONNX Runtime process); each time is the median over the
+    rounds of each round's median. Outputs are checked against ONNX
+    Runtime's."""
+    path = masked_model()
+    shapes = [(b, L) for b in (1, 4) for L in (7, 64, 384)]
+    t0 = time.perf_counter()
+    dyn = kiln.compile(path, threads=args.threads, cache=False)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    spec = kiln.compile(path, threads=args.threads, cache=False, dynamic_shapes=False)
+    rows = [{"batch": b, "length": L, "steady": [], "spec_steady": [], "ort_steady": []}
+            for b, L in shapes]
+    ort_runs = []
+    for rnd in range(args.rounds):
+        for row in rows:
+            feeds = masked_inputs(np, row["batch"], row["length"])
+            if rnd == 0:
+                for name, m in (("", dyn), ("spec_", spec)):
+                    t = time.perf_counter()
+                    res = m.run(None, feeds)
+                    row[name + "first_ms"] = (time.perf_counter() - t) * 1e3
+                    if name == "":
+                        row["sum_abs"] = float(np.abs(res[0]).sum())
+                        row["head"] = [float(x) for x in res[0].reshape(-1)[:8]]
+            times = {"": [], "spec_": []}
+            for _ in range(7):
+                for name, m in (("", dyn), ("spec_", spec)):
+                    t = time.perf_counter()
+                    m.run(None, feeds)
+                    times[name].append((time.perf_counter() - t) * 1e3)
+            row["steady"].append(statistics.median(times[""]))
+            row["spec_steady"].append(statistics.median(times["spec_"]))
+        ort = ort_run(["--model", path, "--mode", "masked", "--runs", "7", "--shapes",
+                       ",".join(f"{b}x{L}" for b, L in shapes), "--threads", str(args.threads)])
+        ort_runs.append(ort)
+        for row, o in zip(rows, ort["shapes"]):
+            row["ort_steady"].append(o["steady_ms"])
+    for row in rows:
+        for k in ("steady", "spec_steady", "ort_steady"):
+            row[k + "_ms"] = statistics.median(row[k])
+    print(f"\n== BERT-style encoder (input_ids, attention_mask), d=256, 4 layers, "
+          f"threads={args.threads}, {args.rounds} rounds")
+    print(f"{'shape':>6}  {'first ms':>8}  {'Kiln ms':>8}  {'spec ms':>8}  {'ORT ms':>8}  "
+          f"{'Kiln/spec':>9}  {'Kiln/ORT':>8}  {'matches':>7}")
+    ok = True
+    for k, o in zip(rows, ort_runs[0]["shapes"]):
+        match = (abs(k["sum_abs"] - o["sum_abs"]) <= 1e-4 * o["sum_abs"] and
+                 all(abs(a - c) <= 1e-4 + 1e-3 * abs(c) for a, c in zip(k["head"], o["head"])))
+        k["matches"] = match
+        ok &= match
+        print(f"{k['batch']:>2}x{k['length']:<3}  {k['first_ms']:>8.1f}  {k['steady_ms']:>8.3f}  "
+              f"{k['spec_steady_ms']:>8.3f}  {k['ort_steady_ms']:>8.3f}  "
+              f"{k['steady_ms'] / k['spec_steady_ms']:>9.2f}  "
+              f"{k['steady_ms'] / k['ort_steady_ms']:>8.2f}  {'yes' if match else 'NO':>7}")
+    worst = max(k["steady_ms"] / k["ort_steady_ms"] for k in rows)
+    vs_spec = math.exp(statistics.mean(math.log(k["steady_ms"] / k["spec_steady_ms"])
+                                       for k in rows))
+    print(f"Kiln: load {load_ms:.0f} ms; executables: {dyn.compilations} for every shape, "
+          f"{spec.compilations} specialised; ORT session {ort_runs[0]['session_ms']:.0f} ms")
+    print(f"worst Kiln/ORT {worst:.2f} (target <= 1.0 at each shape); geomean "
+          f"Kiln/specialised {vs_spec:.3f}; outputs "
+          f"{'match ONNX Runtime' if ok else 'DIFFER from ONNX Runtime'}")
+    return {"kiln": rows, "kiln_load_ms": load_ms, "ort": ort_runs, "worst_vs_ort": worst,
+            "vs_specialised": vs_spec, "match": ok, "compilations": dyn.compilations}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=int, default=1)
@@ -215,7 +312,9 @@ def main():
     p.add_argument("--d", type=int, default=256)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--batch", type=int, default=1, help="decode: prompts generated together")
-    p.add_argument("--only", choices=["encoder", "decode"])
+    p.add_argument("--only", choices=["encoder", "decode", "masked"])
+    p.add_argument("--rounds", type=int, default=3,
+                   help="masked: alternating rounds of Kiln and ONNX Runtime")
     p.add_argument("--json")
     args = p.parse_args()
     build = os.environ.get("KILN_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -228,6 +327,8 @@ def main():
         result["encoder"] = encoder(kiln, np, args)
     if args.only in (None, "decode"):
         result["decode"] = decode(kiln, np, args)
+    if args.only in (None, "masked"):
+        result["masked"] = masked(kiln, np, args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
