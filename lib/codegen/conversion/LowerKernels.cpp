@@ -697,13 +697,59 @@ struct LowerMatMul : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// A matrix operand [batch..., rows, cols] read in place from the dense
+/// tensor a transpose reads, with strides computed at run time from that
+/// tensor's dims: the batch stride (0 for a single batch), and the stride
+/// of rows (`transposed` false: columns are contiguous) or of columns
+/// (`transposed`: rows are contiguous; only the right operand may be).
+struct TransposedView {
+  Value base, batchStride, leading;
+  bool transposed;
+};
+std::optional<TransposedView> transposedView(OpBuilder &b, Location loc, Value side) {
+  auto tr = side.getDefiningOp<TransposeOp>();
+  if (!tr)
+    return std::nullopt;
+  Value x = tr.getInput();
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  auto st = cast<RankedTensorType>(side.getType());
+  ArrayRef<int64_t> perm = tr.getPerm();
+  int64_t n = st.getRank();
+  if (!xt || xt.getRank() != n || n < 2 || (int64_t)perm.size() != n)
+    return std::nullopt;
+  // At most one batch dim that is not a static 1: several would need
+  // their strides to nest, which is known only at run time.
+  int64_t batchDim = -1;
+  for (int64_t d = 0; d + 2 < n; ++d) {
+    if (!st.isDynamicDim(d) && st.getDimSize(d) == 1)
+      continue;
+    if (batchDim >= 0)
+      return std::nullopt;
+    batchDim = d;
+  }
+  bool colsContiguous = perm[n - 1] == n - 1, rowsContiguous = perm[n - 2] == n - 1;
+  if (!colsContiguous && !rowsContiguous)
+    return std::nullopt;
+  // x's row-major strides.
+  SmallVector<Value> strides(n);
+  strides[n - 1] = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d = n - 2; d >= 0; --d)
+    strides[d] = arith::MulIOp::create(b, loc, strides[d + 1], dimSize(b, loc, x, d + 1));
+  Value batchStride = batchDim < 0 ? (Value)arith::ConstantIndexOp::create(b, loc, 0)
+                                   : strides[perm[batchDim]];
+  if (colsContiguous)
+    return TransposedView{x, batchStride, strides[perm[n - 2]], false};
+  return TransposedView{x, batchStride, strides[perm[n - 1]], true};
+}
+
 /// Matrix products with dims known only at run time (see "Dims known only
 /// at run time" in LoweringUtils.h): the same kernels, with the sizes that
 /// vary computed into the parameter block at the call. A constant [K, N]
 /// right operand is the 1x1 convolution over the left operand's rows
 /// (weights packed now, the number of rows at run time); anything else goes
-/// to kiln_matmul_f32 on row-major operands (no in-place strided views:
-/// their strides would vary too). dynamicMatMulSupported says which.
+/// to kiln_matmul_f32 on row-major operands, or on the tensor a transpose
+/// reads (transposedView; other in-place views are static-only: their
+/// strides would vary too). dynamicMatMulSupported says which.
 struct LowerDynamicMatMul : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
@@ -753,18 +799,36 @@ struct LowerDynamicMatMul : OpRewritePattern<MatMulOp> {
     kiln_matmul_params params{};
     using P = kiln_matmul_params;
     auto field = [](size_t offset) { return (unsigned)(offset / sizeof(int64_t)); };
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    Value strideA = single(lt) ? zero : mul(M, K), strideB = single(rt) ? zero : mul(K, N);
+    Value lda = K, ldb = N;
+    // An operand that is a transpose of a dense tensor is read in place
+    // (the kernel takes strides; the keys of attention, [heads, d, seq],
+    // are a transpose of [seq, heads, d]): a copy less, and the copy of a
+    // transpose whose last dim moves is slow.
+    if (auto a = transposedView(rw, loc, lhs); a && !a->transposed) {
+      lhs = a->base;
+      strideA = a->batchStride;
+      lda = a->leading;
+    }
+    if (auto b = transposedView(rw, loc, rhs)) {
+      rhs = b->base;
+      strideB = b->batchStride;
+      ldb = b->leading;
+      params.trans_b = b->transposed ? 1 : 0;
+    }
     SmallVector<std::pair<unsigned, Value>> runtime{
         {field(offsetof(P, batch)), batch},
         {field(offsetof(P, m)), M},
         {field(offsetof(P, n)), N},
         {field(offsetof(P, k)), K},
-        {field(offsetof(P, stride_a)), single(lt) ? zero : mul(M, K)},
-        {field(offsetof(P, stride_b)), single(rt) ? zero : mul(K, N)},
+        {field(offsetof(P, stride_a)), strideA},
+        {field(offsetof(P, stride_b)), strideB},
         {field(offsetof(P, stride_c)), mul(M, N)},
-        {field(offsetof(P, lda)), K},
-        {field(offsetof(P, ldb)), N},
+        {field(offsetof(P, lda)), lda},
+        {field(offsetof(P, ldb)), ldb},
         {field(offsetof(P, ldc)), N}};
-    SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), op.getLhs(), op.getRhs()};
+    SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), lhs, rhs};
     rw.replaceOp(op, callWithResult(rw, loc, kMatMul, outT, args, 3, {}, 0, outDyn));
     return success();
   }

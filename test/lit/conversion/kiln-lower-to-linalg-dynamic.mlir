@@ -129,3 +129,25 @@ func.func @constant_of_shape(%m: tensor<?x?xi1> {kiln.dim_names = ["b", "s"]}) -
   %z = kiln.constant_of_shape %t {value = dense<-2.5> : tensor<1xf32>} : (tensor<3xi64>) -> tensor<?x1x?xf32>
   return %z : tensor<?x1x?xf32>
 }
+
+// -----
+
+// Attention's scores with the keys transposed, [bh, 16, s] from [s, bh, 16],
+// batch and length known only at run time: kiln_matmul_f32 reads the keys
+// in place (trans_b, the batch stride 16 and the column stride bh * 16 at
+// run time) instead of a copy of the transpose.
+// CHECK-LABEL: func.func @scores_of_transposed_keys
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[BH:.*]] = tensor.dim %arg1, %c1
+// CHECK: %[[LD:.*]] = arith.muli %[[BH]], %c16
+// CHECK: %[[LD64:.*]] = arith.index_cast %[[LD]] : index to i64
+// CHECK: %[[P:.*]] = tensor.from_elements {{.*}}, %c16_i64, %[[LD64]], %{{.*}}, %c1_i64, %c0_i64, %c0_i64 : tensor<13xi64>
+// CHECK: kiln.call_kernel @kiln_matmul_f32(%[[P]], %arg0, %arg1)
+// CHECK-NOT: linalg.transpose
+func.func @scores_of_transposed_keys(%q: tensor<?x?x16xf32> {kiln.dim_names = ["bh", "s", ""]},
+                                     %k: tensor<?x?x16xf32> {kiln.dim_names = ["s", "bh", ""]})
+    -> tensor<?x?x?xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 1, 2, 0>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  return %s : tensor<?x?x?xf32>
+}
