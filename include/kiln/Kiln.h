@@ -314,7 +314,9 @@ Status emit(const std::string &path, const EmitOptions &options, std::string &ou
 
 /// An ahead-of-time bundle: an object exporting `const kiln_model_desc
 /// NAME_model` and its entry points and nothing else (`void NAME_entry(void
-/// **)`, or NAME_entry_K per specialisation with EmitOptions::dimValues),
+/// **)`, with `int64_t NAME_entry_dims(int64_t *)` when no shapes are given
+/// and the model's unknown dims are taken at run time, or NAME_entry_K per
+/// specialisation with EmitOptions::dimValues),
 /// its C header, and with external weights the NAME.weights file
 /// (kiln_model_load_weights).
 struct Bundle {

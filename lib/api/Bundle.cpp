@@ -9,6 +9,8 @@
 #include "kiln/Target/TargetEmitter.h"
 #include "onnx/onnx_pb.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
@@ -18,6 +20,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -109,6 +112,16 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
     os << " * after loading the weights once:\n"
        << " *   kiln_model_load_weights(&" << l.name << "_model, \"" << l.name
        << ".weights\");\n";
+  const BundleVariant &first = l.variants.front();
+  if (first.numRuntimeDims)
+    os << " *\n * Compiled once for every shape: dims that are -1 below are known only\n"
+       << " * at run time (_DIM_NAMES name them as the model does; inputs that share a\n"
+       << " * name must agree). kiln_model_execute takes inputs of any such dims and\n"
+       << " * sizes the outputs from them. To call " << first.entry << " directly, fill an\n"
+       << " * int64 array of " << upper << "_NUM_RUNTIME_DIMS with the inputs' -1 dims in order,\n"
+       << " * call " << first.dimsFunction << "(dims) (0, or 1 + the index of a dim that\n"
+       << " * disagrees with another of its name), which writes the outputs' after them,\n"
+       << " * and pass the array as the last buffer, after the workspace.\n";
   if (several)
     os << " *\n * It holds " << l.variants.size()
        << " specialisations, one per input shape set (kilnc --dim); kiln_model_execute\n"
@@ -136,8 +149,11 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
      << (l.cuda ? "#include \"kiln/cuda.h\"\n\n" : "#include \"kiln/runtime.h\"\n\n")
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
      << "extern const kiln_model_desc " << l.name << "_model;\n";
-  for (const BundleVariant &v : l.variants)
+  for (const BundleVariant &v : l.variants) {
     os << "void " << v.entry << "(void **buffers);\n";
+    if (!v.dimsFunction.empty())
+      os << "int64_t " << v.dimsFunction << "(int64_t *dims);\n";
+  }
   os << "\n#define " << upper << "_ABI_VERSION " << KILN_ABI_VERSION << "\n"
      << "#define " << upper << "_MODEL_DIGEST \"" << l.modelHash << "\"\n"
      << "#define " << upper << "_EXTERNAL_WEIGHTS " << (l.externalWeights ? 1 : 0) << "\n"
@@ -147,7 +163,8 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
      << "#define " << upper << "_NUM_INPUTS " << l.variants.front().inputs.size() << "\n"
      << "#define " << upper << "_NUM_OUTPUTS " << l.variants.front().outputs.size() << "\n"
      << "#define " << upper << "_NUM_VARIANTS " << l.variants.size() << "\n"
-     << "#define " << upper << "_NUM_ROW_COUNTS " << l.variants.front().numRowCounts << "\n";
+     << "#define " << upper << "_NUM_ROW_COUNTS " << l.variants.front().numRowCounts << "\n"
+     << "#define " << upper << "_NUM_RUNTIME_DIMS " << first.numRuntimeDims << "\n";
   if (l.cuda)
     os << "#define " << upper << "_CUDA_COMPUTE_CAPABILITY " << l.cuda->computeCapability << "\n"
        << "#define " << upper << "_CUDA_NUM_KERNELS " << l.cuda->kernels.size() << "\n"
@@ -173,10 +190,19 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
          << "#define " << p << "_NAME " << quoted(t.name) << "\n"
          << "#define " << p << "_DTYPE " << dtypeMacro(t.dtype) << "\n"
          << "#define " << p << "_RANK " << t.dims.size() << "\n"
-         << "#define " << p << "_DIMS " << dimsText(t) << "\n"
-         << "#define " << p << size << "ELEMENTS " << elements << "\n"
-         << "#define " << p << size << "BYTES " << elements * (int64_t)kiln_dtype_size(t.dtype)
-         << "\n";
+         << "#define " << p << "_DIMS " << dimsText(t) << "\n";
+      const std::vector<std::string> &names = (first.*perVariant)[i].dimNames;
+      if (std::count(t.dims.begin(), t.dims.end(), -1) && !several) {
+        std::string joined;
+        for (const std::string &n : names)
+          joined += (joined.empty() ? "" : ", ") + n;
+        if (!joined.empty())
+          os << "#define " << p << "_DIM_NAMES " << quoted(joined) << "\n";
+      } else { // no size where it is the run's
+        os << "#define " << p << size << "ELEMENTS " << elements << "\n"
+           << "#define " << p << size << "BYTES " << elements * (int64_t)kiln_dtype_size(t.dtype)
+           << "\n";
+      }
       const std::vector<BundleOutputRows> &rows = l.variants.front().outputRows;
       if (perVariant == &BundleVariant::outputs && i < rows.size() && rows[i].count >= 0)
         os << "/* Its dim " << rows[i].axis << " is known only at run time: _DIMS give the most,\n"
@@ -207,6 +233,27 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
 }
 
 using Shapes = std::vector<std::vector<int64_t>>;
+
+/// Each dim of `v`'s inputs and outputs as the model names it, for the
+/// header of a bundle compiled once for every shape: an input's from its
+/// dim_params (kiln.dim_names), an output's from kiln-symbolic-dims
+/// (kiln.dims: "batch", "past + new"); a static dim is its number, an
+/// unnamed unknown one "?".
+static void nameDims(ModuleOp module, BundleVariant &v) {
+  auto fn = cast<func::FuncOp>(module.getBody()->front());
+  auto fill = [](BundleTensor &t, ArrayAttr names) {
+    t.dimNames.clear();
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      auto n = names && d < names.size() ? dyn_cast<StringAttr>(names[d]) : StringAttr();
+      t.dimNames.push_back(t.dims[d] >= 0 ? std::to_string(t.dims[d])
+                                          : n && !n.getValue().empty() ? n.str() : "?");
+    }
+  };
+  for (size_t i = 0; i < v.inputs.size() && i < fn.getNumArguments(); ++i)
+    fill(v.inputs[i], fn.getArgAttrOfType<ArrayAttr>(i, "kiln.dim_names"));
+  for (size_t i = 0; i < v.outputs.size() && i < fn.getNumResults(); ++i)
+    fill(v.outputs[i], fn.getResultAttrOfType<ArrayAttr>(i, "kiln.dims"));
+}
 
 /// Moves the hidden results that hold outputs' run-time row counts (the
 /// module's kiln.output_row_counts, Importer.h) out of `v.outputs` into
@@ -396,6 +443,11 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
                          "a CUDA bundle holds one shape set; --dim with several values (" +
                              std::to_string(sets.size()) +
                              " specialisations) is for CPU bundles so far");
+  // No shapes given (no --shape, no --dim): one variant compiled once for
+  // every shape, its unknown dims taken at run time (NAME_entry_dims), as
+  // the JIT compiles by default. A model whose ops cannot take them is an
+  // error that asks for shapes.
+  bool dynamic = !cuda && sets.size() == 1 && sets.front().empty();
   TargetOptions to = cuda ? TargetOptions{"", "", options.optLevel}
                           : TargetOptions{options.triple, options.cpu, options.optLevel};
   auto tm = createTargetMachine(to, error);
@@ -426,7 +478,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     if (Status s = checkFixedOutputs(*module, /*rowCounts=*/!cuda); !s.ok())
       return fail(s);
     std::vector<TensorInfo> inputs, outputs;
-    if (Status s = describeSignature(*module, inputs, outputs); !s.ok())
+    if (Status s = describeSignature(*module, inputs, outputs, dynamic); !s.ok())
       return fail(Status::error(
           s.code, s.message + "; give the dims of dynamic inputs with --dim NAME=V,... or "
                               "--shape NAME=DIMS"));
@@ -436,6 +488,8 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       variant.inputs.push_back({t.name, t.dtype, t.dims});
     for (const TensorInfo &t : outputs)
       variant.outputs.push_back({t.name, t.dtype, t.dims});
+    if (dynamic)
+      nameDims(*module, variant);
     if (Status s = splitRowCounts(*module, variant); !s.ok())
       return fail(s);
     auto sameRows = [](const BundleVariant &a, const BundleVariant &b) {
@@ -472,8 +526,21 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       lowering.entryName = variant.entry;
       lowering.profile = options.profile;
       if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
-          !s.ok())
+          !s.ok()) {
+        bool anyUnknown = false;
+        for (const BundleTensor &t : variant.inputs)
+          anyUnknown |= std::count(t.dims.begin(), t.dims.end(), -1) > 0;
+        if (dynamic && anyUnknown)
+          return fail(Status::error(
+              s.code, s.message + "\n(a bundle without --dim or --shape is compiled once for "
+                                  "every shape, which these ops do not allow yet; give the "
+                                  "dims with --dim NAME=V,... or --shape NAME=DIMS)"));
         return fail(s);
+      }
+      if (auto n = (*module)->getAttrOfType<IntegerAttr>("kiln.runtime_dims")) {
+        variant.numRuntimeDims = (int32_t)n.getInt();
+        variant.dimsFunction = variant.entry + "_dims";
+      }
       clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
       if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))
         variant.workspaceSize = ws.getInt();
@@ -493,6 +560,8 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       mergePool(pool, *llvmModule, k, merged, symbols, seen);
     clock.done("translate to LLVM IR");
     entries.push_back(variant.entry);
+    if (!variant.dimsFunction.empty())
+      entries.push_back(variant.dimsFunction);
     layout.variants.push_back(std::move(variant));
     modules.push_back(std::move(llvmModule));
   }

@@ -12,6 +12,11 @@
 #       variants  one bundle of several specialisations (--dim in the options):
 #                 DATA_DIR is a ':'-separated list of test sets, one per
 #                 specialisation; a shape it was not compiled for is an error
+#       dynamic   no --dim or --shape: one variant compiled once for every
+#                 shape (NAME_entry_dims exported beside the entry); DATA_DIR
+#                 is a ':'-separated list of test sets of different shapes,
+#                 each matching its references and the JIT's (also compiled
+#                 once for every shape) bit for bit
 #       cache     kilnc's outputs come back from the compile cache byte for
 #                 byte, and compiles the cache key cannot describe bypass it
 #       cuda      for an NVIDIA GPU (sm_80), checked where no GPU is needed:
@@ -121,6 +126,25 @@ variants)
     -lkiln_runtime -Wl,-rpath,"$KILN_RUNTIME_LIBDIR" -lm -o run-other
   expect_error "was compiled for the input shapes \[1, 16, 256\]; \[1, 64, 256\]" \
     ./run-other "${sets[0]}"
+  ;;
+dynamic)
+  "$KILNC" "$model" --emit=bundle -o "$work/$name" "$@"
+  got=$("$KILN_LLVM_BIN/llvm-nm" -g --defined-only "$name.o" | awk '{print $3}' | sort | tr '\n' ' ')
+  [ "$got" = "${name}_entry ${name}_entry_dims ${name}_model " ] ||
+    fail "the object exports '$got', expected its entry, entry_dims and model"
+  grep -q "#define ${name^^}_NUM_RUNTIME_DIMS [1-9]" "$name.h" ||
+    fail "$name.h declares no dims known at run time"
+  grep -q "_DIM_NAMES" "$name.h" || fail "$name.h does not name the dims"
+  native_runner
+  IFS=: read -r -a sets <<<"$data"
+  for k in "${!sets[@]}"; do
+    set=${sets[$k]}
+    ./run "$set"
+    mkdir "jit$k"
+    cp "$set"/input_*.pb "jit$k"/
+    "$KILN_RUN" "$model" --inputs "$set" --outputs "jit$k" >/dev/null
+    ./run "jit$k" --atol 0 --rtol 0
+  done
   ;;
 cache)
   export KILN_CACHE_DIR=$work/cache

@@ -21,7 +21,10 @@ struct ConstantPool;
 struct BundleTensor {
   std::string name;
   int32_t dtype;
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims; ///< -1: known only at run time
+  /// For a bundle compiled once for every shape: each dim as the model
+  /// names it ("batch", "seq + past", "256"); empty otherwise.
+  std::vector<std::string> dimNames;
 };
 
 /// An output's run-time row count (kiln_output_rows).
@@ -39,6 +42,11 @@ struct BundleVariant {
   int32_t numRowCounts = 0;
   uint64_t workspaceSize = 0;
   std::string entry; ///< its entry point's symbol
+  /// Compiled once for every shape: how many dims are known only at run
+  /// time (the -1s of inputs and outputs) and the function that checks the
+  /// inputs' and computes the outputs' (ENTRY_dims); 0 and empty otherwise.
+  int32_t numRuntimeDims = 0;
+  std::string dimsFunction;
 };
 
 /// A kernel of a CUDA bundle, as kiln_cuda_kernel_desc lists it.

@@ -209,6 +209,13 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
         llvm::ConstantArray::get(llvm::ArrayType::get(rowsTy, entries.size()), entries),
         "output_rows");
   };
+  auto dimsOf = [&](const BundleVariant &v) -> llvm::Constant * {
+    if (v.dimsFunction.empty())
+      return null;
+    if (llvm::Function *f = module.getFunction(v.dimsFunction))
+      return f;
+    return null;
+  };
   // kiln_model_desc, field by field (kiln/runtime.h).
   auto *descTy =
       llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64, b.ptr, b.i64,
@@ -226,9 +233,9 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                  llvm::ConstantInt::get(b.i64, 64), b.string(layout.modelHash), weightsSlot,
                  llvm::ConstantInt::get(b.i32, numVariants), variants, cuda, outputRows(rows),
                  llvm::ConstantInt::get(b.i32, rows.outputRows.empty() ? 0 : rows.numRowCounts),
-                 // Bundles hold static shapes only (kilnc --shape / --dim): no dims
-                 // known only at run time.
-                 llvm::ConstantInt::get(b.i32, 0), null});
+                 // Dims known only at run time (a bundle compiled once for every
+                 // shape): their count and the function that computes them.
+                 llvm::ConstantInt::get(b.i32, rows.numRuntimeDims), dimsOf(rows)});
   };
   auto entryOf = [&](const BundleVariant &v) -> llvm::Constant * {
     if (llvm::Function *f = module.getFunction(v.entry))
