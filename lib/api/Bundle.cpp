@@ -80,7 +80,7 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
   std::string upper = l.name;
   for (char &c : upper)
     c = (char)std::toupper((unsigned char)c);
-  bool several = l.variants.size() > 1;
+  bool several = l.variants.size() > 1 || l.anyShape;
   std::string rowCountBuffers =
       l.variants.front().numRowCounts
           ? "pointers to " + upper + "_NUM_ROW_COUNTS int64 row counts (_ROW_COUNT below),\n * "
@@ -112,7 +112,7 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
     os << " * after loading the weights once:\n"
        << " *   kiln_model_load_weights(&" << l.name << "_model, \"" << l.name
        << ".weights\");\n";
-  const BundleVariant &first = l.variants.front();
+  const BundleVariant &first = l.anyShape ? *l.anyShape : l.variants.front();
   if (first.numRuntimeDims)
     os << " *\n * Compiled once for every shape: dims that are -1 below are known only\n"
        << " * at run time (_DIM_NAMES name them as the model does; inputs that share a\n"
@@ -125,7 +125,9 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
   if (several)
     os << " *\n * It holds " << l.variants.size()
        << " specialisations, one per input shape set (kilnc --dim); kiln_model_execute\n"
-       << " * runs the one whose input dims match and refuses other shapes. Dims that\n"
+       << (l.anyShape ? " * runs the one whose input dims match, and other shapes through " +
+                            l.anyShape->entry + ",\n * compiled once for every shape (above). Dims that\n"
+                      : std::string(" * runs the one whose input dims match and refuses other shapes. Dims that\n"))
        << " * differ between them are -1 below; " << upper
        << "_VARIANT_K_... give each one's, and\n"
        << " * " << upper << "_..._MAX_NUM_BYTES the room the largest needs.\n"
@@ -149,10 +151,15 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
      << (l.cuda ? "#include \"kiln/cuda.h\"\n\n" : "#include \"kiln/runtime.h\"\n\n")
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
      << "extern const kiln_model_desc " << l.name << "_model;\n";
-  for (const BundleVariant &v : l.variants) {
-    os << "void " << v.entry << "(void **buffers);\n";
-    if (!v.dimsFunction.empty())
-      os << "int64_t " << v.dimsFunction << "(int64_t *dims);\n";
+  std::vector<const BundleVariant *> all;
+  for (const BundleVariant &v : l.variants)
+    all.push_back(&v);
+  if (l.anyShape)
+    all.push_back(&*l.anyShape);
+  for (const BundleVariant *v : all) {
+    os << "void " << v->entry << "(void **buffers);\n";
+    if (!v->dimsFunction.empty())
+      os << "int64_t " << v->dimsFunction << "(int64_t *dims);\n";
   }
   os << "\n#define " << upper << "_ABI_VERSION " << KILN_ABI_VERSION << "\n"
      << "#define " << upper << "_MODEL_DIGEST \"" << l.modelHash << "\"\n"
@@ -192,13 +199,13 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
          << "#define " << p << "_RANK " << t.dims.size() << "\n"
          << "#define " << p << "_DIMS " << dimsText(t) << "\n";
       const std::vector<std::string> &names = (first.*perVariant)[i].dimNames;
-      if (std::count(t.dims.begin(), t.dims.end(), -1) && !several) {
+      if (std::count(t.dims.begin(), t.dims.end(), -1) && first.numRuntimeDims && !names.empty()) {
         std::string joined;
         for (const std::string &n : names)
           joined += (joined.empty() ? "" : ", ") + n;
-        if (!joined.empty())
-          os << "#define " << p << "_DIM_NAMES " << quoted(joined) << "\n";
-      } else { // no size where it is the run's
+        os << "#define " << p << "_DIM_NAMES " << quoted(joined) << "\n";
+      }
+      if (!std::count(t.dims.begin(), t.dims.end(), -1) || several) { // no size where it is the run's
         os << "#define " << p << size << "ELEMENTS " << elements << "\n"
            << "#define " << p << size << "BYTES " << elements * (int64_t)kiln_dtype_size(t.dtype)
            << "\n";
@@ -212,8 +219,9 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
            << "#define " << p << "_ROW_COUNT " << rows[i].count << "\n";
     }
   };
-  describe(l.commonInputs(), &BundleVariant::inputs, "INPUT");
-  describe(l.commonOutputs(), &BundleVariant::outputs, "OUTPUT");
+  describe(l.anyShape ? l.anyShape->inputs : l.commonInputs(), &BundleVariant::inputs, "INPUT");
+  describe(l.anyShape ? l.anyShape->outputs : l.commonOutputs(), &BundleVariant::outputs,
+           "OUTPUT");
   for (size_t k = 0; several && k < l.variants.size(); ++k) {
     const BundleVariant &v = l.variants[k];
     std::string p = upper + "_VARIANT_" + std::to_string(k);
@@ -465,30 +473,39 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
   std::vector<std::pair<std::string, size_t>> symbols;
   std::map<std::pair<uint64_t, size_t>, std::vector<size_t>> seen;
   ConstantPool cudaWeights;
-  for (size_t k = 0; k < sets.size(); ++k) {
+  // Variant k: sets[k]; k == sets.size(), with --dim, the variant for
+  // every shape that runs what no specialisation fits (anyShape).
+  auto compileVariant = [&](size_t k) -> Status {
+    bool anyShape = k == sets.size();
+    bool takesRuntimeDims = dynamic || anyShape;
+    const Shapes &shapes = anyShape ? Shapes() : sets[k];
+    std::string label = anyShape ? std::string("every shape") : labels[k];
     // Diagnostics name the specialisation they come from.
     auto fail = [&](const Status &s) {
-      return sets.size() == 1 ? s : Status::error(s.code, labels[k] + ": " + s.message);
+      return sets.size() == 1 && !anyShape ? s : Status::error(s.code, label + ": " + s.message);
     };
     auto ctx = createCompilerContext();
     OwningOpRef<ModuleOp> module;
-    if (Status s = importAndOptimize(*ctx, model, sets[k], {}, module, {}, 0, cuda); !s.ok())
+    if (Status s = importAndOptimize(*ctx, model, shapes, {}, module, {}, 0, cuda); !s.ok())
       return fail(s);
-    clock.done("import, shape inference, folding" + (labels[k].empty() ? "" : " (" + labels[k] + ")"));
+    clock.done("import, shape inference, folding" + (label.empty() ? "" : " (" + label + ")"));
     if (Status s = checkFixedOutputs(*module, /*rowCounts=*/!cuda); !s.ok())
       return fail(s);
     std::vector<TensorInfo> inputs, outputs;
-    if (Status s = describeSignature(*module, inputs, outputs, dynamic); !s.ok())
+    if (Status s = describeSignature(*module, inputs, outputs, takesRuntimeDims); !s.ok())
       return fail(Status::error(
           s.code, s.message + "; give the dims of dynamic inputs with --dim NAME=V,... or "
                               "--shape NAME=DIMS"));
     BundleVariant variant;
-    variant.entry = layout.name + "_entry" + (sets.size() == 1 ? "" : "_" + std::to_string(k));
+    variant.entry = layout.name + "_entry" +
+                    ((sets.size() == 1 && options.dimValues.empty()) || anyShape
+                         ? ""
+                         : "_" + std::to_string(k));
     for (const TensorInfo &t : inputs)
       variant.inputs.push_back({t.name, t.dtype, t.dims});
     for (const TensorInfo &t : outputs)
       variant.outputs.push_back({t.name, t.dtype, t.dims});
-    if (dynamic)
+    if (takesRuntimeDims)
       nameDims(*module, variant);
     if (Status s = splitRowCounts(*module, variant); !s.ok())
       return fail(s);
@@ -507,7 +524,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       return fail(Status::error(KILN_COMPILE_ERROR,
                                 "the outputs whose number of rows is known only at run time "
                                 "differ between the shapes asked for (" + labels[0] + ", " +
-                                    labels[k] + "): compile one bundle per shape"));
+                                    label + "): compile one bundle per shape"));
     ConstantPool pool;
     if (cuda) {
       CudaHostCode code;
@@ -530,7 +547,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
         bool anyUnknown = false;
         for (const BundleTensor &t : variant.inputs)
           anyUnknown |= std::count(t.dims.begin(), t.dims.end(), -1) > 0;
-        if (dynamic && anyUnknown)
+        if (takesRuntimeDims && anyUnknown)
           return fail(Status::error(
               s.code, s.message + "\n(a bundle without --dim or --shape is compiled once for "
                                   "every shape, which these ops do not allow yet; give the "
@@ -562,8 +579,26 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     entries.push_back(variant.entry);
     if (!variant.dimsFunction.empty())
       entries.push_back(variant.dimsFunction);
-    layout.variants.push_back(std::move(variant));
+    if (anyShape)
+      layout.anyShape = std::move(variant);
+    else
+      layout.variants.push_back(std::move(variant));
     modules.push_back(std::move(llvmModule));
+    return {};
+  };
+  for (size_t k = 0; k < sets.size(); ++k)
+    if (Status s = compileVariant(k); !s.ok())
+      return s;
+  // With --dim, the specialisations and one variant for every other shape
+  // (what the JIT compiles by default), where the model's ops allow it:
+  // kiln_model_execute runs a specialisation when the inputs' dims are
+  // one's, else that one. A model they do not allow keeps its
+  // specialisations alone (other shapes refused, as before).
+  if (!cuda && !options.dimValues.empty()) {
+    if (Status s = compileVariant(sets.size()); !s.ok())
+      clock.done("no variant for every shape: " + s.message);
+    else if (!layout.anyShape->numRuntimeDims)
+      layout.anyShape.reset(); // nothing left to run-time dims
   }
   ConstantPool pool;
   if (cuda) {

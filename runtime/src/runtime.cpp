@@ -280,7 +280,7 @@ kiln_status *kiln_model_check_inputs(const kiln_model_desc *m, const kiln_tensor
                                 (what + " must have shape " + shapeString(d.rank, d.dims) +
                                  ", got " + shapeString(t->rank, t->dims)).c_str());
   }
-  if (!m->entry) { // a bundle of specialisations: one must fit the inputs
+  if (m->num_variants > 0 && m->variants) { // a bundle of specialisations
     if (kiln_status *s = selectVariant(m, inputs, n))
       return s;
     if (!m->entry)
@@ -329,8 +329,9 @@ kiln_status *kiln_model_execute_with_workspace(const kiln_model_desc *m,
                                       kiln_default_thread_pool());
 }
 
-/// The variant of `m` compiled for exactly the inputs' dims, or an error
-/// that lists the shapes there are. `m`'s own checks (count, dtypes, the
+/// The variant of `m` compiled for exactly the inputs' dims, else `m`
+/// itself where it runs any shape, or an error that lists the shapes there
+/// are. `m`'s own checks (count, dtypes, the
 /// dims all variants share) have passed.
 static kiln_status *selectVariant(const kiln_model_desc *&m, const kiln_tensor *const *inputs,
                                   size_t n) {
@@ -347,6 +348,10 @@ static kiln_status *selectVariant(const kiln_model_desc *&m, const kiln_tensor *
       return nullptr;
     }
   }
+  // No specialisation fits: the bundle's variant for every shape runs it,
+  // where there is one (the descriptor's own entry, kilnc --dim).
+  if (m->entry && m->runtime_dims)
+    return nullptr;
   std::string given, known;
   for (size_t i = 0; i < n; ++i)
     given += (i ? " " : "") + shapeString(inputs[i]->rank, inputs[i]->dims);
@@ -496,7 +501,7 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *m,
                                   .c_str());
   if (kiln_status *s = kiln_model_check_inputs(m, inputs, numInputs))
     return s;
-  if (!m->entry)
+  if (m->num_variants > 0 && m->variants)
     if (kiln_status *s = selectVariant(m, inputs, numInputs))
       return s;
   if (m->workspace_size && !workspace) {

@@ -397,6 +397,57 @@ TEST(Runtime, ExecuteRunsTheVariantOfTheInputsShape) {
   EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y2.get()))[1], 122.0f);
 }
 
+namespace {
+// The same bundle with code for every length as its own entry (kilnc
+// --dim with a variant for every shape): y = a + b + 1000 over n floats,
+// n from the dims array (a's, b's, then y's), so that a test sees it ran.
+int64_t addAnyDims(int64_t *dims) {
+  if (dims[1] != dims[0])
+    return 2; // 1 + the index of b's dim, which disagrees with a's
+  dims[2] = dims[0];
+  return 0;
+}
+void addAnyPlus1000Entry(void **buffers) {
+  auto *a = static_cast<float *>(buffers[0]);
+  auto *b = static_cast<float *>(buffers[1]);
+  auto *y = static_cast<float *>(buffers[2]);
+  int64_t n = static_cast<int64_t *>(buffers[3])[0];
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = a[i] + b[i] + 1000;
+}
+kiln_model_desc anyShapeModel() {
+  kiln_model_desc d = kMultiModel;
+  d.entry = addAnyPlus1000Entry;
+  d.num_runtime_dims = 3;
+  d.runtime_dims = addAnyDims;
+  return d;
+}
+} // namespace
+
+TEST(Runtime, ShapesNoVariantFitsRunThroughTheCodeForEveryShape) {
+  const kiln_model_desc model = anyShapeModel();
+  auto a4 = floats({1, 2, 3, 4}), b4 = floats({10, 20, 30, 40});
+  auto a2 = floats({1, 2}), b2 = floats({10, 20}), b3 = floats({1, 2, 3});
+  const kiln_tensor *four[] = {a4.get(), b4.get()}, *two[] = {a2.get(), b2.get()},
+                    *mixed[] = {a4.get(), b3.get()};
+  kiln_tensor *y = nullptr;
+  // A length a specialisation was compiled for runs that one (+100).
+  ASSERT_EQ(kiln_model_execute(&model, two, 2, &y, 1), nullptr);
+  TensorPtr y2(y);
+  EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y2.get()))[1], 122.0f);
+  // Any other through the descriptor's own entry (+1000).
+  ASSERT_EQ(kiln_model_check_inputs(&model, four, 2), nullptr);
+  ASSERT_EQ(kiln_model_execute(&model, four, 2, &y, 1), nullptr);
+  TensorPtr y4(y);
+  ASSERT_EQ(kiln_tensor_num_elements(y4.get()), 4);
+  EXPECT_EQ(static_cast<float *>(kiln_tensor_data(y4.get()))[3], 1044.0f);
+  // Inputs that disagree are still refused, by its dims function.
+  kiln_status *s = kiln_model_execute(&model, mixed, 2, &y, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(kiln_status_get_code(s), KILN_SHAPE_MISMATCH);
+  kiln_status_free(s);
+}
+
 TEST(Runtime, ShapesNoVariantWasCompiledForAreRefused) {
   auto a4 = floats({1, 2, 3, 4}), b4 = floats({1, 2, 3, 4}), b3 = floats({1, 2, 3});
   const kiln_tensor *four[] = {a4.get(), b4.get()}, *mixed[] = {a4.get(), b3.get()};

@@ -72,6 +72,10 @@ struct BundleLayout {
   /// (kilnc --dim): the descriptor lists them and the runtime runs the one
   /// whose input dims match.
   std::vector<BundleVariant> variants;
+  /// With several specialisations: the variant compiled once for every
+  /// shape, which runs the shapes none of them fits (the descriptor's own
+  /// entry); absent where the model's ops need static shapes.
+  std::optional<BundleVariant> anyShape;
   bool externalWeights = false;
   uint64_t weightsSize = 0; ///< bytes, after identical constants are merged
   /// Set for a CUDA bundle: the descriptor's `cuda`.

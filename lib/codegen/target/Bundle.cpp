@@ -243,7 +243,7 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
     return llvm::ConstantPointerNull::get(b.ptr);
   };
   llvm::Constant *desc;
-  if (layout.variants.size() == 1) {
+  if (layout.variants.size() == 1 && !layout.anyShape) {
     const BundleVariant &v = layout.variants.front();
     desc = descriptor(v.inputs, v.outputs, v.workspaceSize, entryOf(v), 0, null, v);
   } else {
@@ -256,8 +256,15 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
         "variants");
     // The runtime runs a variant's own descriptor; the top one tells callers
     // which outputs have run-time counts (the same outputs in every variant).
-    desc = descriptor(layout.commonInputs(), layout.commonOutputs(), layout.maxWorkspaceSize(),
-                      null, (int32_t)variants.size(), array, layout.variants.front());
+    // With a variant for every shape, the top one is that variant's (its
+    // entry runs the shapes no specialisation fits).
+    if (const auto &any = layout.anyShape)
+      desc = descriptor(any->inputs, any->outputs,
+                        std::max(layout.maxWorkspaceSize(), any->workspaceSize), entryOf(*any),
+                        (int32_t)variants.size(), array, *any);
+    else
+      desc = descriptor(layout.commonInputs(), layout.commonOutputs(), layout.maxWorkspaceSize(),
+                        null, (int32_t)variants.size(), array, layout.variants.front());
   }
   new llvm::GlobalVariable(module, descTy, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
                            desc, layout.name + "_model");

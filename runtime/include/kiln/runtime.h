@@ -121,7 +121,11 @@ typedef struct kiln_model_desc {
    * one's weights. kiln_model_execute runs the variant whose input dims equal
    * the inputs' and refuses other shapes. This descriptor's dims are -1
    * where the variants differ, its workspace_size is the largest of theirs,
-   * and its entry is NULL. 0 and NULL for a model of one shape set. */
+   * and its entry is NULL. Or, where the bundle also holds code compiled
+   * once for every shape, this descriptor is that code's (its entry and
+   * runtime_dims set, its dims -1 where they are known only at run time),
+   * and runs the inputs no variant fits. 0 and NULL for a model of one
+   * shape set. */
   int32_t num_variants;
   const struct kiln_model_desc *variants;
   /* A bundle compiled for an NVIDIA GPU (kilnc --target=nvptx64-nvidia-cuda
