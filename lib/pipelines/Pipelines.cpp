@@ -40,6 +40,13 @@ void buildLowerToLinalgPipeline(OpPassManager &pm, const LoweringOptions &opts) 
   linalgOpts.useKernels = opts.useKernels;
   pm.addPass(createKilnLowerToLinalg(linalgOpts));
   pm.addPass(createCanonicalizerPass());
+  // Ops that only the run-time dims made distinct at the kiln level (each
+  // layer's copy of a padding mask, reshaped to dims gathered from that
+  // layer's own tensors) are the same once lowered: one of them, not one
+  // per layer, and elementwise fusion then keeps the mask out of each
+  // layer's attention-score loop, as with static shapes (where kiln-level
+  // CSE merged them).
+  pm.addPass(createCSEPass());
 }
 
 /// Repeated return values made distinct, one-shot bufferization, and
