@@ -628,6 +628,16 @@ void SymbolicDims::visit(Operation *op) {
     Exprs b = broadcast(operands, d.size());
     for (size_t i = 0; i < d.size(); ++i)
       setIfKnown(i, b[i]);
+  } else if (auto p = dyn_cast<PadOp>(op)) {
+    // Each dim grows by its begin and end pads (ONNX order: every begin,
+    // then every end), whose values may come from shape arithmetic (Swin's
+    // pad of its windows to a multiple of their size).
+    Exprs in = dimsOf(p.getInput());
+    auto pads = contentsOf(p.getPads());
+    if (pads && in.size() == d.size() && pads->size() == 2 * d.size())
+      for (size_t i = 0; i < d.size(); ++i)
+        if (in[i] && (*pads)[i] && (*pads)[d.size() + i])
+          setIfKnown(i, simplify(in[i] + (*pads)[i] + (*pads)[d.size() + i]));
   } else if (auto c = dyn_cast<tensor::CastOp>(op)) {
     Exprs in = dimsOf(c.getSource());
     if (in.size() == d.size())

@@ -23,7 +23,13 @@ namespace kiln {
 
 void buildKilnOptimizationPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createKilnInferShapes());
-  pm.addNestedPass<func::FuncOp>(createKilnSymbolicDims());
+  // Rounds of sweeps, inference and folding until no dim becomes known
+  // (at most 8; models without unknown dims return at once): Swin's
+  // window pads and masks with a run-time batch become known stage after
+  // stage.
+  KilnSymbolicDimsOptions symbolic;
+  symbolic.rounds = 8;
+  pm.addNestedPass<func::FuncOp>(createKilnSymbolicDims(symbolic));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

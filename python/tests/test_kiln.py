@@ -260,7 +260,7 @@ E2E_MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."
                           "models")
 
 
-@pytest.mark.parametrize("name", ["bert_mask", "gpt2_kv"])
+@pytest.mark.parametrize("name", ["bert_mask", "gpt2_kv", "swin_block"])
 def test_one_compile_for_every_shape_of_an_exported_model(name):
     """Exported models whose dims are dim_params (batch, lengths, an empty
     KV cache, a padding mask turned into shape arithmetic): one executable

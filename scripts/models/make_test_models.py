@@ -22,6 +22,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | qdq_convnet | the QDQ form with two 64-channel 3x3 convolutions (one with a Relu before a non-zero output zero point) and a per-column quantized MatMul, which Kiln fuses into integer kernels; checked to the bit |
 | gpt2_kv | a GPT-2-style decoder step with a KV cache: past and new lengths, batch dynamic; run from an empty past (0-length cache), then with 7 cached and 1 new token |
 | bert_mask | a BERT-style encoder with input_ids and attention_mask (torch's TransformerEncoder, key padding mask), batch and length dynamic: 1 x 7, 3 x 5 and 2 x 12, rows padded to different lengths |
+| swin_block | two torchvision Swin Transformer blocks (plain and shifted 4x4 windows) with a dynamic batch: the window pad and the shifted window's mask come from shape arithmetic; batch 1, 3 and 2 |
 | bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
 | empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
@@ -555,6 +556,30 @@ def bert_mask(folder):
     return sets
 
 
+def swin_block(folder):
+    """Two torchvision Swin Transformer blocks (a window block and a shifted
+    one, dim 16, 2 heads, 4x4 windows) on [batch, 8, 8, 16], the batch
+    dynamic: the export pads the windows with a pad list built by shape
+    arithmetic (reshaped, reversed, transposed) and builds the shifted
+    window's mask with ScatterND on sizes computed from the input's dims;
+    batch 1, 3 and 2."""
+    from torchvision.models.swin_transformer import SwinTransformerBlock
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        SwinTransformerBlock(16, 2, [4, 4], [0, 0]),
+        SwinTransformerBlock(16, 2, [4, 4], [2, 2])).eval()
+    gen = torch.Generator().manual_seed(1)
+    sets_in = [torch.randn(b, 8, 8, 16, generator=gen) for b in (1, 3, 2)]
+    torch.onnx.export(model, (sets_in[0],), os.path.join(folder, "model.onnx"), opset_version=17,
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, **no_dynamo())
+    sets = []
+    for x in sets_in:
+        with torch.no_grad():
+            sets.append(([x.numpy()], [model(x).numpy()]))
+    return sets
+
+
 def bilstm_tagger(folder):
     """A bidirectional LSTM tagger (embedding, BiLSTM, linear) with dynamic
     batch and length: batch 1 of 40 tokens (where a Reshape copied an
@@ -687,7 +712,7 @@ def no_dynamo():
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
-MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_mask, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
+MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_mask, "swin_block": swin_block, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,

@@ -46,6 +46,11 @@ def KilnSymbolicDims : Pass<"kiln-symbolic-dims", "mlir::func::FuncOp"> {
   let options = [
     Option<"annotateAll", "annotate-all", "bool", /*default=*/"false",
            "Annotate every op result of unknown dims, not only the function's">,
+    Option<"rounds", "rounds", "int", /*default=*/"1",
+           "Sweeps at most, each after the last one's shape inference and "
+           "folding (kiln-infer-shapes, canonicalize), until no dim becomes "
+           "known: shape arithmetic that folds only once earlier dims are "
+           "known (a pad list PyTorch reshapes, reverses and transposes)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
