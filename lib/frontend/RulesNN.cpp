@@ -474,7 +474,14 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
     return llvm::none_of(t.getShape().drop_front(2), ShapedType::isDynamic);
   };
   bool wantIndices = isMax && n.node.output_size() > 1 && !n.node.output(1).empty();
-  if (!xt || xt.getRank() < 3 || !spatialStatic(xt) || (wantIndices && !xt.hasStaticShape()))
+  // Spatial dims unknown here (shape arithmetic upstream that only
+  // kiln-symbolic-dims resolves, as in MaxViT's windows) are taken where
+  // the pads do not depend on them: explicit pads or VALID, no ceil_mode.
+  // Code generation still needs them known by then.
+  std::string autoPad = n.getString("auto_pad", "NOTSET");
+  bool padsFixed = (autoPad == "NOTSET" || autoPad == "VALID") && !n.getInt("ceil_mode", 0);
+  if (!xt || xt.getRank() < 3 || (!spatialStatic(xt) && (!padsFixed || wantIndices)) ||
+      (wantIndices && !xt.hasStaticShape()))
     return n.error("pooling needs an input of static shape and rank >= 3");
   size_t spatial = xt.getRank() - 2;
   auto kernel = n.getInts("kernel_shape");

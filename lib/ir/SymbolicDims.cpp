@@ -628,6 +628,18 @@ void SymbolicDims::visit(Operation *op) {
     Exprs b = broadcast(operands, d.size());
     for (size_t i = 0; i < d.size(); ++i)
       setIfKnown(i, b[i]);
+  } else if (auto f = dyn_cast<FlattenOp>(op)) {
+    // [product of the dims before axis, product of the rest].
+    Exprs in = dimsOf(f.getInput());
+    int64_t axis = f.getAxis() < 0 ? f.getAxis() + (int64_t)in.size() : f.getAxis();
+    if (d.size() == 2 && axis >= 0 && axis <= (int64_t)in.size() &&
+        llvm::all_of(in, [](AffineExpr e) { return (bool)e; })) {
+      AffineExpr outer = constant(1), inner = constant(1);
+      for (int64_t i = 0; i < (int64_t)in.size(); ++i)
+        (i < axis ? outer : inner) = (i < axis ? outer : inner) * in[i];
+      setIfKnown(0, simplify(outer));
+      setIfKnown(1, simplify(inner));
+    }
   } else if (auto p = dyn_cast<PadOp>(op)) {
     // Each dim grows by its begin and end pads (ONNX order: every begin,
     // then every end), whose values may come from shape arithmetic (Swin's

@@ -112,6 +112,35 @@ struct PoolToNhwc : OpRewritePattern<PoolOp> {
   }
 };
 
+/// An NCHW pool whose batch is known only at run time and whose input no
+/// transpose to NCHW feeds (PoolToNhwc): channels_last between two
+/// transposes, since only the channels_last kernel takes a run-time batch
+/// (MaxViT's pooled shortcut after its window blocks). With static shapes
+/// the NCHW lowering stays.
+template <typename PoolOp>
+struct RunTimeBatchPoolToNhwc : OpRewritePattern<PoolOp> {
+  using OpRewritePattern<PoolOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
+    auto t = staticF32Rank4(op.getInput());
+    if (op.getChannelsLast() || !t || !t.isDynamicDim(0) || op->getNumResults() != 1 ||
+        transposeWithPerm(op.getInput(), kToNchw))
+      return failure();
+    Value nhwc = transpose(rw, op.getLoc(), op.getInput(), kToNhwc);
+    auto pool = cast<PoolOp>(rw.clone(*op));
+    pool->setOperand(0, nhwc);
+    pool.setChannelsLast(true);
+    SmallVector<Type> types;
+    if (failed(PoolOp::inferReturnTypes(rw.getContext(), pool.getLoc(),
+                                        typename PoolOp::Adaptor(pool), types))) {
+      rw.eraseOp(pool);
+      return failure();
+    }
+    pool->getResult(0).setType(types[0]);
+    rw.replaceOp(op, transpose(rw, op.getLoc(), pool->getResult(0), kToNchw));
+    return success();
+  }
+};
+
 /// transpose(transpose(x, p1), p2) -> transpose(x, p1 o p2).
 struct ComposeTransposes : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -330,7 +359,8 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 
 void populateConvertLayoutPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ConvToNhwc, PoolToNhwc<MaxPoolOp>, PoolToNhwc<AvgPoolOp>, ComposeTransposes,
+  patterns.add<ConvToNhwc, PoolToNhwc<MaxPoolOp>, PoolToNhwc<AvgPoolOp>,
+               RunTimeBatchPoolToNhwc<MaxPoolOp>, RunTimeBatchPoolToNhwc<AvgPoolOp>, ComposeTransposes,
                UnitTransposeToReshape, SinkThroughUnary, SinkThroughBinary,
                SinkThroughReduce<ReduceMeanOp>, SinkThroughReduce<ReduceSumOp>,
                SinkThroughReduce<ReduceMaxOp>, SinkThroughConcat>(ctx);

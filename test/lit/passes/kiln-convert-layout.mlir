@@ -132,3 +132,27 @@ func.func @relu6_scalar_bounds_runtime_batch(%x: tensor<?x3x8x8xf32>) -> tensor<
   %3 = kiln.conv %2, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x4x8x8xf32>, tensor<2x4x1x1xf32>) -> tensor<?x2x8x8xf32>
   return %3 : tensor<?x2x8x8xf32>
 }
+
+// -----
+
+// An NCHW pool with a run-time batch that no transpose feeds (MaxViT's
+// pooled shortcut): channels_last between two transposes, the only pool
+// that takes a run-time batch.
+// CHECK-LABEL: func.func @run_time_batch_pool
+// CHECK: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x8x6x6xf32>) -> tensor<?x6x6x8xf32>
+// CHECK: %[[P:.*]] = kiln.avg_pool %[[IN]] {{{.*}}channels_last{{.*}}} : (tensor<?x6x6x8xf32>) -> tensor<?x3x3x8xf32>
+// CHECK: kiln.transpose %[[P]] {perm = array<i64: 0, 3, 1, 2>} : (tensor<?x3x3x8xf32>) -> tensor<?x8x3x3xf32>
+func.func @run_time_batch_pool(%x: tensor<?x8x6x6xf32>) -> tensor<?x8x3x3xf32> {
+  %p = kiln.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_pads = array<i64: 0, 0>, count_include_pad = false} : (tensor<?x8x6x6xf32>) -> tensor<?x8x3x3xf32>
+  return %p : tensor<?x8x3x3xf32>
+}
+
+// -----
+
+// With a static batch the NCHW pool stays as it is.
+// CHECK-LABEL: func.func @static_batch_pool
+// CHECK-NOT: kiln.transpose
+func.func @static_batch_pool(%x: tensor<2x8x6x6xf32>) -> tensor<2x8x3x3xf32> {
+  %p = kiln.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_pads = array<i64: 0, 0>, count_include_pad = false} : (tensor<2x8x6x6xf32>) -> tensor<2x8x3x3xf32>
+  return %p : tensor<2x8x3x3xf32>
+}

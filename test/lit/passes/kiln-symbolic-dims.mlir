@@ -237,3 +237,13 @@ func.func @exact_division(%x: tensor<?x?x64xf32> {kiln.dim_names = ["b", "s"]}) 
   %r = kiln.reshape %x, %t {allowzero = false} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<1x1x?x64xf32>
   return %r : tensor<1x1x?x64xf32>
 }
+
+// -----
+
+// Flatten: the product of the dims before the axis, and of the rest.
+// CHECK-LABEL: func.func @flatten
+// CHECK-SAME: kiln.dims = ["b * 3", "s * 4"]
+func.func @flatten(%x: tensor<?x3x?x4xf32> {kiln.dim_names = ["b", "", "s", ""]}) -> tensor<?x?xf32> {
+  %f = kiln.flatten %x {axis = 2 : i64} : (tensor<?x3x?x4xf32>) -> tensor<?x?xf32>
+  return %f : tensor<?x?xf32>
+}
