@@ -12,7 +12,7 @@
 #define KILN_KILN_H
 
 #include "kiln/Support/DisplaySafe.h"
-#include "kiln/Support/GpuOptions.h"
+#include "kiln/Support/CodegenOptions.h"
 #include "kiln/Support/Status.h"
 #include "kiln/runtime.h"
 
@@ -101,16 +101,11 @@ struct Value {
   std::vector<Tensor> tensors; ///< one for a Tensor, none for None
 };
 
-struct CompileOptions {
-  std::string cpu = "host"; ///< LLVM CPU name for the JIT, e.g. "skylake"
-  int optLevel = 3;         ///< 0..3
-  /// Debugging: no static memory plan; every intermediate gets fresh memory
-  /// filled with NaN, so reads of unwritten memory show up in the outputs.
-  bool debugMemory = false;
-  /// Profiling: every kernel is bracketed with the runtime's profiling
-  /// hooks, which record into the kiln_profiler attached to the thread that
-  /// runs the model (kiln/profile.h). Off: no hooks are compiled in.
-  bool profile = false;
+/// The JIT's options: the code generator's (CodegenOptions: cpu, optLevel,
+/// debugMemory, profile, gpuTensorPassesOnCpu, gpu; the triple must stay
+/// empty, the JIT generates code for this machine) and those of running and
+/// caching.
+struct CompileOptions : CodegenOptions {
   /// Threads that run() spreads kernels over, the calling thread included
   /// (a run-time choice: compiled code is the same for any count). 0: the
   /// number of physical cores, from the runtime's shared pool; 1: no pool.
@@ -149,14 +144,6 @@ struct CompileOptions {
   /// on-disk cache, and the CPU-only debugging options (interpret,
   /// debugMemory, profile, testPerturbNode) are refused with it.
   std::string device = "cpu";
-  /// Testing: on the CPU, compile the linalg the GPU path makes (its
-  /// elementwise fusion; no row-op kernels, NHWC layouts or microkernels)
-  /// instead of the CPU path's, with the GPU path's tiled contractions and
-  /// block reductions emulated by loops, so that those transformations are
-  /// checked by running the model on any machine.
-  bool gpuTensorPassesOnCpu = false;
-  /// The GPU path's optional passes (device cuda, gpuTensorPassesOnCpu).
-  GpuPassOptions gpu;
   /// Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
   /// The size bound is KILN_CACHE_MAX_MB (default 2048) MiB.
   std::string cacheDir;
@@ -272,13 +259,15 @@ Status verify(const std::string &path, const CompileOptions &options,
 /// What `kilnc --emit=` produces.
 enum class EmitKind { Kiln, Linalg, LLVMIR, Assembly, Object, Bundle, PTX };
 
-struct EmitOptions {
+/// kilnc's options: the code generator's (CodegenOptions: triple, empty for
+/// the host and nvptx64-nvidia-cuda for PTX; cpu, for PTX the GPU
+/// architecture, sm_80 by default; optLevel, profile, debugMemory,
+/// gpuTensorPassesOnCpu, gpu) and what to emit.
+struct EmitOptions : CodegenOptions {
   EmitKind kind = EmitKind::Object;
-  std::string triple; ///< empty: the host (nvptx64-nvidia-cuda for PTX)
-  std::string cpu = "host"; ///< for PTX, the GPU architecture (default sm_80)
-  int optLevel = 3;
-  /// Concrete input shapes; required for llvm/asm/obj when the model has
-  /// dynamic dims. Empty entries keep the declared shape.
+  /// Concrete input shapes: code specialised to them. Empty entries keep
+  /// the declared shape, whose unknown dims the code then takes at run time
+  /// where the model's ops allow (else they must be given).
   std::vector<std::vector<int64_t>> inputShapes;
   /// The same by input name (kilnc --shape NAME=DIMS); a name that is no
   /// model input is an error.
@@ -292,11 +281,6 @@ struct EmitOptions {
   /// whether the weights go to a separate file instead of the object.
   std::string bundleName = "model";
   bool externalWeights = false;
-  /// GPU targets: the optional passes (kilnc --gpu-split-reductions,
-  /// --gpu-block-reductions=false, ...).
-  GpuPassOptions gpu;
-  /// Bracket each kernel with the runtime's profiling hooks (kiln/profile.h).
-  bool profile = false;
   /// Called after each compilation stage with its name and duration, for
   /// progress output on long compiles (kilnc -v).
   std::function<void(const std::string &stage, double seconds)> progress;

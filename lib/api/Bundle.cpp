@@ -456,9 +456,10 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
   // the JIT compiles by default. A model whose ops cannot take them is an
   // error that asks for shapes.
   bool dynamic = !cuda && sets.size() == 1 && sets.front().empty();
-  TargetOptions to = cuda ? TargetOptions{"", "", options.optLevel}
-                          : TargetOptions{options.triple, options.cpu, options.optLevel};
-  auto tm = createTargetMachine(to, error);
+  // For CUDA, the host code's target: this machine.
+  TargetOptions host;
+  host.optLevel = options.optLevel;
+  auto tm = createTargetMachine(cuda ? host : static_cast<const TargetOptions &>(options), error);
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
 
@@ -541,7 +542,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
     } else {
       LoweringOptions lowering;
       lowering.entryName = variant.entry;
-      lowering.profile = options.profile;
+      lowering.codegen = options;
       if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
           !s.ok()) {
         bool anyUnknown = false;

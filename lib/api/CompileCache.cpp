@@ -66,6 +66,16 @@ CacheKey &CacheKey::add(const std::vector<int64_t> &v) {
   return add(s);
 }
 
+CacheKey &CacheKey::add(const CodegenOptions &o) {
+  add(o.optLevel).add(o.debugMemory ? 1 : 0).add(o.profile ? 1 : 0);
+  add(o.gpuTensorPassesOnCpu ? 1 : 0);
+  const GpuPassOptions &g = o.gpu;
+  for (bool choice : {g.splitReductions, g.tileContractions, g.blockReductions,
+                      g.vectorizeElementwise, g.mmaContractions, g.tf32})
+    add(choice ? 1 : 0);
+  return *this;
+}
+
 std::string CacheKey::digest() const { return modelDigest(text.data(), text.size()); }
 
 std::unique_ptr<llvm::MemoryBuffer> mapFile(const std::string &path, bool mayChange) {

@@ -31,6 +31,10 @@ public:
   CacheKey &add(const std::string &field);
   CacheKey &add(int64_t v) { return add(std::to_string(v)); }
   CacheKey &add(const std::vector<int64_t> &v);
+  /// Every code generation choice but the target's triple and CPU, which
+  /// the caller adds as the target machine resolved them ("host" is this
+  /// machine's CPU and features).
+  CacheKey &add(const CodegenOptions &options);
   /// 32 hex digits.
   std::string digest() const;
 

@@ -390,6 +390,12 @@ Status resolveGpuTarget(EmitOptions &options) {
     return Status::error(KILN_INVALID_ARGUMENT,
                          "unknown GPU architecture '" + options.cpu +
                              "': give --mcpu=sm_NN, sm_75 or newer (e.g. sm_80, sm_90)");
+  // As for the JIT's device cuda (makeImpl): these change the CPU path's
+  // code only, and would otherwise be ignored in silence.
+  if (options.profile || options.debugMemory || options.gpuTensorPassesOnCpu)
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "NVIDIA GPU targets: profiling (--profile), debug memory and the "
+                         "GPU tensor passes on the CPU are CPU-only");
   return {};
 }
 
@@ -502,6 +508,7 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   if (options.kind == EmitKind::Linalg) {
     LoweringOptions lowering;
     lowering.entryName = options.entryName;
+    lowering.codegen = options;
     if (Status s = lower(*module, LowerTo::Linalg, lowering); !s.ok())
       return s;
     print(*module);
@@ -517,9 +524,10 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   bool cuda = llvm::StringRef(options.triple).starts_with("nvptx");
   // Validate the target before the (long) lowering, so a typo fails fast.
   std::string error;
-  TargetOptions to = cuda ? TargetOptions{"", "", options.optLevel}
-                          : TargetOptions{options.triple, options.cpu, options.optLevel};
-  auto tm = createTargetMachine(to, error);
+  // For CUDA, the host code's target: this machine.
+  TargetOptions host;
+  host.optLevel = options.optLevel;
+  auto tm = createTargetMachine(cuda ? host : static_cast<const TargetOptions &>(options), error);
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
   if (cuda) {
@@ -532,7 +540,7 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
   } else {
     LoweringOptions lowering;
     lowering.entryName = options.entryName;
-    lowering.profile = options.profile;
+    lowering.codegen = options;
     if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
         !s.ok())
       return s;

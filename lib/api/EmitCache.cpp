@@ -26,8 +26,7 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   if (!cache || !opened.ok())
     return;
   std::string error;
-  TargetOptions to{options.triple, options.cpu, options.optLevel};
-  auto tm = createTargetMachine(to, error);
+  auto tm = createTargetMachine(options, error);
   if (!tm)
     return;
   CacheKey k;
@@ -35,7 +34,7 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   k.add(KILN_ABI_VERSION).add(source.digest()).add((int64_t)options.kind);
   // The resolved target: "host" means this machine's CPU and features.
   k.add(tm->getTargetTriple().str()).add(tm->getTargetCPU().str());
-  k.add(tm->getTargetFeatureString().str()).add(options.optLevel);
+  k.add(tm->getTargetFeatureString().str()).add(static_cast<const CodegenOptions &>(options));
   k.add((int64_t)options.inputShapes.size());
   for (const auto &shape : options.inputShapes)
     k.add(shape);
@@ -45,10 +44,6 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   for (const auto &[name, values] : options.dimValues)
     k.add(name).add(values);
   k.add(options.entryName).add(options.bundleName).add(options.externalWeights ? 1 : 0);
-  k.add(options.profile ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0)
-      .add(options.gpu.tileContractions ? 1 : 0).add(options.gpu.blockReductions ? 1 : 0)
-      .add(options.gpu.vectorizeElementwise ? 1 : 0)
-      .add(options.gpu.mmaContractions ? 1 : 0).add(options.gpu.tf32 ? 1 : 0);
   // A bundle's header names the model file.
   k.add(llvm::sys::path::filename(path).str());
   key = k.digest();

@@ -320,9 +320,7 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
     key.add(shape);
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
-  key.add(options.optLevel).add(options.debugMemory ? 1 : 0).add(options.profile ? 1 : 0);
-  key.add(options.gpuTensorPassesOnCpu ? 1 : 0).add(options.gpu.splitReductions ? 1 : 0)
-      .add(options.gpu.tf32 ? 1 : 0);
+  key.add(static_cast<const CodegenOptions &>(options));
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();
@@ -380,7 +378,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     CompileHeapScope::grown();
   };
   std::string error;
-  TargetOptions to{"", options.cpu, options.optLevel};
+  const TargetOptions &to = options; // the host: makeImpl refuses a triple
   auto tm = createTargetMachine(to, error);
   if (!tm)
     return Status::error(KILN_INVALID_ARGUMENT, error);
@@ -467,10 +465,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
              .c_str());
   } else {
     LoweringOptions lowering;
-    lowering.debugMemory = options.debugMemory;
-    lowering.profile = options.profile;
-    lowering.gpuTensorPasses = options.gpuTensorPassesOnCpu;
-    lowering.gpu = options.gpu;
+    lowering.codegen = options;
     if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
         !s.ok())
       return s;
@@ -524,6 +519,12 @@ static std::unique_ptr<Model::Impl> makeImpl(const CompileOptions &options,
   if (options.optLevel < 0 || options.optLevel > 3) {
     if (error)
       *error = "optimization level must be 0..3";
+    return nullptr;
+  }
+  if (!options.triple.empty()) {
+    if (error)
+      *error = "the JIT generates code for this machine and takes no target triple ('" +
+               options.triple + "'): compile for other targets with kiln::emit or kilnc";
     return nullptr;
   }
   if (options.numThreads < 0) {

@@ -96,11 +96,11 @@ void addGpuTensorPasses(OpPassManager &pm, const GpuPassOptions &gpu) {
 
 void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   LoweringOptions opts = given;
-  if (opts.gpuTensorPasses) // the GPU path's linalg (buildLowerToGpuPipeline)
+  if (opts.codegen.gpuTensorPassesOnCpu) // the GPU path's linalg (buildLowerToGpuPipeline)
     opts.fuseRowOps = opts.convertLayout = opts.useKernels = false;
   buildLowerToLinalgPipeline(pm, opts);
-  if (opts.gpuTensorPasses)
-    addGpuTensorPasses(pm, opts.gpu);
+  if (opts.codegen.gpuTensorPassesOnCpu)
+    addGpuTensorPasses(pm, opts.codegen.gpu);
   else if (opts.fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createKilnFuseElementwise());
   pm.addPass(createCSEPass());
@@ -108,7 +108,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   addBufferizationToOutParams(pm);
   pm.addNestedPass<func::FuncOp>(createKilnOutputsInPlace());
   KilnPlanMemoryOptions plan;
-  plan.debugMemory = opts.debugMemory;
+  plan.debugMemory = opts.codegen.debugMemory;
   pm.addPass(createKilnPlanMemory(plan));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
@@ -122,7 +122,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createKilnStridedCopiesToLoops());
   pm.addPass(createKilnFlattenGlobals());
-  if (opts.gpuTensorPasses) { // and the GPU path's hand-built kernels, emulated
+  if (opts.codegen.gpuTensorPassesOnCpu) { // and the GPU path's hand-built kernels, emulated
     KilnGpuMmaContractionsOptions mma;
     mma.emulate = true;
     // The choice the GPU makes (its weights at kGpuWeightAlignment), so the
@@ -133,7 +133,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
     KilnGpuTileContractionsOptions tiles;
     tiles.emulate = true;
     tiles.minBlocks = 1;
-    tiles.tf32 = opts.gpu.tf32;
+    tiles.tf32 = opts.codegen.gpu.tf32;
     tiles.globalAlignment = kGpuWeightAlignment;
     pm.addNestedPass<func::FuncOp>(createKilnGpuTileContractions(tiles));
     KilnGpuBlockReductionsOptions rows;
@@ -151,14 +151,14 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
       "func.func(convert-linalg-to-loops),"
       "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
       "convert-math-to-funcs,func.func(convert-math-to-llvm),convert-math-to-libm," +
-      std::string(opts.gpuTensorPasses ? "convert-vector-to-llvm," : "") +
+      std::string(opts.codegen.gpuTensorPassesOnCpu ? "convert-vector-to-llvm," : "") +
       // Buffers of run-time size through the runtime's allocator, which
       // recycles them (kiln/runtime.h), not malloc.
       "finalize-memref-to-llvm{use-generic-functions=true},convert-arith-to-llvm,"
       "convert-index-to-llvm,"
       "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
       "reconcile-unrealized-casts,kiln-parallelize-calls," +
-      std::string(opts.profile ? "kiln-profile-kernels," : "") +
+      std::string(opts.codegen.profile ? "kiln-profile-kernels," : "") +
       "kiln-emit-entry-point{entry-name=" + opts.entryName + "}";
   if (failed(parsePassPipeline(tail, pm)))
     llvm::report_fatal_error("kiln: internal lowering pipeline does not parse");

@@ -4,9 +4,9 @@
 # example model: the bundle's program must link nothing of LLVM/MLIR and
 # print the hand-derived softmax([10, 1]) = [0.999877, 0.000123395], as the
 # JIT program built against the same package does.
-#   install-test.sh BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER
+#   install-test.sh BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER CXX_COMPILER
 set -euo pipefail
-build=$1 src=$2 work=$3 cc=$4
+build=$1 src=$2 work=$3 cc=$4 cxx=$5
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
@@ -14,6 +14,12 @@ for f in bin/kilnc lib/libkiln_runtime.so lib/libkiln_runtime.a lib/libkiln.so \
          include/kiln/runtime.h include/kiln/Kiln.h lib/cmake/Kiln/KilnConfig.cmake; do
   [ -e "$work/prefix/$f" ] || fail "the install has no $f"
 done
+# The C++ API's headers are whole: a program that includes them compiles
+# against the install alone (nothing of the source tree).
+printf '#include "kiln/Kiln.h"\n#include "kiln/TensorIO.h"\nint main() { kiln::CompileOptions o; kiln::EmitOptions e; return o.optLevel - e.optLevel; }\n' \
+  >"$work/api.cpp"
+"$cxx" -std=c++17 -fsyntax-only -I"$work/prefix/include" "$work/api.cpp" ||
+  fail "a program including the installed kiln/Kiln.h does not compile"
 cmake -S "$src/examples/bundle" -B "$work/example" -G Ninja -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DKILN_EXAMPLE_MODEL="$build/examples/tiny_mlp/model.onnx" >"$work/configure.log" ||

@@ -44,7 +44,7 @@ func.func @main(%x: tensor<16xf32>) -> tensor<16xf32> {
 /// Compiles `source` with the real lowering pipeline and runs it on 0..15.
 std::vector<float> run(const char *source, bool debugMemory) {
   kiln::LoweringOptions opts;
-  opts.debugMemory = debugMemory;
+  opts.codegen.debugMemory = debugMemory;
   kiln::testing::Lowered lowered = kiln::testing::lower(source, opts);
   int64_t workspace = lowered.workspaceSize();
   kiln::testing::Jitted code = kiln::testing::jit(std::move(lowered), 2);

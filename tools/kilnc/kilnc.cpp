@@ -60,7 +60,8 @@ static cl::list<std::string> shapes(
     cl::desc("Concrete shape of an input, NAME=DxDx... (e.g. --shape input=1x128x256): code "
              "specialised to it. Without it, llvm/asm/obj take the dims the model leaves "
              "unknown at run time where its ops allow (else they need --shape), through "
-             "kiln_entry_dims (runtime ABI 9); bundles and NVIDIA GPU code need concrete shapes"),
+             "kiln_entry_dims (runtime ABI 9), and bundles through NAME_entry_dims; NVIDIA GPU "
+             "code needs concrete shapes"),
     cl::value_desc("NAME=DIMS"), cl::cat(kilncCat));
 static cl::opt<std::string> shapesFrom(
     "shapes-from",

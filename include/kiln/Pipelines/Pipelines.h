@@ -5,7 +5,7 @@
 #ifndef KILN_PIPELINES_PIPELINES_H
 #define KILN_PIPELINES_PIPELINES_H
 
-#include "kiln/Support/GpuOptions.h"
+#include "kiln/Support/CodegenOptions.h"
 
 #include <string>
 
@@ -28,21 +28,12 @@ struct LoweringOptions {
   bool fuseRowOps = true;
   /// Run kiln-convert-layout (NHWC convolutions, fused epilogues) first.
   bool convertLayout = true;
-  /// No memory plan: every intermediate gets fresh, NaN-filled memory.
-  bool debugMemory = false;
   /// Lower convolutions, matrix products and pooling to CPU microkernel calls.
   bool useKernels = true;
-  /// Bracket each kernel call with the runtime's profiling hooks
-  /// (kiln-profile-kernels).
-  bool profile = false;
-  /// Testing: the GPU path's tensor-level passes (addGpuTensorPasses, and
-  /// none of the CPU path's row-op kernels, layouts or microkernels), then
-  /// the CPU lowering, so that what they change is checked by running it
-  /// on any machine.
-  bool gpuTensorPasses = false;
-  /// With gpuTensorPasses: the GPU path's optional passes (those that have
-  /// an emulation; kiln-gpu-split-reductions too).
-  GpuPassOptions gpu;
+  /// The API's code generation choices, as given (the pipeline reads
+  /// debugMemory, profile, gpuTensorPassesOnCpu and, with the latter, gpu;
+  /// the target's triple, cpu and optLevel are the LLVM emitter's).
+  CodegenOptions codegen;
 };
 
 /// Options of the lowering to PTX (NVPTX targets).

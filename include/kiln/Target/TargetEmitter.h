@@ -3,6 +3,7 @@
 #ifndef KILN_TARGET_TARGETEMITTER_H
 #define KILN_TARGET_TARGETEMITTER_H
 
+#include "kiln/Support/CodegenOptions.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <memory>
@@ -22,12 +23,6 @@ class LLJIT;
 namespace kiln {
 
 struct ConstantPool;
-
-struct TargetOptions {
-  std::string triple; ///< empty: the host
-  std::string cpu = "host";
-  int optLevel = 3;
-};
 
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetOptions &options,
                                                          std::string &error);
