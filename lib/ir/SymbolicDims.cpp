@@ -111,6 +111,21 @@ std::optional<SymbolicDims::Exprs> SymbolicDims::contentsOf(Value v) const {
   return std::nullopt;
 }
 
+std::optional<DenseIntElementsAttr> SymbolicDims::constantContents(Value v) const {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape() || t.getRank() > 1 || !t.getElementType().isSignlessInteger())
+    return std::nullopt;
+  auto held = contentsOf(v);
+  if (!held || (int64_t)held->size() != t.getNumElements() ||
+      !llvm::all_of(*held, [](AffineExpr e) { return isa_and_present<AffineConstantExpr>(e); }))
+    return std::nullopt;
+  SmallVector<APInt> values;
+  for (AffineExpr e : *held)
+    values.push_back(APInt(t.getElementType().getIntOrFloatBitWidth(),
+                           cast<AffineConstantExpr>(e).getValue(), /*isSigned=*/true));
+  return DenseIntElementsAttr::get(t, values);
+}
+
 /// ONNX multidirectional broadcasting of dims, aligned at the end: a 1
 /// takes the other side; two equal expressions (the same symbol) agree.
 SymbolicDims::Exprs SymbolicDims::broadcast(ArrayRef<Exprs> operands, size_t rank) const {

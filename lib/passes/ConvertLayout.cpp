@@ -91,6 +91,28 @@ struct ConvToNhwc : OpRewritePattern<ConvOp> {
   }
 };
 
+/// Replaces the NCHW pool `op` by its channels_last twin reading `nhwc`
+/// (the same data, NHWC), transposed back to NCHW. Where the twin's type
+/// cannot be inferred the IR is left as it was (`nhwc` erased if it is an
+/// op the caller made for it that nothing else reads).
+template <typename PoolOp>
+LogicalResult replaceByChannelsLast(PatternRewriter &rw, PoolOp op, Value nhwc) {
+  auto pool = cast<PoolOp>(rw.clone(*op));
+  pool->setOperand(0, nhwc);
+  pool.setChannelsLast(true);
+  SmallVector<Type> types;
+  if (failed(PoolOp::inferReturnTypes(rw.getContext(), pool.getLoc(),
+                                      typename PoolOp::Adaptor(pool), types))) {
+    rw.eraseOp(pool);
+    if (Operation *made = nhwc.getDefiningOp(); made && made->use_empty())
+      rw.eraseOp(made);
+    return failure();
+  }
+  pool->getResult(0).setType(types[0]);
+  rw.replaceOp(op, transpose(rw, op.getLoc(), pool->getResult(0), kToNchw));
+  return success();
+}
+
 /// pool(transpose(x, to NCHW)) -> transpose(pool channels_last(x)).
 template <typename PoolOp>
 struct PoolToNhwc : OpRewritePattern<PoolOp> {
@@ -99,16 +121,7 @@ struct PoolToNhwc : OpRewritePattern<PoolOp> {
     TransposeOp t = transposeWithPerm(op.getInput(), kToNchw);
     if (op.getChannelsLast() || !t || !staticF32Rank4(op.getInput()))
       return failure();
-    auto pool = cast<PoolOp>(rw.clone(*op));
-    pool->setOperand(0, t.getInput());
-    pool.setChannelsLast(true);
-    SmallVector<Type> types;
-    if (failed(PoolOp::inferReturnTypes(rw.getContext(), pool.getLoc(),
-                                        typename PoolOp::Adaptor(pool), types)))
-      return failure();
-    pool->getResult(0).setType(types[0]);
-    rw.replaceOp(op, transpose(rw, op.getLoc(), pool->getResult(0), kToNchw));
-    return success();
+    return replaceByChannelsLast(rw, op, t.getInput());
   }
 };
 
@@ -125,19 +138,7 @@ struct RunTimeBatchPoolToNhwc : OpRewritePattern<PoolOp> {
     if (op.getChannelsLast() || !t || !t.isDynamicDim(0) || op->getNumResults() != 1 ||
         transposeWithPerm(op.getInput(), kToNchw))
       return failure();
-    Value nhwc = transpose(rw, op.getLoc(), op.getInput(), kToNhwc);
-    auto pool = cast<PoolOp>(rw.clone(*op));
-    pool->setOperand(0, nhwc);
-    pool.setChannelsLast(true);
-    SmallVector<Type> types;
-    if (failed(PoolOp::inferReturnTypes(rw.getContext(), pool.getLoc(),
-                                        typename PoolOp::Adaptor(pool), types))) {
-      rw.eraseOp(pool);
-      return failure();
-    }
-    pool->getResult(0).setType(types[0]);
-    rw.replaceOp(op, transpose(rw, op.getLoc(), pool->getResult(0), kToNchw));
-    return success();
+    return replaceByChannelsLast(rw, op, transpose(rw, op.getLoc(), op.getInput(), kToNhwc));
   }
 };
 

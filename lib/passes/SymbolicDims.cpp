@@ -39,20 +39,14 @@ void foldConstantShapeValue(Operation &op, const SymbolicDims &dims) {
   if (isa<ConstantOp>(op))
     return;
   Value result = op.getResult(0);
-  auto t = cast<RankedTensorType>(result.getType());
-  if (t.getRank() > 1 || !t.getElementType().isSignlessInteger() || result.use_empty())
+  if (result.use_empty())
     return;
-  auto held = dims.contentsOf(result);
-  if (!held || (int64_t)held->size() != t.getNumElements() ||
-      !llvm::all_of(*held, [](AffineExpr e) { return isa_and_present<AffineConstantExpr>(e); }))
+  auto values = dims.constantContents(result);
+  if (!values)
     return;
-  SmallVector<APInt> values;
-  for (AffineExpr e : *held)
-    values.push_back(APInt(t.getElementType().getIntOrFloatBitWidth(),
-                           cast<AffineConstantExpr>(e).getValue(), /*isSigned=*/true));
   OpBuilder b(op.getContext());
   b.setInsertionPointAfter(&op);
-  Value c = ConstantOp::create(b, op.getLoc(), t, DenseIntElementsAttr::get(t, values));
+  Value c = ConstantOp::create(b, op.getLoc(), result.getType(), *values);
   result.replaceAllUsesExcept(c, c.getDefiningOp());
 }
 

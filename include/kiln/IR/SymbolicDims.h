@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/BuiltinAttributes.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -47,6 +48,10 @@ public:
   Exprs dimsOf(mlir::Value v) const;
   /// The elements of a small integer tensor of rank 0 or 1, when known.
   std::optional<Exprs> contentsOf(mlir::Value v) const;
+  /// contentsOf(v) as the attribute of a constant of v's type, when every
+  /// element is a number (a shape value that folding could not see as
+  /// constant, computed from a known dim of a tensor with unknown ones).
+  std::optional<mlir::DenseIntElementsAttr> constantContents(mlir::Value v) const;
 
   /// How many symbols there are, and their names (dim_param or
   /// "input.axis" for an unnamed dim), in the order of AffineSymbolExpr

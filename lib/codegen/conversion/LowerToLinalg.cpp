@@ -265,17 +265,10 @@ void materializeShapeValues(func::FuncOp func, codegen::DynamicDims &dd) {
         llvm::any_of(*held, [](AffineExpr e) { return !e; }))
       continue;
     OpBuilder b(op);
-    if (llvm::all_of(*held, [](AffineExpr e) { return isa<AffineConstantExpr>(e); })) {
-      // Constants that folding could not see (computed from a static dim of
-      // a tensor that also has unknown ones).
-      if (isa<ConstantOp>(op))
-        continue;
-      SmallVector<APInt> values;
-      for (AffineExpr e : *held)
-        values.push_back(APInt(t.getElementType().getIntOrFloatBitWidth(),
-                               cast<AffineConstantExpr>(e).getValue(), /*isSigned=*/true));
-      op->getResult(0).replaceAllUsesWith(
-          ConstantOp::create(b, op->getLoc(), t, DenseIntElementsAttr::get(t, values)));
+    if (auto values = dd.symbolic().constantContents(op->getResult(0))) {
+      // Constants that folding could not see (kiln-symbolic-dims makes
+      // most of them constants already).
+      op->getResult(0).replaceAllUsesWith(ConstantOp::create(b, op->getLoc(), t, *values));
       continue;
     }
     SmallVector<Value> elements;
