@@ -209,7 +209,8 @@ private:
 };
 
 kiln::CompileOptions compileOptions(int threads, const std::string &cpu, int optLevel,
-                                    bool cache, bool dynamicShapes) {
+                                    bool cache, bool dynamicShapes,
+                                    const kiln::DimBounds &dimBounds) {
   if (optLevel < 0 || optLevel > 3)
     raise(KILN_INVALID_ARGUMENT, "opt_level must be 0..3");
   if (threads < 0)
@@ -220,12 +221,14 @@ kiln::CompileOptions compileOptions(int threads, const std::string &cpu, int opt
   o.optLevel = optLevel;
   o.cache = cache;
   o.dynamicShapes = dynamicShapes;
+  o.dimBounds = dimBounds;
   return o;
 }
 
 std::shared_ptr<PyModel> compileFile(const std::string &path, int threads, const std::string &cpu,
-                                     int optLevel, bool cache, bool dynamicShapes) {
-  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes);
+                                     int optLevel, bool cache, bool dynamicShapes,
+                                     const kiln::DimBounds &dimBounds) {
+  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes, dimBounds);
   std::string error;
   std::unique_ptr<kiln::Model> m;
   {
@@ -239,8 +242,8 @@ std::shared_ptr<PyModel> compileFile(const std::string &path, int threads, const
 
 std::shared_ptr<PyModel> compileBytes(py::bytes data, const std::string &baseDir, int threads,
                                       const std::string &cpu, int optLevel, bool cache,
-                                      bool dynamicShapes) {
-  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes);
+                                      bool dynamicShapes, const kiln::DimBounds &dimBounds) {
+  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes, dimBounds);
   std::string bytes = data;
   std::string error;
   std::unique_ptr<kiln::Model> m;
@@ -365,10 +368,11 @@ PYBIND11_MODULE(_kiln, m) {
       .def("_compilations", &PyModel::compilations);
 
   m.def("_compile_file", &compileFile, py::arg("path"), py::arg("threads"), py::arg("cpu"),
-        py::arg("opt_level"), py::arg("cache"), py::arg("dynamic_shapes"));
+        py::arg("opt_level"), py::arg("cache"), py::arg("dynamic_shapes"),
+        py::arg("dim_bounds"));
   m.def("_compile_bytes", &compileBytes, py::arg("data"), py::arg("base_dir"),
         py::arg("threads"), py::arg("cpu"), py::arg("opt_level"), py::arg("cache"),
-        py::arg("dynamic_shapes"));
+        py::arg("dynamic_shapes"), py::arg("dim_bounds"));
   m.def("_compile_to_file", &compileToFile, py::arg("path"), py::arg("out"), py::arg("emit"),
         py::arg("target"), py::arg("cpu"), py::arg("opt_level"), py::arg("external_weights"));
   m.def("read_tensor", &readTensor, py::arg("path"),

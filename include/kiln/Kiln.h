@@ -101,6 +101,10 @@ struct Value {
   std::vector<Tensor> tensors; ///< one for a Tensor, none for None
 };
 
+/// Least and greatest values of dims the model names (ONNX dim_param),
+/// by name: {{"seq", {1, 512}}}.
+using DimBounds = std::map<std::string, std::pair<int64_t, int64_t>>;
+
 /// The JIT's options: the code generator's (CodegenOptions: cpu, optLevel,
 /// debugMemory, profile, gpuTensorPassesOnCpu, gpu; the triple must stay
 /// empty, the JIT generates code for this machine) and those of running and
@@ -132,6 +136,11 @@ struct CompileOptions : CodegenOptions {
   /// Where it cannot (an op whose lowering needs static shapes), or with
   /// false, each new set of input shapes is compiled on its first run.
   bool dynamicShapes = true;
+  /// Bounds on the dims the model names (ONNX dim_param), e.g. {{"seq", {1,
+  /// 512}}}: run() refuses inputs outside them (KILN_SHAPE_MISMATCH, naming
+  /// the input, the dim and the bounds) before compiling or running
+  /// anything. A name no input dim has is an error of load().
+  DimBounds dimBounds;
   /// Test-only: compiled code adds 1 to every element of the first output of
   /// the ONNX node with this name, a deliberate miscompile that verify()
   /// must find. Ignored by the interpreter.
@@ -276,6 +285,11 @@ struct EmitOptions : CodegenOptions {
   /// named dynamic dims (ONNX dim_param), in the order given, e.g.
   /// {{"seq", {16, 32, 64}}}; the runtime picks by the inputs' dims.
   std::vector<std::pair<std::string, std::vector<int64_t>>> dimValues;
+  /// Bundles: bounds on the dims the model names (kilnc --dim seq=1..512)
+  /// for the variant compiled once for every shape, which its descriptor
+  /// carries (runtime_dim_bounds), its header gives (NAME_DIM_BOUNDS) and
+  /// kiln_model_execute checks. --dim values must lie within them.
+  DimBounds dimBounds;
   std::string entryName = "kiln_entry";
   /// Bundles: the C identifier that prefixes every exported symbol, and
   /// whether the weights go to a separate file instead of the object.

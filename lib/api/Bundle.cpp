@@ -3,6 +3,7 @@
 #include "CompileCache.h"
 #include "Driver.h"
 #include "EmitCache.h"
+#include "ModelSource.h"
 
 #include "kiln/Target/Bundle.h"
 #include "kiln/Target/ConstantPool.h"
@@ -172,6 +173,21 @@ static std::string bundleHeader(const BundleLayout &l, const std::vector<std::st
      << "#define " << upper << "_NUM_VARIANTS " << l.variants.size() << "\n"
      << "#define " << upper << "_NUM_ROW_COUNTS " << l.variants.front().numRowCounts << "\n"
      << "#define " << upper << "_NUM_RUNTIME_DIMS " << first.numRuntimeDims << "\n";
+  if (!first.runtimeDimBounds.empty()) {
+    // Each declared bound once, by name ("seq=1..512, batch=1..8").
+    std::string bounds;
+    std::set<std::string> said;
+    for (size_t k = 0; k < first.runtimeDimBounds.size(); ++k) {
+      auto [least, greatest] = first.runtimeDimBounds[k];
+      if (greatest == INT64_MAX || !said.insert(first.runtimeDimNames[k]).second)
+        continue;
+      bounds += (bounds.empty() ? "" : ", ") + first.runtimeDimNames[k] + "=" +
+                std::to_string(least) + ".." + std::to_string(greatest);
+    }
+    os << "/* Bounds declared for dims known only at run time (kilnc --dim NAME=LO..HI):\n"
+       << " * kiln_model_execute refuses inputs outside them. */\n"
+       << "#define " << upper << "_DIM_BOUNDS " << quoted(bounds) << "\n";
+  }
   if (l.cuda)
     os << "#define " << upper << "_CUDA_COMPUTE_CAPABILITY " << l.cuda->computeCapability << "\n"
        << "#define " << upper << "_CUDA_NUM_KERNELS " << l.cuda->kernels.size() << "\n"
@@ -293,8 +309,46 @@ static Status splitRowCounts(ModuleOp module, BundleVariant &v) {
 /// varying fastest), each the declared shapes with those named dims set;
 /// inputs given by --shape keep that shape. Without --dim: the one set the
 /// options give. `labels` names each set ("seq=16").
+/// The bounds declared on the variant's dims known only at run time, one
+/// per input entry of its runtime dims array (none declared: none).
+static void declareBounds(BundleVariant &variant, const DimBounds &declared) {
+  if (declared.empty())
+    return;
+  for (const BundleTensor &t : variant.inputs)
+    for (size_t d = 0; d < t.dims.size(); ++d)
+      if (t.dims[d] < 0) {
+        std::string name = d < t.dimNames.size() ? t.dimNames[d] : "";
+        auto b = declared.find(name);
+        variant.runtimeDimBounds.push_back(b != declared.end() ? b->second
+                                                               : std::make_pair(0L, INT64_MAX));
+        variant.runtimeDimNames.push_back(name);
+      }
+}
+
+/// --dim NAME=LO..HI: names the model's inputs have, and --dim NAME=V,...
+/// values within them.
+static Status checkBounds(const LoadedModel &model, const EmitOptions &options) {
+  std::vector<TensorInfo> declared;
+  for (const onnx::ValueInfoProto *v : modelInputs(*model.proto))
+    declared.push_back(declaredTensorInfo(*v));
+  if (Status s = checkDimBounds(declared, options.dimBounds); !s.ok())
+    return s;
+  for (const auto &[name, values] : options.dimValues)
+    if (auto b = options.dimBounds.find(name); b != options.dimBounds.end())
+      for (int64_t v : values)
+        if (v < b->second.first || v > b->second.second)
+          return Status::error(KILN_INVALID_ARGUMENT,
+                               "--dim " + name + "=" + std::to_string(v) +
+                                   " is outside the bounds declared for it, " +
+                                   std::to_string(b->second.first) + ".." +
+                                   std::to_string(b->second.second));
+  return {};
+}
+
 static Status variantShapes(const LoadedModel &model, const EmitOptions &options,
                             std::vector<Shapes> &sets, std::vector<std::string> &labels) {
+  if (Status s = checkBounds(model, options); !s.ok())
+    return s;
   Shapes base;
   if (Status s = resolveInputShapes(model, options, base); !s.ok())
     return s;
@@ -558,6 +612,7 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       if (auto n = (*module)->getAttrOfType<IntegerAttr>("kiln.runtime_dims")) {
         variant.numRuntimeDims = (int32_t)n.getInt();
         variant.dimsFunction = variant.entry + "_dims";
+        declareBounds(variant, options.dimBounds);
       }
       clock.done("lower to linalg, bufferize, lower to the LLVM dialect");
       if (auto ws = (*module)->getAttrOfType<IntegerAttr>("kiln.workspace_size"))

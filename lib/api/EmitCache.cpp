@@ -43,6 +43,9 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   k.add((int64_t)options.dimValues.size());
   for (const auto &[name, values] : options.dimValues)
     k.add(name).add(values);
+  k.add((int64_t)options.dimBounds.size());
+  for (const auto &[name, range] : options.dimBounds)
+    k.add(name).add(std::vector<int64_t>{range.first, range.second});
   k.add(options.entryName).add(options.bundleName).add(options.externalWeights ? 1 : 0);
   // A bundle's header names the model file.
   k.add(llvm::sys::path::filename(path).str());

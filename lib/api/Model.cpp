@@ -569,6 +569,11 @@ static std::unique_ptr<Model::Impl> finishLoad(std::unique_ptr<Model::Impl> impl
   }
   impl->inputs = impl->source.inputs();
   impl->outputs = impl->source.outputs();
+  if (Status s = checkDimBounds(impl->inputs, impl->options.dimBounds); !s.ok()) {
+    if (error)
+      *error = s.message;
+    return nullptr;
+  }
   return impl;
 }
 
@@ -621,11 +626,13 @@ static Status checkShape(size_t i, const TensorInfo &declared, const std::vector
 }
 
 /// Tensor inputs that name the same dim (an ONNX dim_param such as "seq")
-/// must give it one value: checked before any compilation, so that the
+/// must give it one value, within the bounds declared for it
+/// (CompileOptions::dimBounds): checked before any compilation, so that the
 /// error names the inputs, the dim and the values instead of a node deep in
 /// the model. `shapes[i]` is null for an input that is not one tensor.
 static Status checkNamedDims(const std::vector<TensorInfo> &declared,
-                             const std::vector<const std::vector<int64_t> *> &shapes) {
+                             const std::vector<const std::vector<int64_t> *> &shapes,
+                             const DimBounds &bounds) {
   struct Seen {
     size_t input, dim;
     int64_t value;
@@ -641,6 +648,15 @@ static Status checkNamedDims(const std::vector<TensorInfo> &declared,
       if (d.dimNames[k].empty() || d.dimNames[k] == "None" || d.dimNames[k] == "?")
         continue;
       int64_t value = (*shapes[i])[k];
+      if (auto b = bounds.find(d.dimNames[k]);
+          b != bounds.end() && (value < b->second.first || value > b->second.second))
+        return Status::error(KILN_SHAPE_MISMATCH,
+                             "input " + std::to_string(i) + " '" +
+                                 displaySafe(d.name, 200) + "' has " + std::to_string(value) +
+                                 " in dim " + std::to_string(k) + " ('" +
+                                 displaySafe(d.dimNames[k], 200) + "'), outside the bounds " +
+                                 std::to_string(b->second.first) + ".." +
+                                 std::to_string(b->second.second) + " declared for it");
       auto [at, inserted] = first.emplace(d.dimNames[k], Seen{i, k, value});
       if (inserted || at->second.value == value)
         continue;
@@ -661,7 +677,8 @@ static Status checkNamedDims(const std::vector<TensorInfo> &declared,
 /// Checks shapes against the declared signature before any compilation, so
 /// a wrong input is reported as such rather than as a compile error.
 static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
-                                   const std::vector<std::vector<int64_t>> &shapes) {
+                                   const std::vector<std::vector<int64_t>> &shapes,
+                                   const DimBounds &bounds) {
   if (shapes.size() != declared.size())
     return Status::error(KILN_INVALID_ARGUMENT,
                          "the model takes " + std::to_string(declared.size()) + " inputs, got " +
@@ -677,11 +694,11 @@ static Status checkAgainstDeclared(const std::vector<TensorInfo> &declared,
   std::vector<const std::vector<int64_t> *> each;
   for (const auto &shape : shapes)
     each.push_back(&shape);
-  return checkNamedDims(declared, each);
+  return checkNamedDims(declared, each, bounds);
 }
 
 Status Model::prepare(const std::vector<std::vector<int64_t>> &shapes) const {
-  if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
+  if (Status s = checkAgainstDeclared(impl->inputs, shapes, impl->options.dimBounds); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
   return impl->getExecutable({}, shapes, {}, exe);
@@ -689,7 +706,7 @@ Status Model::prepare(const std::vector<std::vector<int64_t>> &shapes) const {
 
 Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
                            std::vector<TensorInfo> &outputs) const {
-  if (Status s = checkAgainstDeclared(impl->inputs, shapes); !s.ok())
+  if (Status s = checkAgainstDeclared(impl->inputs, shapes, impl->options.dimBounds); !s.ok())
     return s;
   std::shared_ptr<Executable> exe;
   if (Status s = impl->getExecutable({}, shapes, {}, exe); !s.ok())
@@ -728,7 +745,7 @@ static Status executableFor(const Model::Impl &impl, const Layout &layout,
     shapes.emplace_back(d, d + kiln_tensor_rank(inputs[i]));
   }
   if (layout.empty()) {
-    if (Status s = checkAgainstDeclared(impl.inputs, shapes); !s.ok())
+    if (Status s = checkAgainstDeclared(impl.inputs, shapes, impl.options.dimBounds); !s.ok())
       return s;
   } else {
     std::vector<const std::vector<int64_t> *> each(impl.inputs.size(), nullptr);
@@ -739,7 +756,7 @@ static Status executableFor(const Model::Impl &impl, const Layout &layout,
         if (owner[i] < each.size())
           each[owner[i]] = &shapes[i];
       }
-    if (Status s = checkNamedDims(impl.inputs, each); !s.ok())
+    if (Status s = checkNamedDims(impl.inputs, each, impl.options.dimBounds); !s.ok())
       return s;
   }
   bool specialise;

@@ -6,6 +6,7 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -17,7 +18,7 @@ ModelSource::~ModelSource() = default;
 ModelSource::ModelSource(ModelSource &&) = default;
 ModelSource &ModelSource::operator=(ModelSource &&) = default;
 
-static TensorInfo declaredInfo(const onnx::ValueInfoProto &v) {
+TensorInfo declaredTensorInfo(const onnx::ValueInfoProto &v) {
   TensorInfo info{v.name(), (kiln_dtype)0, {}};
   const onnx::TypeProto *type = &v.type();
   if (type->has_optional_type()) {
@@ -70,9 +71,9 @@ static std::string manifestKey(const std::string &fileDigest) {
 
 Status ModelSource::finishParsed() {
   for (const onnx::ValueInfoProto *in : modelInputs(*loaded.proto))
-    declaredInputs.push_back(declaredInfo(*in));
+    declaredInputs.push_back(declaredTensorInfo(*in));
   for (const auto &out : loaded.proto->graph().output())
-    declaredOutputs.push_back(declaredInfo(out));
+    declaredOutputs.push_back(declaredTensorInfo(out));
   if (!externalDigests(baseDir, loaded.externalFiles, externalFileDigests))
     return Status::error(KILN_COMPILE_ERROR, "'" + path + "': its external data cannot be read");
   sourceDigest = combinedDigest(fileDigest, loaded.externalFiles, externalFileDigests);
@@ -182,6 +183,25 @@ Status ModelSource::parsed(const LoadedModel *&model) {
     }
   }
   model = &loaded;
+  return {};
+}
+
+Status checkDimBounds(const std::vector<TensorInfo> &inputs, const DimBounds &bounds) {
+  for (const auto &[name, range] : bounds) {
+    bool named = false;
+    for (const TensorInfo &t : inputs)
+      named |= std::find(t.dimNames.begin(), t.dimNames.end(), name) != t.dimNames.end();
+    if (!named || name.empty())
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "bounds are given for the dim '" + displaySafe(name, 200) +
+                               "', which no input of the model names (its dim_params)");
+    if (range.first < 0 || range.first > range.second)
+      return Status::error(KILN_INVALID_ARGUMENT,
+                           "the bounds of the dim '" + displaySafe(name, 200) + "' are " +
+                               std::to_string(range.first) + ".." +
+                               std::to_string(range.second) +
+                               ": the least must be 0 or more and at most the greatest");
+  }
   return {};
 }
 

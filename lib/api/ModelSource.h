@@ -60,6 +60,15 @@ private:
   LoadedModel loaded; ///< proto null until parsed
 };
 
+/// An ONNX graph input or output as the API describes it (dims -1 where
+/// unknown, dim_params as dimNames).
+TensorInfo declaredTensorInfo(const onnx::ValueInfoProto &v);
+
+/// Bounds declared on the dims a model names (CompileOptions and
+/// EmitOptions::dimBounds): each name must be an ONNX dim_param of one of
+/// `inputs`, and 0 <= least <= greatest.
+Status checkDimBounds(const std::vector<TensorInfo> &inputs, const DimBounds &bounds);
+
 } // namespace kiln
 
 #endif

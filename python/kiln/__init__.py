@@ -102,7 +102,7 @@ class Model:
 
 
 def compile(model, threads=0, cpu="host", opt_level=3, cache=True, base_dir=None,
-            dynamic_shapes=True):
+            dynamic_shapes=True, dim_bounds=None):
     """Compiles an ONNX model: a path, or the model's bytes.
 
     threads: threads per run, the calling one included (0: the number of
@@ -112,13 +112,17 @@ def compile(model, threads=0, cpu="host", opt_level=3, cache=True, base_dir=None
     bytes finds its external data (None: it has none). dynamic_shapes: where
     the model leaves input dims unknown, compile once for every shape (the
     code takes the dims at run time); a model whose ops need static shapes,
-    or False, compiles once per new set of input shapes instead."""
+    or False, compiles once per new set of input shapes instead. dim_bounds:
+    {dim name: (least, greatest)} for dims the model names (ONNX dim_param),
+    e.g. {"seq": (1, 512)}: run() raises ShapeError for inputs outside them,
+    before compiling or running anything."""
+    bounds = {str(k): (int(v[0]), int(v[1])) for k, v in (dim_bounds or {}).items()}
     if isinstance(model, (bytes, bytearray, memoryview)):
         compiled = _kiln._compile_bytes(bytes(model), base_dir or "", threads, cpu, opt_level,
-                                        cache, dynamic_shapes)
+                                        cache, dynamic_shapes, bounds)
     else:
         compiled = _kiln._compile_file(os.fspath(model), threads, cpu, opt_level, cache,
-                                       dynamic_shapes)
+                                       dynamic_shapes, bounds)
     return Model(compiled)
 
 

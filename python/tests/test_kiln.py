@@ -277,3 +277,31 @@ def test_one_compile_for_every_shape_of_an_exported_model(name):
             assert got.shape == want.shape, (data, k)
             np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=f"{data} {k}")
     assert model.compilations == 1
+
+
+def test_declared_dim_bounds():
+    """dim_bounds: a batch or length outside the declared bounds raises
+    ShapeError naming the input, the dim and the bounds, before anything is
+    compiled; shapes within them run and match ONNX Runtime's outputs."""
+    folder = os.path.join(E2E_MODELS, "bert_mask")
+    model = kiln.compile(os.path.join(folder, "model.onnx"), threads=1, cache=False,
+                         dim_bounds={"batch": (1, 2), "seq": (1, 8)})
+    ran = 0
+    for data in sorted(glob.glob(os.path.join(folder, "test_data_set_*"))):
+        feeds = {info.name: kiln.read_tensor(os.path.join(data, f"input_{j}.pb"))
+                 for j, info in enumerate(model.inputs)}
+        batch, seq = feeds["input_ids"].shape
+        if batch <= 2 and seq <= 8:
+            want = kiln.read_tensor(os.path.join(data, "output_0.pb"))
+            np.testing.assert_allclose(model.run(None, feeds)[0], want, rtol=1e-3, atol=1e-4)
+            ran += 1
+        else:
+            name, value, bounds = (("batch", batch, "1..2") if batch > 2 else
+                                   ("seq", seq, "1..8"))
+            with pytest.raises(kiln.ShapeError,
+                               match=f"has {value} in dim \\d \\('{name}'\\), outside the bounds "
+                                     f"{bounds}"):
+                model.run(None, feeds)
+    assert ran >= 1 and model.compilations == 1
+    with pytest.raises(kiln.Error, match="no input of the model names"):
+        kiln.compile(os.path.join(folder, "model.onnx"), cache=False, dim_bounds={"length": (1, 8)})

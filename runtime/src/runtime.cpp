@@ -460,6 +460,24 @@ static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tens
         from.push_back({i, d});
         dims[n++] = inputs[i]->dims[d];
       }
+  if (m->runtime_dim_bounds)
+    for (size_t k = 0; k < from.size(); ++k) {
+      int64_t lo = m->runtime_dim_bounds[2 * k], hi = m->runtime_dim_bounds[2 * k + 1];
+      if (dims[k] >= lo && dims[k] <= hi)
+        continue;
+      auto [i, d] = from[k];
+      const char *input = m->inputs[i].name ? m->inputs[i].name : "";
+      const char *dim = m->runtime_dim_names && m->runtime_dim_names[k]
+                            ? m->runtime_dim_names[k]
+                            : "";
+      return kiln_status_create(
+          KILN_SHAPE_MISMATCH,
+          ("input " + std::to_string(i) + " '" + printableName(input) + "' has " +
+           std::to_string(dims[k]) + " in dim " + std::to_string(d) + " ('" +
+           printableName(dim) + "'), outside the bounds " + std::to_string(lo) + ".." +
+           std::to_string(hi) + " declared for it when the model was compiled")
+              .c_str());
+    }
   int64_t bad = m->runtime_dims(dims.data());
   if (bad > 0 && (size_t)bad <= from.size()) {
     auto [i, d] = from[bad - 1];

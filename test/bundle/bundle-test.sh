@@ -18,6 +18,11 @@
 #                 is a ':'-separated list of test sets of different shapes,
 #                 each matching its references and the JIT's (also compiled
 #                 once for every shape) bit for bit
+#       bounds    --dim NAME=LO..HI in the options: compiled once for every
+#                 shape within the bounds, which the header gives; DATA_DIR
+#                 is two test sets, the first within them (run against its
+#                 references), the second outside (refused with an error
+#                 naming the bounds, no output written)
 #       cache     kilnc's outputs come back from the compile cache byte for
 #                 byte, and compiles the cache key cannot describe bypass it
 #       cuda      for an NVIDIA GPU (sm_80), checked where no GPU is needed:
@@ -150,6 +155,21 @@ dynamic)
     "$KILN_RUN" "$model" --inputs "$set" --outputs "jit$k" >/dev/null
     ./run "jit$k" --atol 0 --rtol 0
   done
+  ;;
+bounds)
+  "$KILNC" "$model" --emit=bundle -o "$work/$name" "$@"
+  declared=""
+  for arg in "$@"; do [[ $arg == *=*..* ]] && declared=${arg#--dim=}; done
+  [ -n "$declared" ] || fail "no --dim NAME=LO..HI among the options"
+  grep -q "#define ${name^^}_DIM_BOUNDS \"$declared\"" "$name.h" ||
+    fail "$name.h does not give the bounds $declared"
+  native_runner
+  IFS=: read -r -a sets <<<"$data"
+  ./run "${sets[0]}"
+  if ./run "${sets[1]}" 2>refused.txt; then fail "an input outside $declared ran"; fi
+  cat refused.txt
+  grep -q "outside the bounds ${declared#*=} declared for it when the model was compiled" \
+    refused.txt || fail "the refusal does not name the bounds"
   ;;
 cache)
   export KILN_CACHE_DIR=$work/cache

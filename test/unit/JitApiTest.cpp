@@ -460,6 +460,45 @@ std::string sharedDimModelBytes() {
 /// anything compiles, naming both inputs, the dim and the values; ONNX
 /// broadcasting would otherwise accept a length of 1 against 3. The model
 /// stays usable.
+/// CompileOptions::dimBounds: a length outside the declared bounds is
+/// refused before anything compiles, naming the input, the dim and the
+/// bounds, and the model stays usable; names and ranges are checked at load.
+/// (encoder4's test sets have lengths 128 and 37.)
+TEST(JitApi, DeclaredDimBoundsAreCheckedBeforeCompiling) {
+  std::string dir = std::string(KILN_SHARED_MODELS_DIR) + "/encoder4";
+  std::string err;
+  kiln::CompileOptions options;
+  options.cache = false;
+  options.dimBounds = {{"seq", {1, 64}}};
+  for (bool dynamic : {true, false}) {
+    options.dynamicShapes = dynamic;
+    auto model = kiln::Model::load(dir + "/model.onnx", options, &err);
+    ASSERT_TRUE(model) << err;
+    kiln::Tensor longer, shorter, ref;
+    ASSERT_TRUE(kiln::readTensorFile(dir + "/test_data_set_0/input_0.pb", longer).ok());
+    ASSERT_TRUE(kiln::readTensorFile(dir + "/test_data_set_1/input_0.pb", shorter).ok());
+    ASSERT_TRUE(kiln::readTensorFile(dir + "/test_data_set_1/output_0.pb", ref).ok());
+    std::vector<kiln::Tensor> out;
+    kiln::Status s = model->run({longer.get()}, out);
+    EXPECT_EQ(s.code, KILN_SHAPE_MISMATCH);
+    EXPECT_EQ(s.message, "input 0 'input' has 128 in dim 1 ('seq'), outside the bounds 1..64 "
+                         "declared for it");
+    EXPECT_EQ(model->stats().compilations, 0) << "refused before compiling";
+    s = model->run({shorter.get()}, out);
+    ASSERT_TRUE(s.ok()) << s.message;
+    std::string report;
+    EXPECT_TRUE(kiln::tensorsClose(out[0], ref, 1e-3, 1e-3, report)) << report;
+  }
+  options.dimBounds = {{"sequence", {1, 64}}};
+  EXPECT_FALSE(kiln::Model::load(dir + "/model.onnx", options, &err));
+  EXPECT_EQ(err, "bounds are given for the dim 'sequence', which no input of the model names "
+                 "(its dim_params)");
+  options.dimBounds = {{"seq", {65, 64}}};
+  EXPECT_FALSE(kiln::Model::load(dir + "/model.onnx", options, &err));
+  EXPECT_EQ(err, "the bounds of the dim 'seq' are 65..64: the least must be 0 or more and at "
+                 "most the greatest");
+}
+
 TEST(JitApi, InputsDisagreeingOnANamedDimAreRefused) {
   std::string bytes = sharedDimModelBytes(), err;
   auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);

@@ -38,6 +38,14 @@ TensorPtr floats(std::initializer_list<float> v) {
   return t;
 }
 
+TensorPtr floats(const std::vector<float> &v) {
+  int64_t n = v.size();
+  TensorPtr t(kiln_tensor_create(KILN_FLOAT32, 1, &n));
+  if (n)
+    std::memcpy(kiln_tensor_data(t.get()), v.data(), n * sizeof(float));
+  return t;
+}
+
 } // namespace
 
 TEST(Runtime, DtypeSizesFollowOnnxNumbering) {
@@ -582,7 +590,7 @@ TEST(Runtime, TakeLeadingRefusesABadAxis) {
 
 namespace {
 
-// A model compiled once for every shape (ABI 9, num_runtime_dims): y =
+// A model compiled once for every shape (ABI 9+, num_runtime_dims): y =
 // concat(a, b) along their only axis, a: [n], b: [n] (they name the same
 // dim), y: [2n]. The dims array holds a's n, b's n, then y's 2n.
 int64_t concatDims(int64_t *dims) {
@@ -674,6 +682,41 @@ TEST(Runtime, InputsThatDisagreeOnANamedDimAreRefusedBeforeTheRun) {
   s = kiln_model_execute(&m, ok, 2, &out, 1);
   ASSERT_EQ(s, nullptr) << kiln_status_message(s);
   kiln_tensor_free(out);
+}
+
+// Bounds declared at compile time (ABI 10, runtime_dim_bounds): n in 1..3
+// for a, b unbounded (0..INT64_MAX, as kilnc writes an undeclared entry).
+TEST(Runtime, DeclaredBoundsAreCheckedBeforeTheRun) {
+  kiln_model_desc m = concatModel();
+  const int64_t bounds[] = {1, 3, 0, INT64_MAX};
+  const char *const names[] = {"n", "n"};
+  m.runtime_dim_bounds = bounds;
+  m.runtime_dim_names = names;
+  for (int64_t n : {0, 4}) {
+    std::vector<float> values(n, 1.0f);
+    TensorPtr a = floats(values), b = floats(values);
+    const kiln_tensor *in[] = {a.get(), b.get()};
+    kiln_tensor *out = nullptr;
+    kiln_status *s = kiln_model_execute(&m, in, 2, &out, 1);
+    ASSERT_NE(s, nullptr) << n;
+    EXPECT_EQ(kiln_status_get_code(s), KILN_SHAPE_MISMATCH);
+    EXPECT_EQ(std::string(kiln_status_message(s)),
+              "input 0 'a' has " + std::to_string(n) +
+                  " in dim 0 ('n'), outside the bounds 1..3 declared for it when the model was "
+                  "compiled");
+    kiln_status_free(s);
+    EXPECT_EQ(out, nullptr);
+  }
+  for (int64_t n : {1, 3}) {
+    std::vector<float> values(n, 2.0f);
+    TensorPtr a = floats(values), b = floats(values);
+    const kiln_tensor *in[] = {a.get(), b.get()};
+    kiln_tensor *out = nullptr;
+    kiln_status *s = kiln_model_execute(&m, in, 2, &out, 1);
+    ASSERT_EQ(s, nullptr) << kiln_status_message(s);
+    EXPECT_EQ(kiln_tensor_dims(out)[0], 2 * n);
+    kiln_tensor_free(out);
+  }
 }
 
 TEST(Runtime, RuntimeDimsWithoutTheirFunctionAreRefused) {

@@ -72,7 +72,8 @@ static cl::list<std::string> dims(
     "dim",
     cl::desc("Bundles: compile one specialisation per value of the model's named dynamic dim "
              "(ONNX dim_param), e.g. --dim seq=16,32,64; several --dim: every combination. The "
-             "runtime runs the one whose input dims match"),
+             "runtime runs the one whose input dims match. --dim seq=1..512 declares bounds "
+             "instead: kiln_model_execute refuses other values (NAME_DIM_BOUNDS in the header)"),
     cl::value_desc("NAME=V,V,..."), cl::cat(kilncCat));
 static cl::opt<std::string> entryName("entry", cl::desc("Name of the generated entry point"),
                                       cl::init("kiln_entry"), cl::cat(kilncCat));
@@ -242,7 +243,7 @@ static int kilncMain(int argc, char **argv) {
       "  kilnc MODEL.onnx [-o FILE] --emit=kiln|linalg|llvm|asm|obj [--target=TRIPLE]\n"
       "        [--mcpu=CPU] [-O0..-O3] [--shape NAME=DIMS]...\n"
       "  kilnc MODEL.onnx --emit=bundle -o DIR/NAME [--weights=embedded|external]\n"
-      "        [--dim NAME=V,V,...]... ...\n"
+      "        [--dim NAME=V,V,...]... [--dim NAME=LO..HI]... ...\n"
       "  kilnc MODEL.onnx --emit=ptx [--target=nvptx64-nvidia-cuda] [--mcpu=sm_80] -o FILE\n"
       "  kilnc MODEL.onnx --target=nvptx64-nvidia-cuda [--mcpu=sm_80] [--emit=obj|bundle] -o FILE\n\n"
       "A bundle is NAME.o, exporting `const kiln_model_desc NAME_model` and\n"
@@ -333,6 +334,25 @@ static int kilncMain(int argc, char **argv) {
 
   for (const std::string &d : dims) {
     size_t eq = d.find('=');
+    // NAME=LO..HI: bounds for the variant compiled once for every shape.
+    if (size_t dots = d.find(".."); eq != std::string::npos && eq > 0 && dots != std::string::npos) {
+      std::string lo = d.substr(eq + 1, dots - eq - 1), hi = d.substr(dots + 2);
+      char *endLo = nullptr, *endHi = nullptr;
+      long long least = std::strtoll(lo.c_str(), &endLo, 10);
+      long long greatest = std::strtoll(hi.c_str(), &endHi, 10);
+      if (lo.empty() || hi.empty() || *endLo || *endHi || least < 0 || least > greatest) {
+        llvm::errs() << "kilnc: error: --dim '" << d
+                     << "' is not NAME=LO..HI with 0 <= LO <= HI\n";
+        return 2;
+      }
+      std::string name = d.substr(0, eq);
+      if (opts.dimBounds.count(name)) {
+        llvm::errs() << "kilnc: error: --dim " << name << " is given bounds twice\n";
+        return 2;
+      }
+      opts.dimBounds[name] = {least, greatest};
+      continue;
+    }
     std::vector<int64_t> values;
     bool ok = eq != std::string::npos && eq > 0 && eq + 1 < d.size();
     for (size_t pos = eq + 1; ok && pos <= d.size();) {
@@ -356,6 +376,11 @@ static int kilncMain(int argc, char **argv) {
   if (!opts.dimValues.empty() && emitKind != kiln::EmitKind::Bundle) {
     llvm::errs() << "kilnc: error: --dim makes several specialisations, which only a bundle "
                     "holds (--emit=bundle); for one object give --shape NAME=DIMS\n";
+    return 2;
+  }
+  if (!opts.dimBounds.empty() && emitKind != kiln::EmitKind::Bundle) {
+    llvm::errs() << "kilnc: error: --dim NAME=LO..HI declares bounds that a bundle's runtime "
+                    "checks (--emit=bundle); a bare object has no descriptor to hold them\n";
     return 2;
   }
 

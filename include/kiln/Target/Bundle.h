@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace llvm {
@@ -47,6 +48,11 @@ struct BundleVariant {
   /// inputs' and computes the outputs' (ENTRY_dims); 0 and empty otherwise.
   int32_t numRuntimeDims = 0;
   std::string dimsFunction;
+  /// Bounds declared on those dims (kilnc --dim NAME=LO..HI): one per
+  /// input entry of the runtime dims array, with its name; empty where
+  /// none were declared (kiln_model_desc.runtime_dim_bounds).
+  std::vector<std::pair<int64_t, int64_t>> runtimeDimBounds;
+  std::vector<std::string> runtimeDimNames;
 };
 
 /// A kernel of a CUDA bundle, as kiln_cuda_kernel_desc lists it.

@@ -216,11 +216,34 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
       return f;
     return null;
   };
+  // runtime_dim_bounds and runtime_dim_names, or NULL.
+  auto dimBounds = [&](const BundleVariant &v) -> llvm::Constant * {
+    if (v.runtimeDimBounds.empty())
+      return null;
+    std::vector<llvm::Constant *> values;
+    for (auto [least, greatest] : v.runtimeDimBounds) {
+      values.push_back(llvm::ConstantInt::get(b.i64, least));
+      values.push_back(llvm::ConstantInt::get(b.i64, greatest));
+    }
+    return b.privateConstant(
+        llvm::ConstantArray::get(llvm::ArrayType::get(b.i64, values.size()), values),
+        "runtime_dim_bounds");
+  };
+  auto dimNames = [&](const BundleVariant &v) -> llvm::Constant * {
+    if (v.runtimeDimBounds.empty())
+      return null;
+    std::vector<llvm::Constant *> names;
+    for (const std::string &n : v.runtimeDimNames)
+      names.push_back(b.string(n));
+    return b.privateConstant(
+        llvm::ConstantArray::get(llvm::ArrayType::get(b.ptr, names.size()), names),
+        "runtime_dim_names");
+  };
   // kiln_model_desc, field by field (kiln/runtime.h).
   auto *descTy =
       llvm::StructType::get(b.ctx, {b.i32, b.ptr, b.i32, b.i32, b.ptr, b.ptr, b.i64, b.ptr, b.i64,
                                     b.ptr, b.ptr, b.i32, b.ptr, b.ptr, b.ptr, b.i32, b.i32,
-                                    b.ptr});
+                                    b.ptr, b.ptr, b.ptr});
   auto descriptor = [&](const std::vector<BundleTensor> &inputs,
                         const std::vector<BundleTensor> &outputs, uint64_t workspace,
                         llvm::Constant *entry, int32_t numVariants, llvm::Constant *variants,
@@ -235,7 +258,8 @@ void defineBundleData(llvm::Module &module, const ConstantPool &pool, const Bund
                  llvm::ConstantInt::get(b.i32, rows.outputRows.empty() ? 0 : rows.numRowCounts),
                  // Dims known only at run time (a bundle compiled once for every
                  // shape): their count and the function that computes them.
-                 llvm::ConstantInt::get(b.i32, rows.numRuntimeDims), dimsOf(rows)});
+                 llvm::ConstantInt::get(b.i32, rows.numRuntimeDims), dimsOf(rows),
+                 dimBounds(rows), dimNames(rows)});
   };
   auto entryOf = [&](const BundleVariant &v) -> llvm::Constant * {
     if (llvm::Function *f = module.getFunction(v.entry))

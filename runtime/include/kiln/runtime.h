@@ -22,8 +22,9 @@ extern "C" {
  * hash and external weights in kiln_model_desc; 6: compiled code calls
  * kiln_loop_guard; 7: kiln_model_desc.cuda; 8: outputs whose number of rows
  * is known only at run time, kiln_model_desc.output_rows; 9: dims known only
- * at run time, kiln_model_desc.num_runtime_dims). */
-#define KILN_ABI_VERSION 9
+ * at run time, kiln_model_desc.num_runtime_dims; 10: their declared bounds,
+ * kiln_model_desc.runtime_dim_bounds). */
+#define KILN_ABI_VERSION 10
 #define KILN_MAX_RANK 16
 
 /* Element types; the values are ONNX's TensorProto.DataType numbers. */
@@ -152,6 +153,15 @@ typedef struct kiln_model_desc {
    * workspace_size is 0). 0 and NULL for a model of static shapes. */
   int32_t num_runtime_dims;
   int64_t (*runtime_dims)(int64_t *dims);
+  /* Bounds declared for dims known only at run time (kilnc --dim
+   * NAME=LO..HI, kiln::CompileOptions::dimBounds): for each of the inputs'
+   * entries of the runtime dims array, in order, its least and greatest
+   * value (two int64 each), and its name (the ONNX dim_param). kiln_model_
+   * execute refuses inputs outside them (KILN_SHAPE_MISMATCH, naming the
+   * input, the dim and the bounds) before anything runs. NULL: none
+   * declared. */
+  const int64_t *runtime_dim_bounds;
+  const char *const *runtime_dim_names;
 } kiln_model_desc;
 
 /* Memory for intermediates whose size is known only at run time: compiled
