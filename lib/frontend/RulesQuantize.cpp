@@ -19,6 +19,64 @@ namespace {
 
 using Outs = SmallVectorImpl<Value>;
 
+/// A quantization parameter pair as ONNX defines it, checked before it is
+/// used, so that a broken model is an error naming the node and the
+/// parameter instead of a broadcast failure or silent infinities: the scale
+/// (null for MatMulInteger and ConvInteger, which have zero points alone)
+/// has one value, or one per entry of the quantized tensor's axis
+/// (`axisSize`, -1 when unknown; `perEntry` false where only one is
+/// allowed), the zero point as many and the quantized tensor's element
+/// type (`quantized`, null where the zero point decides it); constant
+/// scales are finite and not 0 (their reciprocal scales the result).
+LogicalResult checkQuantParams(NodeImporter &n, StringRef what, Value scale, Value zp,
+                               Type quantized, int64_t axisSize, bool perEntry,
+                               StringRef axisText) {
+  auto count = [&](Value v) -> int64_t {
+    auto t = NodeImporter::rankedType(v);
+    return v && t && t.hasStaticShape() ? t.getNumElements() : -1;
+  };
+  // Each of the pair: one value, or one per entry of the axis.
+  for (auto [v, name] : {std::pair(scale, "scale"), std::pair(zp, "zero point")}) {
+    int64_t values = count(v);
+    if (values <= 1)
+      continue;
+    if (!perEntry)
+      return n.error(Twine(what) + " " + name + " has " + Twine(values) +
+                     " values; it must have one");
+    if (axisSize >= 0 && values != axisSize)
+      return n.error(Twine(what) + " " + name + " has " + Twine(values) + " values for the " +
+                     Twine(axisSize) + " entries of " + axisText +
+                     "; give one per entry, or one for all");
+  }
+  if (scale && zp && count(zp) >= 0 && count(scale) >= 0 && count(zp) != count(scale))
+    return n.error(Twine(what) + " zero point has " + Twine(count(zp)) + " values and its scale " +
+                   Twine(count(scale)) + "; they must have as many");
+  if (zp && quantized && NodeImporter::elementType(zp) != quantized) {
+    std::string z, q;
+    llvm::raw_string_ostream(z) << NodeImporter::elementType(zp);
+    llvm::raw_string_ostream(q) << quantized;
+    return n.error(Twine(what) + " zero point is " + z + " but the values it offsets are " + q);
+  }
+  DenseElementsAttr values;
+  if (scale && matchPattern(scale, m_Constant(&values)) &&
+      isa<FloatType>(values.getElementType()))
+    for (APFloat v : values.getValues<APFloat>())
+      if (v.isZero() || !v.isFinite())
+        return n.error(Twine(what) + " scale is " + (v.isZero() ? "0" : "not finite") +
+                       ": a quantization scale must be a finite, non-zero number");
+  return success();
+}
+
+/// The size of `v`'s axis `axis` (negative counts from the end), -1 when
+/// unknown.
+int64_t axisSizeOf(NodeImporter &n, Value v, int64_t axis) {
+  auto t = NodeImporter::rankedType(v);
+  if (!t || axis < -t.getRank() || axis >= t.getRank())
+    return -1;
+  int64_t d = t.getDimSize(axis < 0 ? axis + t.getRank() : axis);
+  return ShapedType::isDynamic(d) ? -1 : d;
+}
+
 /// A per-axis parameter (scale or zero point) of a rank-1 shape laid along
 /// `axis` of a rank-`rank` tensor; a scalar or one-element one as it is.
 FailureOr<Value> alongAxis(NodeImporter &n, Value param, int64_t rank, int64_t axis) {
@@ -74,6 +132,9 @@ LogicalResult quantizeLinear(NodeImporter &n, Outs &out) {
   if (!to.isInteger(8))
     return n.error("QuantizeLinear to an element type other than int8 or uint8 is not supported");
   int64_t axis = n.getInt("axis", 1);
+  if (failed(checkQuantParams(n, "the", scale, zp, Type(), axisSizeOf(n, x, axis), true,
+                              "axis " + std::to_string(axis) + " of the input")))
+    return failure();
   auto s = alongAxis(n, scale, *rank, axis);
   if (failed(s))
     return failure();
@@ -95,6 +156,10 @@ LogicalResult dequantizeLinear(NodeImporter &n, Outs &out) {
     return failure();
   Type f = NodeImporter::elementType(scale);
   int64_t axis = n.getInt("axis", 1);
+  if (failed(checkQuantParams(n, "the", scale, zp, NodeImporter::elementType(x),
+                              axisSizeOf(n, x, axis), true,
+                              "axis " + std::to_string(axis) + " of the input")))
+    return failure();
   auto s = alongAxis(n, scale, *rank, axis);
   if (failed(s))
     return failure();
@@ -300,6 +365,11 @@ LogicalResult matMulInteger(NodeImporter &n, Outs &out) {
   Value a = n.required(0), b = n.required(1);
   if (n.failed())
     return failure();
+  if (failed(checkQuantParams(n, "a's", Value(), n.input(2), NodeImporter::elementType(a),
+                              axisSizeOf(n, a, -2), true, "a's rows (its second-to-last axis)")) ||
+      failed(checkQuantParams(n, "b's", Value(), n.input(3), NodeImporter::elementType(b),
+                              axisSizeOf(n, b, -1), true, "b's columns (its last axis)")))
+    return failure();
   out.push_back(toI32(n, centeredMatMul(n, a, n.input(2), b, n.input(3))));
   return success();
 }
@@ -309,6 +379,14 @@ LogicalResult qlinearMatMul(NodeImporter &n, Outs &out) {
   Value a = n.required(0), aScale = n.required(1), aZp = n.required(2), b = n.required(3),
         bScale = n.required(4), bZp = n.required(5), yScale = n.required(6), yZp = n.required(7);
   if (n.failed())
+    return failure();
+  // a's parameters per row (its second-to-last axis), b's per column (its
+  // last), y's one for all.
+  if (failed(checkQuantParams(n, "a's", aScale, aZp, NodeImporter::elementType(a),
+                              axisSizeOf(n, a, -2), true, "a's rows (its second-to-last axis)")) ||
+      failed(checkQuantParams(n, "b's", bScale, bZp, NodeImporter::elementType(b),
+                              axisSizeOf(n, b, -1), true, "b's columns (its last axis)")) ||
+      failed(checkQuantParams(n, "y's", yScale, yZp, Type(), -1, false, "")))
     return failure();
   Type f = NodeImporter::elementType(aScale);
   Value acc = centeredMatMul(n, a, aZp, b, bZp);
@@ -420,6 +498,11 @@ LogicalResult convInteger(NodeImporter &n, Outs &out) {
   Value x = n.required(0), w = n.required(1);
   if (n.failed())
     return failure();
+  if (failed(checkQuantParams(n, "x's", Value(), n.input(2), NodeImporter::elementType(x), -1,
+                              false, "")) ||
+      failed(checkQuantParams(n, "w's", Value(), n.input(3), NodeImporter::elementType(w),
+                              axisSizeOf(n, w, 0), true, "w's output channels (its first axis)")))
+    return failure();
   Value y = centeredConv(n, x, n.input(2), w, n.input(3), Value());
   if (!y)
     return failure();
@@ -439,6 +522,13 @@ LogicalResult qlinearConv(NodeImporter &n, Outs &out) {
   auto xt = NodeImporter::rankedType(x);
   if (!xt)
     return n.error("QLinearConv needs an input of known rank");
+  // x's and y's parameters one for all, w's one or one per output channel.
+  if (failed(checkQuantParams(n, "x's", xScale, xZp, NodeImporter::elementType(x), -1, false,
+                              "")) ||
+      failed(checkQuantParams(n, "w's", wScale, wZp, NodeImporter::elementType(w),
+                              axisSizeOf(n, w, 0), true, "w's output channels (its first axis)")) ||
+      failed(checkQuantParams(n, "y's", yScale, yZp, Type(), -1, false, "")))
+    return failure();
   Type f = NodeImporter::elementType(xScale);
   Value acc = centeredConv(n, x, xZp, w, wZp, bias);
   if (!acc)
