@@ -36,6 +36,11 @@ struct Flags {
     cl::desc("Dims of a made-up input whose declared shape has dynamic dims, e.g. "
              "--shape x=1x3x224x224"),
     cl::value_desc("NAME=DIMS"), cl::cat(runCat)};
+  cl::list<std::string> dimArgs{
+    "dim",
+    cl::desc("Bounds of a dim the model names (ONNX dim_param), e.g. --dim seq=1..512: inputs "
+             "outside them are refused before anything compiles"),
+    cl::value_desc("NAME=LO..HI"), cl::cat(runCat)};
   cl::opt<bool> specializeArg{
     "specialize",
     cl::desc("Compile code specialised to the inputs' shapes (as a bundle is), also where the "
@@ -154,7 +159,7 @@ struct Flags {
 } // namespace
 
 /// The names Flags registers.
-static const char *const kFlagNames[] = {"inputs", "input", "shape", "specialize", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "device"};
+static const char *const kFlagNames[] = {"inputs", "input", "shape", "dim", "specialize", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "device"};
 
 static const char *kOverview =
     "kiln-run: compiles an ONNX model, runs it and prints a summary. Dims the model leaves\n"
@@ -162,7 +167,7 @@ static const char *kOverview =
     "elsewhere, with --shape or --specialize, and on --device cuda, the code is compiled\n"
     "for the shapes of the inputs.\n\n"
     "  kiln-run MODEL.onnx [--inputs DIR] [--input NAME=FILE]... [--shape NAME=DIMS]...\n"
-    "           [--specialize]\n"
+    "           [--dim NAME=LO..HI]... [--specialize]\n"
     "           [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "           [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
     "           [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache]\n"
@@ -276,6 +281,20 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
       return usageError("--shape needs NAME=DIMS");
     if (!parseDims(dims, o.shapes[name]))
       return usageError("--shape " + v + ": DIMS must look like 1x3x224x224");
+  }
+  for (const std::string &v : f.dimArgs) {
+    std::string name, range;
+    size_t dots = std::string::npos;
+    if (splitNamed(v, name, range))
+      dots = range.find("..");
+    std::string lo = range.substr(0, dots), hi = dots == std::string::npos ? "" : range.substr(dots + 2);
+    char *endLo = nullptr, *endHi = nullptr;
+    long long least = std::strtoll(lo.c_str(), &endLo, 10);
+    long long greatest = std::strtoll(hi.c_str(), &endHi, 10);
+    if (dots == std::string::npos || lo.empty() || hi.empty() || *endLo || *endHi || least < 0 ||
+        least > greatest)
+      return usageError("--dim " + v + ": give NAME=LO..HI with 0 <= LO <= HI, e.g. seq=1..512");
+    o.compile.dimBounds[name] = {least, greatest};
   }
   if (f.fillArg != "random" && f.fillArg != "zeros")
     return usageError("--fill needs 'random' or 'zeros'");
