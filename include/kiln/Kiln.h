@@ -105,6 +105,11 @@ struct Value {
 /// by name: {{"seq", {1, 512}}}.
 using DimBounds = std::map<std::string, std::pair<int64_t, int64_t>>;
 
+/// Parses one bound as kilnc and kiln-run take it, "NAME=LO..HI" (e.g.
+/// "seq=1..512"): false where `text` is not that with 0 <= LO <= HI.
+bool parseDimBound(const std::string &text, std::string &name,
+                   std::pair<int64_t, int64_t> &range);
+
 /// The JIT's options: the code generator's (CodegenOptions: cpu, optLevel,
 /// debugMemory, profile, gpuTensorPassesOnCpu, gpu; the triple must stay
 /// empty, the JIT generates code for this machine) and those of running and

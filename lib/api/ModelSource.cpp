@@ -7,6 +7,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -203,6 +204,22 @@ Status checkDimBounds(const std::vector<TensorInfo> &inputs, const DimBounds &bo
                                ": the least must be 0 or more and at most the greatest");
   }
   return {};
+}
+
+bool parseDimBound(const std::string &text, std::string &name,
+                   std::pair<int64_t, int64_t> &range) {
+  size_t eq = text.find('='), dots = text.find("..");
+  if (eq == std::string::npos || eq == 0 || dots == std::string::npos || dots < eq)
+    return false;
+  std::string lo = text.substr(eq + 1, dots - eq - 1), hi = text.substr(dots + 2);
+  char *endLo = nullptr, *endHi = nullptr;
+  long long least = std::strtoll(lo.c_str(), &endLo, 10);
+  long long greatest = std::strtoll(hi.c_str(), &endHi, 10);
+  if (lo.empty() || hi.empty() || *endLo || *endHi || least < 0 || least > greatest)
+    return false;
+  name = text.substr(0, eq);
+  range = {least, greatest};
+  return true;
 }
 
 } // namespace kiln

@@ -499,6 +499,22 @@ TEST(JitApi, DeclaredDimBoundsAreCheckedBeforeCompiling) {
                  "most the greatest");
 }
 
+// kilnc's and kiln-run's --dim NAME=LO..HI.
+TEST(JitApi, ParseDimBound) {
+  std::string name;
+  std::pair<int64_t, int64_t> range;
+  ASSERT_TRUE(kiln::parseDimBound("seq=1..512", name, range));
+  EXPECT_EQ(name, "seq");
+  EXPECT_EQ(range.first, 1);
+  EXPECT_EQ(range.second, 512);
+  ASSERT_TRUE(kiln::parseDimBound("batch=0..0", name, range));
+  EXPECT_EQ(range.first, 0);
+  EXPECT_EQ(range.second, 0);
+  for (const char *bad : {"seq=5", "=1..2", "seq=2..1", "seq=-1..3", "seq=1..x", "seq=..4",
+                          "seq=1..", "seq1..4", "a=b=1..2"})
+    EXPECT_FALSE(kiln::parseDimBound(bad, name, range)) << bad;
+}
+
 TEST(JitApi, InputsDisagreeingOnANamedDimAreRefused) {
   std::string bytes = sharedDimModelBytes(), err;
   auto model = kiln::Model::loadFromMemory(bytes.data(), bytes.size(), "", {}, &err);

@@ -283,18 +283,11 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
       return usageError("--shape " + v + ": DIMS must look like 1x3x224x224");
   }
   for (const std::string &v : f.dimArgs) {
-    std::string name, range;
-    size_t dots = std::string::npos;
-    if (splitNamed(v, name, range))
-      dots = range.find("..");
-    std::string lo = range.substr(0, dots), hi = dots == std::string::npos ? "" : range.substr(dots + 2);
-    char *endLo = nullptr, *endHi = nullptr;
-    long long least = std::strtoll(lo.c_str(), &endLo, 10);
-    long long greatest = std::strtoll(hi.c_str(), &endHi, 10);
-    if (dots == std::string::npos || lo.empty() || hi.empty() || *endLo || *endHi || least < 0 ||
-        least > greatest)
+    std::string name;
+    std::pair<int64_t, int64_t> range;
+    if (!kiln::parseDimBound(v, name, range))
       return usageError("--dim " + v + ": give NAME=LO..HI with 0 <= LO <= HI, e.g. seq=1..512");
-    o.compile.dimBounds[name] = {least, greatest};
+    o.compile.dimBounds[name] = range;
   }
   if (f.fillArg != "random" && f.fillArg != "zeros")
     return usageError("--fill needs 'random' or 'zeros'");

@@ -335,22 +335,18 @@ static int kilncMain(int argc, char **argv) {
   for (const std::string &d : dims) {
     size_t eq = d.find('=');
     // NAME=LO..HI: bounds for the variant compiled once for every shape.
-    if (size_t dots = d.find(".."); eq != std::string::npos && eq > 0 && dots != std::string::npos) {
-      std::string lo = d.substr(eq + 1, dots - eq - 1), hi = d.substr(dots + 2);
-      char *endLo = nullptr, *endHi = nullptr;
-      long long least = std::strtoll(lo.c_str(), &endLo, 10);
-      long long greatest = std::strtoll(hi.c_str(), &endHi, 10);
-      if (lo.empty() || hi.empty() || *endLo || *endHi || least < 0 || least > greatest) {
+    if (d.find("..") != std::string::npos) {
+      std::string name;
+      std::pair<int64_t, int64_t> range;
+      if (!kiln::parseDimBound(d, name, range)) {
         llvm::errs() << "kilnc: error: --dim '" << d
                      << "' is not NAME=LO..HI with 0 <= LO <= HI\n";
         return 2;
       }
-      std::string name = d.substr(0, eq);
-      if (opts.dimBounds.count(name)) {
+      if (!opts.dimBounds.emplace(name, range).second) {
         llvm::errs() << "kilnc: error: --dim " << name << " is given bounds twice\n";
         return 2;
       }
-      opts.dimBounds[name] = {least, greatest};
       continue;
     }
     std::vector<int64_t> values;
