@@ -195,6 +195,14 @@ MODELS = {
                                                 [("image", (2, 3, 224, 224))]], **IMG),
     "maxvit_t": dict(build=vision("maxvit_t"), sets=[[("image", (1, 3, 224, 224))],
                                                     [("image", (2, 3, 224, 224))]], **IMG),
+    # Channel shuffles (reshape, transpose, reshape over the batch) and
+    # grouped convolutions with squeeze-and-excitation, at two batches.
+    "shufflenet_v2_x1_0": dict(build=vision("shufflenet_v2_x1_0"),
+                               sets=[[("image", (1, 3, 224, 224))],
+                                     [("image", (3, 3, 224, 224))]], **IMG),
+    "regnet_y_400mf": dict(build=vision("regnet_y_400mf"),
+                           sets=[[("image", (1, 3, 224, 224))], [("image", (3, 3, 224, 224))]],
+                           **IMG),
     # Squeeze-and-excitation blocks and SiLU at two image sizes.
     "efficientnet_b0": dict(build=vision("efficientnet_b0"),
                             sets=[[("image", (1, 3, 224, 224))], [("image", (1, 3, 192, 256))]],
