@@ -62,6 +62,9 @@ static std::optional<int64_t> constantOf(AffineExpr e) {
   return std::nullopt;
 }
 
+static AffineExpr quotientOfProducts(AffineExpr count, ArrayRef<AffineExpr> dims);
+static AffineExpr divideExactly(AffineExpr e, int64_t c);
+
 /// Whether `e` is never negative: symbols stand for dims (>= 0), and sums,
 /// products and divisions of such by non-negative constants stay so.
 static bool isNonNegative(AffineExpr e) {
@@ -468,10 +471,12 @@ void SymbolicDims::visit(Operation *op) {
           constantOthers &= c.has_value() && *c > 0;
           others *= c.value_or(1);
         }
-      if (constantOthers)
-        for (AffineExpr &e : d)
-          if (!e)
-            e = simplify(total.floorDiv(others));
+      // Symbolic others ([batch, -1, h, w] in a channel shuffle): each is
+      // a factor of the count; the dim is what remains.
+      AffineExpr q = constantOthers ? total.floorDiv(others) : quotientOfProducts(total, d);
+      for (AffineExpr &e : d)
+        if (!e && q)
+          e = simplify(q);
     }
   } else if (auto e = dyn_cast<ExpandOp>(op)) {
     if (auto target = contentsOf(e.getShape())) {
@@ -679,6 +684,47 @@ void SymbolicDims::visit(Operation *op) {
 /// `e` divided by `c` where that is exact for every value of the symbols:
 /// a product with a factor that `c` divides, or a sum of such; null
 /// otherwise.
+/// `e` less one factor `f` (a product term equal to it; in a sum, from
+/// every term), or null where `f` is not a factor.
+static AffineExpr removeFactor(AffineExpr e, AffineExpr f) {
+  if (e == f)
+    return getAffineConstantExpr(1, e.getContext());
+  auto b = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!b)
+    return {};
+  if (b.getKind() == AffineExprKind::Mul) {
+    if (AffineExpr l = removeFactor(b.getLHS(), f))
+      return l * b.getRHS();
+    if (AffineExpr r = removeFactor(b.getRHS(), f))
+      return b.getLHS() * r;
+    return {};
+  }
+  if (b.getKind() == AffineExprKind::Add) {
+    AffineExpr l = removeFactor(b.getLHS(), f), r = removeFactor(b.getRHS(), f);
+    return l && r ? l + r : AffineExpr();
+  }
+  return {};
+}
+
+/// count / product of the known entries of `dims` where that divides
+/// exactly as expressions: each symbolic entry one of count's factors, the
+/// constants' product a divisor of what remains; null otherwise.
+static AffineExpr quotientOfProducts(AffineExpr count, ArrayRef<AffineExpr> dims) {
+  int64_t constants = 1;
+  for (AffineExpr e : dims) {
+    if (!e || !count)
+      continue;
+    if (auto c = constantOf(e)) {
+      if (*c <= 0 || constants > (INT64_MAX / *c))
+        return {};
+      constants *= *c;
+    } else {
+      count = removeFactor(count, e);
+    }
+  }
+  return count ? divideExactly(count, constants) : AffineExpr();
+}
+
 static AffineExpr divideExactly(AffineExpr e, int64_t c) {
   if (c == 1)
     return e;

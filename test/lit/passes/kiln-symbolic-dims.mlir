@@ -247,3 +247,20 @@ func.func @flatten(%x: tensor<?x3x?x4xf32> {kiln.dim_names = ["b", "", "s", ""]}
   %f = kiln.flatten %x {axis = 2 : i64} : (tensor<?x3x?x4xf32>) -> tensor<?x?xf32>
   return %f : tensor<?x?xf32>
 }
+
+// -----
+
+// A channel shuffle (ShuffleNet): [b, 58, 2, 28, 28] reshaped to
+// [b, -1, 28, 28] with b gathered from the input's shape. The -1 is the
+// input's count over the other dims, b cancelling: 116. Before, it was
+// inferred only where every other dim was a constant.
+// CHECK-LABEL: func.func @shuffle_channels
+// CHECK-SAME: tensor<?x116x28x28xf32> {kiln.dims = ["b", "116", "28", "28"]}
+func.func @shuffle_channels(%x: tensor<?x58x2x28x28xf32> {kiln.dim_names = ["b", "", "", "", ""]})
+    -> tensor<?x?x28x28xf32> {
+  %sx = kiln.shape %x {start = 0 : i64, end = 1 : i64} : (tensor<?x58x2x28x28xf32>) -> tensor<1xi64>
+  %rest = kiln.constant {value = dense<[-1, 28, 28]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %target = kiln.concat %sx, %rest {axis = 0 : i64} : (tensor<1xi64>, tensor<3xi64>) -> tensor<4xi64>
+  %r = kiln.reshape %x, %target {allowzero = false} : (tensor<?x58x2x28x28xf32>, tensor<4xi64>) -> tensor<?x?x28x28xf32>
+  return %r : tensor<?x?x28x28xf32>
+}
