@@ -305,10 +305,6 @@ static Status splitRowCounts(ModuleOp module, BundleVariant &v) {
   return {};
 }
 
-/// One shape set per combination of `options.dimValues` (the last dim
-/// varying fastest), each the declared shapes with those named dims set;
-/// inputs given by --shape keep that shape. Without --dim: the one set the
-/// options give. `labels` names each set ("seq=16").
 /// The bounds declared on the variant's dims known only at run time, one
 /// per input entry of its runtime dims array (none declared: none).
 static void declareBounds(BundleVariant &variant, const DimBounds &declared) {
@@ -345,6 +341,10 @@ static Status checkBounds(const LoadedModel &model, const EmitOptions &options) 
   return {};
 }
 
+/// One shape set per combination of `options.dimValues` (the last dim
+/// varying fastest), each the declared shapes with those named dims set;
+/// inputs given by --shape keep that shape. Without --dim: the one set the
+/// options give. `labels` names each set ("seq=16").
 static Status variantShapes(const LoadedModel &model, const EmitOptions &options,
                             std::vector<Shapes> &sets, std::vector<std::string> &labels) {
   if (Status s = checkBounds(model, options); !s.ok())
