@@ -185,3 +185,58 @@ func.func @nofold(%a: memref<1x112x112x16xf32>, %c: memref<16xf32>, %b: memref<1
   }
   return
 }
+
+// -----
+
+// Data movement over run-time sizes is optsize (its compile time is what one
+// compile for every shape pays) only where the innermost loop's trip count
+// is a run-time value: a run-time batch around static inner loops (a CNN's
+// NCHW -> NHWC input transpose) vectorises as static code does, with no
+// scalar tail to grow the code.
+// CHECK-LABEL: func.func private @run_time_moves_op0(
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
+// CHECK: linalg.transpose
+// CHECK-LABEL: func.func private @run_time_moves_op1(
+// CHECK-SAME: llvm.optsize
+// CHECK: linalg.transpose
+func.func @run_time_moves(%a: memref<?x3x224x224xf32>, %b: memref<?x224x224x3xf32>,
+                          %c: memref<4x?xf32>, %d: memref<?x4xf32>) {
+  linalg.transpose ins(%a : memref<?x3x224x224xf32>) outs(%b : memref<?x224x224x3xf32>) permutation = [0, 2, 3, 1]
+  linalg.transpose ins(%d : memref<?x4xf32>) outs(%c : memref<4x?xf32>) permutation = [1, 0]
+  return
+}
+
+// -----
+
+// A loop nest under a run-time batch is split across threads on its first
+// static loop (H), the batch loop whole in every chunk: the operands are
+// sliced along H with the batch's run-time size. Its run-time sizes come
+// before the range, which kiln-parallelize-calls takes as the last two
+// arguments. A nest whose only static loop after the batch is the
+// innermost one (a transformer's hidden size) is not split.
+// CHECK-LABEL: func.func private @batch_outer_op0(
+// CHECK-SAME: %{{.*}}: index, %{{.*}}: index, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64)
+// CHECK: %[[N:.*]] = memref.dim %{{.*}}, %c0
+// CHECK: memref.subview %{{.*}}[0, %{{.*}}, 0, 0] [%[[N]], %{{.*}}, 56, 48]
+// CHECK-LABEL: func.func private @batch_outer_op1(
+// CHECK-NOT: i64
+// CHECK-LABEL: func.func @batch_outer
+// CHECK: call @batch_outer_op0({{.*}}) {kiln.parallel = array<i64: 56, 6>}
+// CHECK: call @batch_outer_op1({{.*}}) : (
+// CHECK-NOT: kiln.parallel
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @batch_outer(%a: memref<?x56x56x48xf32>, %b: memref<?x56x56x48xf32>,
+                       %c: memref<?x65536xf32>, %d: memref<?x65536xf32>) {
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<?x56x56x48xf32>) outs(%b : memref<?x56x56x48xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %m = arith.mulf %x, %x : f32
+    linalg.yield %m : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x65536xf32>) outs(%d : memref<?x65536xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %m = arith.mulf %x, %x : f32
+    linalg.yield %m : f32
+  }
+  return
+}
