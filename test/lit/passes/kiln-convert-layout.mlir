@@ -156,3 +156,55 @@ func.func @static_batch_pool(%x: tensor<2x8x6x6xf32>) -> tensor<2x8x3x3xf32> {
   %p = kiln.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_pads = array<i64: 0, 0>, count_include_pad = false} : (tensor<2x8x6x6xf32>) -> tensor<2x8x3x3xf32>
   return %p : tensor<2x8x3x3xf32>
 }
+
+// -----
+
+// A squeeze-excitation block under a run-time batch: its scale [batch, C, 1,
+// 1] is a quarter of the feature map or less at every batch, so the product
+// moves to NHWC with the pool and the convolutions around it, as with a
+// static batch. An operand as large as the feature map (the residual) is
+// not re-laid out.
+// CHECK-LABEL: func.func @excitation_runtime_batch
+// CHECK: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK: kiln.reduce_mean %{{.*}} {axes = array<i64: 1, 2>, keepdims = true} : (tensor<?x8x8x4xf32>) -> tensor<?x1x1x4xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.mul %{{.*}}, %{{.*}} : (tensor<?x8x8x4xf32>, tensor<?x1x1x4xf32>) -> tensor<?x8x8x4xf32>
+// CHECK: kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: kiln.add
+// CHECK: return
+func.func @excitation_runtime_batch(%x: tensor<?x3x8x8xf32>, %r: tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32> {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %w2 = kiln.constant {value = dense<1.5> : tensor<4x4x1x1xf32>} : () -> tensor<4x4x1x1xf32>
+  %0 = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<?x4x8x8xf32>
+  %1 = kiln.reduce_mean %0 {axes = array<i64: 2, 3>, keepdims = true} : (tensor<?x4x8x8xf32>) -> tensor<?x4x1x1xf32>
+  %2 = kiln.conv %1, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x4x1x1xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x1x1xf32>
+  %3 = kiln.sigmoid %2 : (tensor<?x4x1x1xf32>) -> tensor<?x4x1x1xf32>
+  %4 = kiln.mul %0, %3 : (tensor<?x4x8x8xf32>, tensor<?x4x1x1xf32>) -> tensor<?x4x8x8xf32>
+  %5 = kiln.add %4, %r : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  return %5 : tensor<?x4x8x8xf32>
+}
+
+// -----
+
+// A mean over H and W without keepdims (torchvision's x.mean([2, 3])) reads
+// the NHWC feature map directly: its kept axes, N and C, are in the same
+// order there, so no transpose back to NCHW is left. A reduction that
+// leaves the kept axes in another order ends in a transpose of them.
+// CHECK-LABEL: func.func @mean_without_keepdims
+// CHECK: kiln.conv2d_nhwc
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[M:.*]] = kiln.reduce_mean %{{.*}} {axes = array<i64: 1, 2>, keepdims = false} : (tensor<?x8x8x4xf32>) -> tensor<?x4xf32>
+// CHECK: %[[S:.*]] = kiln.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = false} : (tensor<?x8x8x4xf32>) -> tensor<?x8x4xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 2, 1>} : (tensor<?x8x4xf32>) -> tensor<?x4x8xf32>
+// CHECK: return %[[M]], %[[T]]
+func.func @mean_without_keepdims(%x: tensor<?x3x8x8xf32>) -> (tensor<?x4xf32>, tensor<?x4x8xf32>) {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %0 = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<?x4x8x8xf32>
+  %1 = kiln.reduce_mean %0 {axes = array<i64: 2, 3>, keepdims = false} : (tensor<?x4x8x8xf32>) -> tensor<?x4xf32>
+  %2 = kiln.reduce_sum %0 {axes = array<i64: 2>, keepdims = false} : (tensor<?x4x8x8xf32>) -> tensor<?x4x8xf32>
+  return %1, %2 : tensor<?x4xf32>, tensor<?x4x8xf32>
+}
