@@ -39,11 +39,15 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// A part's box in the chain: static offsets and sizes (kDynamic where a
+/// run-time value gives them: the batch of a CNN compiled for every batch)
+/// and the mixed form the slices are rebuilt from.
 struct Part {
   Value source;
   SmallVector<int64_t> offsets, sizes;
+  SmallVector<OpFoldResult> mixedOffsets, mixedSizes;
   bool operator==(const Part &o) const {
-    return source == o.source && offsets == o.offsets && sizes == o.sizes;
+    return source == o.source && mixedOffsets == o.mixedOffsets && mixedSizes == o.mixedSizes;
   }
 };
 
@@ -51,24 +55,58 @@ struct Part {
 struct Chain {
   SmallVector<tensor::InsertSliceOp> inserts;
   RankedTensorType type;
-  SmallVector<Part> parts;
+  SmallVector<Value> dynamicSizes; // of its tensor.empty
+  SmallVector<Part, 2> parts;
   Value result() { return inserts.back().getResult(); }
 };
+
+/// A run-time size read from a part (tensor.dim of it, just before its
+/// insert) as the size its producer's destination was created with, which
+/// exists earlier (a dim read at entry): the chain's buffer is created
+/// before the first part's producer and every size must exist there.
+OpFoldResult earliestSize(OpFoldResult size) {
+  auto v = dyn_cast<Value>(size);
+  auto dim = v ? v.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
+  std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+  if (!index)
+    return size;
+  for (Value t = dim.getSource();;) {
+    if (auto empty = t.getDefiningOp<tensor::EmptyOp>())
+      return empty.getType().isDynamicDim(*index) ? OpFoldResult(empty.getDynamicSize(*index))
+                                                  : size;
+    auto result = dyn_cast<OpResult>(t);
+    if (!result)
+      return size;
+    if (auto call = dyn_cast<CallKernelOp>(result.getOwner()))
+      t = call.getInit();
+    else if (auto dps = dyn_cast<DestinationStyleOpInterface>(result.getOwner()))
+      t = dps.getTiedOpOperand(result)->get();
+    else
+      return size;
+  }
+}
 
 std::optional<Part> partOf(tensor::InsertSliceOp op) {
   if (!op.hasUnitStride() || op.getSourceType().getRank() != op.getDestType().getRank())
     return std::nullopt;
-  for (ArrayRef<int64_t> v : {op.getStaticOffsets(), op.getStaticSizes()})
-    if (llvm::any_of(v, ShapedType::isDynamic))
-      return std::nullopt;
+  SmallVector<OpFoldResult> sizes = op.getMixedSizes();
+  for (OpFoldResult &size : sizes)
+    size = earliestSize(size);
   return Part{op.getSource(), SmallVector<int64_t>(op.getStaticOffsets()),
-              SmallVector<int64_t>(op.getStaticSizes())};
+              SmallVector<int64_t>(op.getStaticSizes()), op.getMixedOffsets(), sizes};
 }
 
+/// Whether two parts may overlap: they do not where some dim keeps them
+/// apart by static offsets and sizes (a Concat's axis; a run-time batch
+/// that both span proves nothing).
 bool overlap(const Part &a, const Part &b) {
-  for (size_t d = 0; d < a.offsets.size(); ++d)
+  for (size_t d = 0; d < a.offsets.size(); ++d) {
+    if (llvm::any_of(ArrayRef<int64_t>{a.offsets[d], a.sizes[d], b.offsets[d], b.sizes[d]},
+                     ShapedType::isDynamic))
+      continue;
     if (a.offsets[d] + a.sizes[d] <= b.offsets[d] || b.offsets[d] + b.sizes[d] <= a.offsets[d])
       return false;
+  }
   return true;
 }
 
@@ -77,8 +115,7 @@ bool overlap(const Part &a, const Part &b) {
 std::optional<Chain> chainFrom(tensor::InsertSliceOp first) {
   Chain chain;
   chain.type = first.getDestType();
-  if (!chain.type.hasStaticShape())
-    return std::nullopt;
+  chain.dynamicSizes = first.getDest().getDefiningOp<tensor::EmptyOp>().getDynamicSizes();
   Block *block = first->getBlock();
   for (tensor::InsertSliceOp op = first; op;) {
     std::optional<Part> part = partOf(op);
@@ -101,7 +138,8 @@ std::optional<Chain> chainFrom(tensor::InsertSliceOp first) {
 /// and each of its parts is one of the host's.
 bool extends(const Chain &host, const Chain &member) {
   if (host.type.getElementType() != member.type.getElementType() ||
-      host.type.getRank() != member.type.getRank())
+      host.type.getRank() != member.type.getRank() || !host.type.hasStaticShape() ||
+      !member.type.hasStaticShape())
     return false;
   for (int64_t d = 0; d < host.type.getRank(); ++d)
     if (member.type.getDimSize(d) > host.type.getDimSize(d))
@@ -142,15 +180,18 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
       return;
     Block &block = func.getBody().front();
 
-    SmallVector<Chain> chains;
+    std::vector<Chain> chains;
     for (auto op : block.getOps<tensor::InsertSliceOp>())
       if (op.getDest().getDefiningOp<tensor::EmptyOp>())
         if (std::optional<Chain> c = chainFrom(op))
           chains.push_back(std::move(*c));
     // Largest first: a family's host is the chain that all others extend.
-    llvm::stable_sort(chains, [](const Chain &a, const Chain &b) {
-      return a.type.getNumElements() > b.type.getNumElements();
-    });
+    // Chains of run-time size rebuild alone, after the others.
+    auto elements = [](const Chain &c) {
+      return c.type.hasStaticShape() ? c.type.getNumElements() : int64_t(-1);
+    };
+    llvm::stable_sort(chains,
+                      [&](const Chain &a, const Chain &b) { return elements(a) > elements(b); });
     std::vector<bool> done(chains.size(), false);
     for (size_t h = 0; h < chains.size(); ++h) {
       if (done[h])
@@ -206,15 +247,32 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
           init && init->getOwner()->isBeforeInBlock(def))
         b.setInsertionPoint(init->getOwner());
     }
+    // Run-time sizes and offsets must exist where the chain now starts (the
+    // dims read at entry do); otherwise the chain stays as it was.
+    auto available = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return v.getParentBlock() == &block;
+      return def->getBlock() == &block &&
+             (b.getInsertionPoint() == block.end() || def->isBeforeInBlock(&*b.getInsertionPoint()));
+    };
+    bool ready = llvm::all_of(host.dynamicSizes, available);
+    for (const Part &part : host.parts)
+      for (ArrayRef<OpFoldResult> mixed : {ArrayRef(part.mixedOffsets), ArrayRef(part.mixedSizes)})
+        for (OpFoldResult r : mixed)
+          if (auto v = dyn_cast<Value>(r))
+            ready &= available(v);
+    if (!ready)
+      return;
     Location loc = host.inserts.front().getLoc();
-    Value cur = tensor::EmptyOp::create(b, loc, host.type.getShape(), host.type.getElementType());
+    Value cur = tensor::EmptyOp::create(b, loc, host.type.getShape(), host.type.getElementType(),
+                                        host.dynamicSizes);
 
     DenseMap<size_t, Value> after; // part index -> the chain with it inserted
     DenseSet<Operation *> redirected;
     for (size_t i : order) {
       const Part &part = host.parts[i];
-      SmallVector<OpFoldResult> offsets = getAsIndexOpFoldResult(b.getContext(), part.offsets);
-      SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(b.getContext(), part.sizes);
+      const SmallVector<OpFoldResult> &offsets = part.mixedOffsets, &sizes = part.mixedSizes;
       SmallVector<OpFoldResult> strides(part.sizes.size(), b.getIndexAttr(1));
       Operation *producer = part.source.getDefiningOp();
       Operation *last = cur.getDefiningOp();
@@ -222,8 +280,13 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
       if (producer && last->isBeforeInBlock(producer) && !redirected.contains(producer)) {
         // The slice goes where the destination is first written (the
         // producer, or its linalg.fill): the chain so far must exist there.
+        // (and the slice's type is the destination's: static and run-time
+        // dims agree).
         if (OpOperand *init = redirectableInit(part.source);
-            init && last->isBeforeInBlock(init->getOwner())) {
+            init && last->isBeforeInBlock(init->getOwner()) &&
+            init->get().getType() ==
+                tensor::ExtractSliceOp::inferResultType(cast<RankedTensorType>(cur.getType()),
+                                                        sizes)) {
           OpBuilder pb(init->getOwner());
           Value slice = tensor::ExtractSliceOp::create(
               pb, loc, cast<RankedTensorType>(init->get().getType()), cur, offsets, sizes,

@@ -159,3 +159,72 @@ func.func @concat_of_member(%a: tensor<2xf32>, %b: tensor<2xf32>, %c: tensor<2xf
   %c1 = tensor.insert_slice %e into %c0[4] [2] [1] : tensor<2xf32> into tensor<6xf32>
   return %h3, %c1 : tensor<8xf32>, tensor<6xf32>
 }
+
+// -----
+
+// A run-time batch (a CNN compiled once for every batch): the parts' sizes
+// are tensor.dim of the parts, read just before their inserts, which are
+// the sizes their destinations were created with (the batch read at entry);
+// each part is written into its slice of one buffer, as with static shapes.
+// A concatenation along a run-time axis (the second part's offset is a
+// run-time value) is left as it was: nothing shows its parts apart.
+// CHECK-LABEL: func.func @run_time_batch
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x4x4x8xf32>
+// CHECK: %[[S0:.*]] = tensor.extract_slice %[[E]][0, 0, 0, 0] [%[[N]], 4, 4, 3]
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} outs(%[[S0]] :
+// CHECK: %[[C0:.*]] = tensor.insert_slice %[[A]] into %[[E]][0, 0, 0, 0] [%[[N]], 4, 4, 3]
+// CHECK: %[[S1:.*]] = tensor.extract_slice %[[C0]][0, 0, 0, 3] [%[[N]], 4, 4, 5]
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} outs(%[[S1]] :
+// CHECK: %[[C1:.*]] = tensor.insert_slice %[[B]] into %[[C0]][0, 0, 0, 3] [%[[N]], 4, 4, 5]
+// CHECK: return %[[C1]]
+// BUF-LABEL: func.func @run_time_batch
+// BUF: memref.alloc(%{{.*}}) {{.*}} : memref<?x4x4x8xf32>
+// BUF-NOT: memref.alloc
+// BUF-NOT: memref.copy
+// BUF: return
+// CHECK-LABEL: func.func @run_time_axis
+// CHECK: linalg.generic
+// CHECK: tensor.empty(%{{.*}}) : tensor<?x4xf32>
+// CHECK: tensor.insert_slice %arg0 into
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, 0] [2, 4]
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @run_time_batch(%x: tensor<?x4x4x3xf32>, %y: tensor<?x4x4x5xf32>) -> tensor<?x4x4x8xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x4x4x3xf32>
+  %ea = tensor.empty(%n) : tensor<?x4x4x3xf32>
+  %a = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<?x4x4x3xf32>) outs(%ea : tensor<?x4x4x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x3xf32>
+  %eb = tensor.empty(%n) : tensor<?x4x4x5xf32>
+  %b = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : tensor<?x4x4x5xf32>) outs(%eb : tensor<?x4x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x5xf32>
+  %na = tensor.dim %a, %c0 : tensor<?x4x4x3xf32>
+  %e = tensor.empty(%n) : tensor<?x4x4x8xf32>
+  %0 = tensor.insert_slice %a into %e[0, 0, 0, 0] [%na, 4, 4, 3] [1, 1, 1, 1] : tensor<?x4x4x3xf32> into tensor<?x4x4x8xf32>
+  %nb = tensor.dim %b, %c0 : tensor<?x4x4x5xf32>
+  %1 = tensor.insert_slice %b into %0[0, 0, 0, 3] [%nb, 4, 4, 5] [1, 1, 1, 1] : tensor<?x4x4x5xf32> into tensor<?x4x4x8xf32>
+  return %1 : tensor<?x4x4x8xf32>
+}
+
+func.func @run_time_axis(%past: tensor<?x4xf32>, %y: tensor<2x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %p = tensor.dim %past, %c0 : tensor<?x4xf32>
+  %eb = tensor.empty() : tensor<2x4xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%y : tensor<2x4xf32>) outs(%eb : tensor<2x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4xf32>
+  %t = arith.addi %p, %c2 : index
+  %e = tensor.empty(%t) : tensor<?x4xf32>
+  %0 = tensor.insert_slice %past into %e[0, 0] [%p, 4] [1, 1] : tensor<?x4xf32> into tensor<?x4xf32>
+  %1 = tensor.insert_slice %b into %0[%p, 0] [2, 4] [1, 1] : tensor<2x4xf32> into tensor<?x4xf32>
+  return %1 : tensor<?x4xf32>
+}
