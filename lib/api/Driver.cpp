@@ -31,7 +31,7 @@ using namespace mlir;
 
 namespace kiln {
 
-std::string version() { return "0.1.0"; }
+std::string version() { return KILN_VERSION_STRING; }
 
 std::unique_ptr<MLIRContext> createCompilerContext() {
   static DialectRegistry *registry = [] {

@@ -5,11 +5,18 @@
 # print the hand-derived softmax([10, 1]) = [0.999877, 0.000123395], as the
 # JIT program built against the same package does.
 #   install-test.sh BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER CXX_COMPILER
+# With KILN_INSTALLED_PREFIX set, the checks run against that prefix (the
+# Debian packages unpacked: test/packaging/deb-test.sh) instead of a
+# `cmake --install` of BUILD_DIR.
 set -euo pipefail
 build=$1 src=$2 work=$3 cc=$4 cxx=$5
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
-cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+if [ -n "${KILN_INSTALLED_PREFIX:-}" ]; then
+  ln -s "$KILN_INSTALLED_PREFIX" "$work/prefix"
+else
+  cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+fi
 for f in bin/kilnc lib/libkiln_runtime.so lib/libkiln_runtime.a lib/libkiln.so \
          include/kiln/runtime.h include/kiln/Kiln.h lib/cmake/Kiln/KilnConfig.cmake; do
   [ -e "$work/prefix/$f" ] || fail "the install has no $f"
