@@ -18,6 +18,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   googletest libgtest-dev
   python3-dev python3-numpy python3-pytest pybind11-dev
+  python3-pip python3-setuptools python3-wheel python3-build  # pip install . and wheels (test/packaging)
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 )
 
