@@ -26,6 +26,19 @@ typedef struct kiln_compile_options {
   int no_cache;     /* nonzero: do not use the on-disk compile cache */
   const char *cache_dir; /* NULL: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, ~/.cache/kiln */
   int profile; /* nonzero: record per-kernel events into an attached kiln_profiler (kiln/profile.h) */
+  /* Nonzero: code specialised to each new set of input shapes, also where
+   * the model's unknown dims could be taken at run time (by default one
+   * compile serves every shape there; kiln::CompileOptions::dynamicShapes). */
+  int specialize;
+  /* Bounds of dims the model names (ONNX dim_param), e.g. "seq" in 1..512:
+   * dim_bound_names[i] lies in [dim_bound_min[i], dim_bound_max[i]] for
+   * i < num_dim_bounds. An input outside them is refused before anything
+   * compiles or runs (KILN_SHAPE_MISMATCH naming the input, the dim and the
+   * bounds); a name no input uses, or an empty range, fails the compile. */
+  size_t num_dim_bounds;
+  const char *const *dim_bound_names;
+  const int64_t *dim_bound_min;
+  const int64_t *dim_bound_max;
 } kiln_compile_options;
 
 kiln_status *kiln_compile_file(const char *path, const kiln_compile_options *options,

@@ -8,8 +8,9 @@ struct kiln_compiled_model {
   std::vector<kiln_tensor_desc> inputs, outputs;
 };
 
-static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
-  kiln::CompileOptions opts;
+/// The C options as kiln::CompileOptions; an error (a status) where they
+/// are inconsistent.
+static kiln_status *toOptions(const kiln_compile_options *o, kiln::CompileOptions &opts) {
   if (o) {
     if (o->cpu)
       opts.cpu = o->cpu;
@@ -20,8 +21,20 @@ static kiln::CompileOptions toOptions(const kiln_compile_options *o) {
     if (o->cache_dir)
       opts.cacheDir = o->cache_dir;
     opts.profile = o->profile != 0;
+    opts.dynamicShapes = o->specialize == 0;
+    if (o->num_dim_bounds &&
+        (!o->dim_bound_names || !o->dim_bound_min || !o->dim_bound_max))
+      return kiln_status_create(KILN_INVALID_ARGUMENT,
+                                "num_dim_bounds is not 0, but dim_bound_names, dim_bound_min or "
+                                "dim_bound_max is NULL");
+    for (size_t i = 0; i < o->num_dim_bounds; ++i) {
+      if (!o->dim_bound_names[i])
+        return kiln_status_create(KILN_INVALID_ARGUMENT,
+                                  ("dim_bound_names[" + std::to_string(i) + "] is NULL").c_str());
+      opts.dimBounds[o->dim_bound_names[i]] = {o->dim_bound_min[i], o->dim_bound_max[i]};
+    }
   }
-  return opts;
+  return nullptr;
 }
 
 static kiln_status *wrap(std::unique_ptr<kiln::Model> model, const std::string &error,
@@ -45,17 +58,22 @@ kiln_status *kiln_compile_file(const char *path, const kiln_compile_options *opt
                                kiln_compiled_model **out) {
   if (!path)
     return kiln_status_create(KILN_INVALID_ARGUMENT, "path must not be NULL");
+  kiln::CompileOptions opts;
+  if (kiln_status *s = toOptions(options, opts))
+    return s;
   std::string error;
-  return wrap(kiln::Model::load(path, toOptions(options), &error), error, out);
+  return wrap(kiln::Model::load(path, opts, &error), error, out);
 }
 
 kiln_status *kiln_compile_buffer(const void *data, size_t size, const char *baseDir,
                                  const kiln_compile_options *options, kiln_compiled_model **out) {
   if (!data && size)
     return kiln_status_create(KILN_INVALID_ARGUMENT, "data must not be NULL");
+  kiln::CompileOptions opts;
+  if (kiln_status *s = toOptions(options, opts))
+    return s;
   std::string error;
-  return wrap(kiln::Model::loadFromMemory(data, size, baseDir ? baseDir : "", toOptions(options),
-                                          &error),
+  return wrap(kiln::Model::loadFromMemory(data, size, baseDir ? baseDir : "", opts, &error),
               error, out);
 }
 
