@@ -203,6 +203,14 @@ MODELS = {
     "regnet_y_400mf": dict(build=vision("regnet_y_400mf"),
                            sets=[[("image", (1, 3, 224, 224))], [("image", (3, 3, 224, 224))]],
                            **IMG),
+    # Dense blocks (each layer concatenates every earlier feature map) and
+    # MobileNet-V3's hard-swish squeeze-and-excitation, at two batches.
+    "densenet121": dict(build=vision("densenet121"),
+                        sets=[[("image", (1, 3, 224, 224))], [("image", (3, 3, 224, 224))]],
+                        **IMG),
+    "mobilenet_v3_small": dict(build=vision("mobilenet_v3_small"),
+                               sets=[[("image", (1, 3, 224, 224))],
+                                     [("image", (3, 3, 224, 224))]], **IMG),
     # Squeeze-and-excitation blocks and SiLU at two image sizes.
     "efficientnet_b0": dict(build=vision("efficientnet_b0"),
                             sets=[[("image", (1, 3, 224, 224))], [("image", (1, 3, 192, 256))]],
