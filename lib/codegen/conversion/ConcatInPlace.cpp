@@ -136,14 +136,24 @@ std::optional<Chain> chainFrom(tensor::InsertSliceOp first) {
 
 /// `member` is `host` restricted to a leading box: the same element type,
 /// and each of its parts is one of the host's.
+/// A dim of run-time size must be the same value in both (a CNN's batch
+/// read at entry): DenseNet's blocks under a run-time batch.
 bool extends(const Chain &host, const Chain &member) {
   if (host.type.getElementType() != member.type.getElementType() ||
-      host.type.getRank() != member.type.getRank() || !host.type.hasStaticShape() ||
-      !member.type.hasStaticShape())
+      host.type.getRank() != member.type.getRank())
     return false;
-  for (int64_t d = 0; d < host.type.getRank(); ++d)
-    if (member.type.getDimSize(d) > host.type.getDimSize(d))
+  for (int64_t d = 0; d < host.type.getRank(); ++d) {
+    bool hostDynamic = host.type.isDynamicDim(d), memberDynamic = member.type.isDynamicDim(d);
+    if (hostDynamic != memberDynamic)
       return false;
+    if (hostDynamic) {
+      if (host.dynamicSizes[host.type.getDynamicDimIndex(d)] !=
+          member.dynamicSizes[member.type.getDynamicDimIndex(d)])
+        return false;
+    } else if (member.type.getDimSize(d) > host.type.getDimSize(d)) {
+      return false;
+    }
+  }
   return llvm::all_of(member.parts,
                       [&](const Part &p) { return llvm::is_contained(host.parts, p); });
 }
@@ -186,9 +196,14 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
         if (std::optional<Chain> c = chainFrom(op))
           chains.push_back(std::move(*c));
     // Largest first: a family's host is the chain that all others extend.
-    // Chains of run-time size rebuild alone, after the others.
+    // Counted over the static dims: chains of one family share their
+    // run-time dims (extends).
     auto elements = [](const Chain &c) {
-      return c.type.hasStaticShape() ? c.type.getNumElements() : int64_t(-1);
+      int64_t n = 1;
+      for (int64_t d : c.type.getShape())
+        if (!ShapedType::isDynamic(d))
+          n *= d;
+      return n;
     };
     llvm::stable_sort(chains,
                       [&](const Chain &a, const Chain &b) { return elements(a) > elements(b); });
@@ -248,7 +263,20 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
         b.setInsertionPoint(init->getOwner());
     }
     // Run-time sizes and offsets must exist where the chain now starts (the
-    // dims read at entry do); otherwise the chain stays as it was.
+    // dims read at entry do); otherwise the chain stays as it was. A chain
+    // whose first part is a function argument starts after them.
+    SmallVector<Value> needed(host.dynamicSizes.begin(), host.dynamicSizes.end());
+    for (const Part &part : host.parts)
+      for (ArrayRef<OpFoldResult> mixed : {ArrayRef(part.mixedOffsets), ArrayRef(part.mixedSizes)})
+        for (OpFoldResult r : mixed)
+          if (auto v = dyn_cast<Value>(r))
+            needed.push_back(v);
+    if (!first.getDefiningOp())
+      for (Value v : needed)
+        if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &block &&
+                                                (b.getInsertionPoint() == block.end() ||
+                                                 !def->isBeforeInBlock(&*b.getInsertionPoint())))
+          b.setInsertionPointAfter(def);
     auto available = [&](Value v) {
       Operation *def = v.getDefiningOp();
       if (!def)
@@ -256,13 +284,7 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
       return def->getBlock() == &block &&
              (b.getInsertionPoint() == block.end() || def->isBeforeInBlock(&*b.getInsertionPoint()));
     };
-    bool ready = llvm::all_of(host.dynamicSizes, available);
-    for (const Part &part : host.parts)
-      for (ArrayRef<OpFoldResult> mixed : {ArrayRef(part.mixedOffsets), ArrayRef(part.mixedSizes)})
-        for (OpFoldResult r : mixed)
-          if (auto v = dyn_cast<Value>(r))
-            ready &= available(v);
-    if (!ready)
+    if (!llvm::all_of(needed, available))
       return;
     Location loc = host.inserts.front().getLoc();
     Value cur = tensor::EmptyOp::create(b, loc, host.type.getShape(), host.type.getElementType(),
@@ -320,10 +342,14 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
       if (member->type != host.type) {
         OpBuilder mb(member->inserts.back());
         int64_t rank = member->type.getRank();
+        SmallVector<OpFoldResult> sizes;
+        for (int64_t d = 0; d < rank; ++d)
+          sizes.push_back(member->type.isDynamicDim(d)
+                              ? OpFoldResult(member->dynamicSizes[member->type.getDynamicDimIndex(d)])
+                              : OpFoldResult(mb.getIndexAttr(member->type.getDimSize(d))));
         value = tensor::ExtractSliceOp::create(
             mb, member->inserts.back().getLoc(), member->type, value,
-            SmallVector<OpFoldResult>(rank, mb.getIndexAttr(0)),
-            getAsIndexOpFoldResult(mb.getContext(), member->type.getShape()),
+            SmallVector<OpFoldResult>(rank, mb.getIndexAttr(0)), sizes,
             SmallVector<OpFoldResult>(rank, mb.getIndexAttr(1)));
       }
       member->result().replaceAllUsesWith(value);

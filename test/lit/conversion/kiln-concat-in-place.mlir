@@ -228,3 +228,56 @@ func.func @run_time_axis(%past: tensor<?x4xf32>, %y: tensor<2x4xf32>) -> tensor<
   %1 = tensor.insert_slice %b into %0[%p, 0] [2, 4] [1, 1] : tensor<2x4xf32> into tensor<?x4xf32>
   return %1 : tensor<?x4xf32>
 }
+
+// -----
+
+// DenseNet's pattern under a run-time batch: the two concatenations share
+// the batch (the same value, read at entry), so the small one becomes the
+// leading slice of the large one, as with static shapes; bufferized, one
+// buffer, and only the graph input is copied.
+// CHECK-LABEL: func.func @dense_block_run_time_batch
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[C0:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 0, 0] [%[[N]], 4, 4, 2]
+// CHECK: %[[C1:.*]] = tensor.insert_slice %{{.*}} into %[[C0]][0, 0, 0, 2] [%[[N]], 4, 4, 2]
+// CHECK: %[[SMALL:.*]] = tensor.extract_slice %[[C1]][0, 0, 0, 0] [%[[N]], 4, 4, 4] [1, 1, 1, 1] : tensor<?x4x4x6xf32> to tensor<?x4x4x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[SMALL]] :
+// CHECK: %[[C2:.*]] = tensor.insert_slice %{{.*}} into %[[C1]][0, 0, 0, 4] [%[[N]], 4, 4, 2]
+// CHECK-NOT: tensor.insert_slice
+// CHECK: return %[[C2]]
+// BUF-LABEL: func.func @dense_block_run_time_batch
+// BUF: %[[BIG:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?x4x4x6xf32>
+// BUF: memref.copy %arg0
+// BUF-NOT: memref.copy
+// BUF: return %[[BIG]]
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @dense_block_run_time_batch(%x: tensor<?x4x4x2xf32>) -> tensor<?x4x4x6xf32> {
+  %i0 = arith.constant 0 : index
+  %n = tensor.dim %x, %i0 : tensor<?x4x4x2xf32>
+  %e2 = tensor.empty(%n) : tensor<?x4x4x2xf32>
+  %f1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<?x4x4x2xf32>) outs(%e2 : tensor<?x4x4x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.subf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x2xf32>
+  %e4 = tensor.empty(%n) : tensor<?x4x4x4xf32>
+  %c0 = tensor.insert_slice %x into %e4[0, 0, 0, 0] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x4xf32>
+  %c1 = tensor.insert_slice %f1 into %c0[0, 0, 0, 2] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x4xf32>
+  %e4b = tensor.empty(%n) : tensor<?x4x4x4xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c1 : tensor<?x4x4x4xf32>) outs(%e4b : tensor<?x4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x4xf32>
+  %s = tensor.extract_slice %g[0, 0, 0, 1] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x4xf32> to tensor<?x4x4x2xf32>
+  %e2b = tensor.empty(%n) : tensor<?x4x4x2xf32>
+  %f2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<?x4x4x2xf32>) outs(%e2b : tensor<?x4x4x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x2xf32>
+  %e6 = tensor.empty(%n) : tensor<?x4x4x6xf32>
+  %d0 = tensor.insert_slice %x into %e6[0, 0, 0, 0] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
+  %d1 = tensor.insert_slice %f1 into %d0[0, 0, 0, 2] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
+  %d2 = tensor.insert_slice %f2 into %d1[0, 0, 0, 4] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
+  return %d2 : tensor<?x4x4x6xf32>
+}
