@@ -42,7 +42,10 @@ class BuildWithCMake(build_py):
         if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
             run(["cmake", "-S", HERE, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                  f"-DPYTHON_EXECUTABLE={sys.executable}"])
-        run(["cmake", "--build", build, "--target", "kiln_python", "kiln_runtime", "kiln"])
+        # Everything the three components install, so that `cmake --install`
+        # finds every file even in a folder that was only configured.
+        run(["cmake", "--build", build, "--target", "kiln_python", "kiln_runtime",
+             "kiln_runtime_static", "kiln", "kilnc", "kiln-run", "kiln-opt", "kiln-rage"])
         stage = os.path.join(os.path.abspath(self.build_lib), "..", "kiln-cmake-stage")
         shutil.rmtree(stage, ignore_errors=True)
         for component in ("runtime", "compiler", "python"):
@@ -55,7 +58,12 @@ class BuildWithCMake(build_py):
             sys.exit("kiln setup.py: the CMake build made no extension module "
                      "(is pybind11-dev installed?)")
         shutil.copy2(found[0], package)
-        libdir = os.path.join(stage, "lib")
+        # CMAKE_INSTALL_LIBDIR may be lib, lib64 or lib/<multiarch>.
+        libkiln = glob.glob(os.path.join(stage, "lib*", "libkiln.so")) + \
+            glob.glob(os.path.join(stage, "lib*", "*", "libkiln.so"))
+        if not libkiln:
+            sys.exit("kiln setup.py: the CMake install has no libkiln.so")
+        libdir = os.path.dirname(libkiln[0])
         shutil.copy2(os.path.join(libdir, "libkiln.so"), package)
         runtime = [p for p in glob.glob(os.path.join(libdir, "libkiln_runtime.so.*"))
                    if not os.path.islink(p)] or glob.glob(os.path.join(libdir, "libkiln_runtime.so.*"))

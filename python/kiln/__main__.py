@@ -156,6 +156,20 @@ def cmd_bench(args):
     return 0
 
 
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m kiln", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -191,8 +205,8 @@ def main(argv=None):
             r.add_argument("--rtol", type=float, default=1e-3)
             r.add_argument("--outputs", help="write output_K.npy into this folder")
         else:
-            r.add_argument("--runs", type=int, default=10)
-            r.add_argument("--warmup", type=int, default=1)
+            r.add_argument("--runs", type=positive_int, default=10, help="timed runs (at least 1)")
+            r.add_argument("--warmup", type=non_negative_int, default=1)
         r.set_defaults(fn=fn)
 
     args = p.parse_args(argv)

@@ -75,6 +75,9 @@ def test_bench_prints_a_median():
                  "--threads", "1")
     assert r.returncode == 0, r.stderr
     assert "bench: runs=3 median_ms=" in r.stdout
+    # No runs, no median: a usage error before anything compiles.
+    r = kiln_cli("bench", os.path.join(MLP, "model.onnx"), "--inputs", data, "--runs", "0")
+    assert r.returncode == 2 and "--runs: must be at least 1, not 0" in r.stderr
 
 
 def test_progress_only_on_a_terminal(tmp_path):

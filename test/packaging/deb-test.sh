@@ -70,11 +70,15 @@ for name in "${!depends[@]}"; do
     done
   done <"$work/files.$name"
 done
-if readelf -d "$work/root/usr/lib/libkiln_runtime.so" | grep -Ei '(NEEDED|RUNPATH|RPATH).*(llvm|mlir)'; then
+# Wherever CMAKE_INSTALL_LIBDIR put them (lib, lib64, lib/<multiarch>).
+runtime_so=$(find "$work/root/usr" -name libkiln_runtime.so -print -quit)
+kiln_so=$(find "$work/root/usr" -name libkiln.so -print -quit)
+[ -n "$runtime_so" ] && [ -n "$kiln_so" ] || fail "the packages hold no libkiln_runtime.so or libkiln.so"
+if readelf -d "$runtime_so" | grep -Ei '(NEEDED|RUNPATH|RPATH).*(llvm|mlir)'; then
   fail "kiln-runtime loads LLVM/MLIR"
 fi
 loaded=$(ldd "$work/root/usr/bin/kiln-run" | awk '$1 == "libkiln.so" {print $3}')
-[ -n "$loaded" ] && [ "$(realpath -s "$loaded")" = "$work/root/usr/lib/libkiln.so" ] ||
+[ -n "$loaded" ] && [ "$(realpath -s "$loaded")" = "$kiln_so" ] ||
   fail "the unpacked kiln-run does not load the unpacked libkiln ($loaded)"
 # One version: the packages', kilnc's and the Python package's.
 version=$(dpkg-deb -f "$work"/debs/kiln_*.deb Version)

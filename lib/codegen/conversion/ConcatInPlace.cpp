@@ -286,6 +286,16 @@ struct ConcatInPlacePass : impl::KilnConcatInPlaceBase<ConcatInPlacePass> {
     };
     if (!llvm::all_of(needed, available))
       return;
+    // Each member's value is cut from the chain where its own last insert
+    // was: the chain must have started by then (it moves later when the
+    // first part is a function argument and the sizes are computed late).
+    auto startsBy = [&](Operation *op) {
+      return b.getInsertionPoint() != block.end() &&
+             (&*b.getInsertionPoint() == op || b.getInsertionPoint()->isBeforeInBlock(op));
+    };
+    for (Chain *member : members)
+      if (!startsBy(member->inserts.back()))
+        return;
     Location loc = host.inserts.front().getLoc();
     Value cur = tensor::EmptyOp::create(b, loc, host.type.getShape(), host.type.getElementType(),
                                         host.dynamicSizes);

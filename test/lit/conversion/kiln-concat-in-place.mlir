@@ -281,3 +281,48 @@ func.func @dense_block_run_time_batch(%x: tensor<?x4x4x2xf32>) -> tensor<?x4x4x6
   %d2 = tensor.insert_slice %f2 into %d1[0, 0, 0, 4] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
   return %d2 : tensor<?x4x4x6xf32>
 }
+
+// -----
+
+// A chain whose first part is a function argument starts after the run-time
+// sizes it needs; here one (%n2) is computed after the member's last insert,
+// where the member's value would be cut from the chain: the chains are left
+// as they were (they made invalid IR: a use before its definition).
+// CHECK-LABEL: func.func @size_after_member
+// CHECK: %[[E4:.*]] = tensor.empty(%{{.*}}) : tensor<?x4x4x4xf32>
+// CHECK: tensor.insert_slice %arg0 into %[[E4]]
+// CHECK: %[[E6:.*]] = tensor.empty(%{{.*}}) : tensor<?x4x4x6xf32>
+// CHECK: tensor.insert_slice %arg0 into %[[E6]]
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @size_after_member(%x: tensor<?x4x4x2xf32>) -> tensor<?x4x4x6xf32> {
+  %i0 = arith.constant 0 : index
+  %n = tensor.dim %x, %i0 : tensor<?x4x4x2xf32>
+  %e2 = tensor.empty(%n) : tensor<?x4x4x2xf32>
+  %f1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<?x4x4x2xf32>) outs(%e2 : tensor<?x4x4x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.subf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x2xf32>
+  %e4 = tensor.empty(%n) : tensor<?x4x4x4xf32>
+  %c0 = tensor.insert_slice %x into %e4[0, 0, 0, 0] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x4xf32>
+  %c1 = tensor.insert_slice %f1 into %c0[0, 0, 0, 2] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x4xf32>
+  %e4b = tensor.empty(%n) : tensor<?x4x4x4xf32>
+  %g = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c1 : tensor<?x4x4x4xf32>) outs(%e4b : tensor<?x4x4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x4xf32>
+  %s = tensor.extract_slice %g[0, 0, 0, 1] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x4xf32> to tensor<?x4x4x2xf32>
+  %n2 = arith.addi %n, %i0 : index
+  %e2b = tensor.empty(%n2) : tensor<?x4x4x2xf32>
+  %f2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<?x4x4x2xf32>) outs(%e2b : tensor<?x4x4x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<?x4x4x2xf32>
+  %e6 = tensor.empty(%n) : tensor<?x4x4x6xf32>
+  %d0 = tensor.insert_slice %x into %e6[0, 0, 0, 0] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
+  %d1 = tensor.insert_slice %f1 into %d0[0, 0, 0, 2] [%n, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
+  %d2 = tensor.insert_slice %f2 into %d1[0, 0, 0, 4] [%n2, 4, 4, 2] [1, 1, 1, 1] : tensor<?x4x4x2xf32> into tensor<?x4x4x6xf32>
+  return %d2 : tensor<?x4x4x6xf32>
+}
