@@ -92,7 +92,7 @@ Value buildConv(NodeImporter &n, Value x, Value w, Value bias) {
     return {};
   return n.make<ConvOp>(x, w, bias, n.b.getDenseI64ArrayAttr(strides),
                         n.b.getDenseI64ArrayAttr(pads), n.b.getDenseI64ArrayAttr(dilations),
-                        n.b.getI64IntegerAttr(n.getInt("group", 1)));
+                        n.b.getI64IntegerAttr(n.getInt("group", 1)), IntegerAttr());
 }
 
 namespace {
@@ -189,7 +189,7 @@ Value convTransposeByPhases(NodeImporter &n, Value x, Value w, Value bias, int64
   Value y = n.make<ConvOp>(x, v, b, n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(spatial, 1)),
                            n.b.getDenseI64ArrayAttr(convPads),
                            n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(spatial, 1)),
-                           n.b.getI64IntegerAttr(G));
+                           n.b.getI64IntegerAttr(G), IntegerAttr());
   // [N, G * phases * Mg, Q..] -> [N, G, s0, s1 .., Mg, Q0, Q1 ..] ->
   // [N, G, Mg, Q0, s0, Q1, s1 ..] -> [N, G * Mg, Q0 s0, Q1 s1 ..].
   SmallVector<int64_t> unfolded{N, G}, back{0, 1, 2 + spatial}, interleaved{N, G * Mg};
@@ -349,7 +349,8 @@ LogicalResult convTranspose(NodeImporter &n, Outs &out) {
   out.push_back(n.make<ConvOp>(y, wf, n.input(2),
                                n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(spatial, 1)),
                                n.b.getDenseI64ArrayAttr(SmallVector<int64_t>(2 * spatial, 0)),
-                               n.b.getDenseI64ArrayAttr(dilations), n.b.getI64IntegerAttr(G)));
+                               n.b.getDenseI64ArrayAttr(dilations), n.b.getI64IntegerAttr(G),
+                               IntegerAttr()));
   return success();
 }
 

@@ -90,10 +90,18 @@ HostTensor matmul(const HostTensor &a0, const HostTensor &b0, Type outElt) {
   return y;
 }
 
+/// An integer convolution's input zero point (padding reads it: it adds
+/// nothing); 0 when the op has none.
+double inputZeroPoint(Operation *op) {
+  auto zp = op->getAttrOfType<IntegerAttr>("input_zero_point");
+  return zp ? (double)zp.getInt() : 0.0;
+}
+
 /// Grouped N-d convolution, NC[D]HW, weights [M, C/group, k...].
 HostTensor conv(const HostTensor &x, const HostTensor &w, const HostTensor *bias,
                 const std::vector<int64_t> &strides, const std::vector<int64_t> &pads,
-                const std::vector<int64_t> &dilations, int64_t group, Type outElt) {
+                const std::vector<int64_t> &dilations, int64_t group, Type outElt,
+                double inputZeroPoint = 0) {
   int64_t sp = x.rank() - 2;
   if (sp < 1 || w.rank() != x.rank() || (int64_t)strides.size() != sp ||
       (int64_t)pads.size() != 2 * sp || (int64_t)dilations.size() != sp || group < 1)
@@ -137,7 +145,7 @@ HostTensor conv(const HostTensor &x, const HostTensor &w, const HostTensor *bias
           int64_t xBase = (b * c + g * cg + ci) * xPix, wBase = (oCh * cg + ci) * kPix;
           for (int64_t t = 0; t < kPix; ++t)
             if (taps[t] >= 0)
-              acc += xp[xBase + taps[t]] * wp[wBase + t];
+              acc += (xp[xBase + taps[t]] - inputZeroPoint) * wp[wBase + t];
         }
         y.setNum((b * m + oCh) * outPix + op, acc);
       }
@@ -398,7 +406,8 @@ bool evalNeuralNet(Operation *op, const Operands &in, std::vector<HostTensor> &o
     out.push_back(matmul(*in[0], *in[1], outElt));
   } else if (name == "conv") {
     out.push_back(conv(*in[0], *in[1], in.size() > 2 ? in[2] : nullptr, attrInts(op, "strides"),
-                       attrInts(op, "pads"), attrInts(op, "dilations"), attrInt(op, "group"), outElt));
+                       attrInts(op, "pads"), attrInts(op, "dilations"), attrInt(op, "group"), outElt,
+                       inputZeroPoint(op)));
   } else if (name == "conv2d_nhwc") {
     auto seg = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
     const HostTensor *bias = nullptr, *residual = nullptr;
@@ -411,8 +420,13 @@ bool evalNeuralNet(Operation *op, const Operands &in, std::vector<HostTensor> &o
     }
     HostTensor nchw = moveAxis(*in[0], 3, 1);
     HostTensor y = conv(nchw, *in[1], bias, attrInts(op, "strides"), attrInts(op, "pads"),
-                        attrInts(op, "dilations"), attrInt(op, "group"), outElt);
+                        attrInts(op, "dilations"), attrInt(op, "group"), outElt,
+                        inputZeroPoint(op));
     y = moveAxis(y, 1, 3);
+    if (!outElt.isF32()) { // the integer form has no epilogue (its verifier)
+      out.push_back(std::move(y));
+      return true;
+    }
     double lo = f64(op, "clamp_min", -INFINITY), hi = f64(op, "clamp_max", INFINITY);
     std::vector<int64_t> ir = residual ? broadcastIndices(residual->shape, y.shape) : std::vector<int64_t>();
     for (int64_t k = 0; k < y.size(); ++k) {

@@ -165,7 +165,7 @@ struct DropDeadConvTaps : OpRewritePattern<ConvOp> {
                                    i64s(SmallVector<int64_t>(spatial, 1)));
     rw.replaceOpWithNewOp<ConvOp>(op, y, op.getInput(), kernel, op.getBias(), op.getStridesAttr(),
                                   rw.getDenseI64ArrayAttr(newPads), op.getDilationsAttr(),
-                                  op.getGroupAttr());
+                                  op.getGroupAttr(), op.getInputZeroPointAttr());
     return success();
   }
 };

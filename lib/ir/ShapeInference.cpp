@@ -2,6 +2,7 @@
 // single source of truth for its shape rules: the importer builds ops through
 // it, the verifier checks against it, and kiln-infer-shapes refines with it.
 #include <cmath>
+#include <limits>
 #include "kiln/IR/KilnDialect.h"
 
 #include "mlir/IR/Matchers.h"
@@ -386,9 +387,42 @@ static LogicalResult checkGroups(std::optional<Location> loc, int64_t group, int
   return success();
 }
 
+/// A convolution's result element type: its input's, except that an 8-bit
+/// integer input (a quantized convolution) accumulates in i32.
+static Type convResultElementType(Value input) {
+  Type elt = elementTypeOf(input);
+  if (elt.isInteger(8))
+    return IntegerType::get(elt.getContext(), 32);
+  return elt;
+}
+
+/// The integer form of a convolution: an 8-bit input, i8 weights, an i32
+/// bias and an input zero point within the input's range.
+static LogicalResult verifyIntegerConv(Operation *op, Value input, Value weight, Value bias,
+                                       std::optional<int64_t> zeroPoint) {
+  Type in = elementTypeOf(input), w = elementTypeOf(weight);
+  if (!in.isInteger(8)) {
+    if (zeroPoint)
+      return op->emitOpError("input_zero_point needs an 8-bit integer input");
+    return success();
+  }
+  if (!w.isInteger(8) || w.isUnsignedInteger())
+    return op->emitOpError("an 8-bit integer input needs i8 weights");
+  if (bias && !elementTypeOf(bias).isInteger(32))
+    return op->emitOpError("an 8-bit integer input needs an i32 bias");
+  if (zeroPoint) {
+    bool isUnsigned = in.isUnsignedInteger();
+    int64_t lo = isUnsigned ? 0 : -128, hi = isUnsigned ? 255 : 127;
+    if (*zeroPoint < lo || *zeroPoint > hi)
+      return op->emitOpError("input_zero_point ")
+             << *zeroPoint << " is outside the input type's range [" << lo << ", " << hi << "]";
+  }
+  return success();
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor a, SmallVectorImpl<Type> &types) {
-  Type elt = elementTypeOf(a.getInput());
+  Type elt = convResultElementType(a.getInput());
   auto it = ranked(a.getInput()), wt = ranked(a.getWeight());
   if (!it || !wt) {
     types.push_back(UnrankedTensorType::get(elt));
@@ -413,7 +447,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 
 LogicalResult Conv2DNhwcOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor a, SmallVectorImpl<Type> &types) {
-  Type elt = elementTypeOf(a.getInput());
+  Type elt = convResultElementType(a.getInput());
   auto it = ranked(a.getInput()), wt = ranked(a.getWeight());
   if (!it || !wt) {
     types.push_back(UnrankedTensorType::get(elt));
@@ -437,6 +471,14 @@ LogicalResult Conv2DNhwcOp::inferReturnTypes(MLIRContext *, std::optional<Locati
 }
 
 LogicalResult Conv2DNhwcOp::verify() {
+  if (failed(verifyIntegerConv(*this, getInput(), getWeight(), getBias(), getInputZeroPoint())))
+    return failure();
+  if (elementTypeOf(getInput()).isInteger(8)) {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    if (getResidual() || getGelu() || getClampMin().convertToFloat() != -inf ||
+        getClampMax().convertToFloat() != inf)
+      return emitOpError("an integer convolution has no residual, GELU or clamp");
+  }
   if (Value b = getBias())
     if (auto bt = ranked(b); bt && bt.getRank() != 1)
       return emitOpError("bias must be 1-D");
@@ -480,6 +522,8 @@ LogicalResult LayerNormOp::verify() {
 }
 
 LogicalResult ConvOp::verify() {
+  if (failed(verifyIntegerConv(*this, getInput(), getWeight(), getBias(), getInputZeroPoint())))
+    return failure();
   if (Value b = getBias()) {
     auto bt = ranked(b);
     if (bt && bt.getRank() != 1)

@@ -82,7 +82,7 @@ struct Conv1DTo2D : OpRewritePattern<ConvOp> {
                               rw.getDenseI64ArrayAttr({1, op.getStrides()[0]}),
                               rw.getDenseI64ArrayAttr({0, pads[0], 0, pads[1]}),
                               rw.getDenseI64ArrayAttr({1, op.getDilations()[0]}),
-                              op.getGroupAttr());
+                              op.getGroupAttr(), op.getInputZeroPointAttr());
     rw.replaceOp(op, reshape(rw, loc, y2, y.getShape()));
     return success();
   }
@@ -113,10 +113,13 @@ struct Conv3DTo2D : OpRewritePattern<ConvOp> {
       p[2] = padBegin;
       p[7] = padEnd;
       auto padded = x.clone({n, c, d + padBegin + padEnd, h, wd});
-      Value zero = ConstantOp::create(
-          rw, loc, RankedTensorType::get({}, x.getElementType()),
-          DenseElementsAttr::get(RankedTensorType::get({}, x.getElementType()),
-                                 rw.getZeroAttr(x.getElementType())));
+      // An integer convolution's padding reads its input zero point.
+      Type elt = x.getElementType();
+      Attribute fill = rw.getZeroAttr(elt);
+      if (std::optional<int64_t> zp = op.getInputZeroPoint())
+        fill = rw.getIntegerAttr(elt, *zp);
+      Value zero = ConstantOp::create(rw, loc, RankedTensorType::get({}, elt),
+                                      DenseElementsAttr::get(RankedTensorType::get({}, elt), fill));
       input = PadOp::create(rw, loc, padded, input, i64Constant(rw, loc, p, {10}), zero,
                             rw.getStringAttr("constant"));
     }
@@ -136,7 +139,8 @@ struct Conv3DTo2D : OpRewritePattern<ConvOp> {
     Value y2 = ConvOp::create(rw, loc, y.clone({n * od, f, oh, ow}), x2, w2, op.getBias(),
                               rw.getDenseI64ArrayAttr({strides[1], strides[2]}),
                               rw.getDenseI64ArrayAttr({pads[1], pads[2], pads[4], pads[5]}),
-                              rw.getDenseI64ArrayAttr({dil[1], dil[2]}), op.getGroupAttr());
+                              rw.getDenseI64ArrayAttr({dil[1], dil[2]}), op.getGroupAttr(),
+                              op.getInputZeroPointAttr());
     // [N * OD, F, OH, OW] -> [N, OD, F, OH, OW] -> [N, F, OD, OH, OW].
     Value y5 = reshape(rw, loc, y2, {n, od, f, oh, ow});
     rw.replaceOp(op, transpose(rw, loc, y5, {0, 2, 1, 3, 4}));

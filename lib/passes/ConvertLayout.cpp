@@ -92,11 +92,25 @@ Value transpose(PatternRewriter &rw, Location loc, Value v, ArrayRef<int64_t> pe
   return TransposeOp::create(rw, loc, v, rw.getDenseI64ArrayAttr(perm));
 }
 
+/// staticF32Rank4, or the integer convolution's types: an 8-bit input and
+/// its i32 result (the int8 kernels take NHWC too).
+bool convLayoutType(ConvOp op) {
+  if (staticF32Rank4(op.getInput()) && staticF32Rank4(op.getResult()))
+    return true;
+  auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+  auto out = dyn_cast<RankedTensorType>(op.getResult().getType());
+  auto staticButBatch4 = [](RankedTensorType t) {
+    return t.getRank() == 4 &&
+           llvm::count_if(t.getShape(), ShapedType::isDynamic) == (t.isDynamicDim(0) ? 1 : 0);
+  };
+  return in && out && in.getElementType().isInteger(8) && out.getElementType().isInteger(32) &&
+         staticButBatch4(in) && staticButBatch4(out);
+}
+
 struct ConvToNhwc : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rw) const override {
-    if (!staticF32Rank4(op.getInput()) || !staticF32Rank4(op.getResult()) ||
-        !matchPattern(op.getWeight(), m_Constant()))
+    if (!convLayoutType(op) || !matchPattern(op.getWeight(), m_Constant()))
       return rw.notifyMatchFailure(op, "needs a static 2-D f32 conv with constant weights");
     if (Value b = op.getBias(); b && !matchPattern(b, m_Constant()))
       return rw.notifyMatchFailure(op, "needs a constant bias");
@@ -106,7 +120,8 @@ struct ConvToNhwc : OpRewritePattern<ConvOp> {
     Value y = Conv2DNhwcOp::create(rw, loc, x, op.getWeight(), op.getBias(), Value(),
                                    op.getStridesAttr(), op.getPadsAttr(), op.getDilationsAttr(),
                                    op.getGroupAttr(), rw.getF32FloatAttr(-inf),
-                                   rw.getF32FloatAttr(inf));
+                                   rw.getF32FloatAttr(inf), /*gelu=*/nullptr,
+                                   op.getInputZeroPointAttr());
     rw.replaceOp(op, transpose(rw, loc, y, kToNchw));
     return success();
   }
@@ -213,8 +228,11 @@ struct SinkThroughUnary : RewritePattern {
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rw) const override {
     if (!isLayoutAgnosticUnary(op))
       return failure();
+    // Same shape (a cast changes only the element type: a quantized
+    // convolution's requantization ends in one).
     auto t = op->getOperand(0).getDefiningOp<TransposeOp>();
-    if (!t || op->getResult(0).getType() != t.getType())
+    auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!t || !rt || rt.getShape() != t.getType().getShape())
       return failure();
     Operation *moved = rw.clone(*op);
     moved->setOperand(0, t.getInput());

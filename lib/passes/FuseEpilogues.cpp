@@ -44,7 +44,8 @@ bool hasClamp(Conv2DNhwcOp c) {
 /// open for `stage` (0: scale/shift, 1: residual, 2: clamp).
 Conv2DNhwcOp fusableConv(Value v, int stage) {
   auto c = v.getDefiningOp<Conv2DNhwcOp>();
-  if (!c || !c->hasOneUse() || c.getGelu())
+  // The integer form has no epilogue (its requantization stays elementwise).
+  if (!c || !c->hasOneUse() || c.getGelu() || !getElementTypeOrSelf(c.getType()).isF32())
     return {};
   if (stage < 2 && hasClamp(c))
     return {};
@@ -103,7 +104,7 @@ LogicalResult replaceWithConv(PatternRewriter &rw, Operation *user, Conv2DNhwcOp
   Value conv = Conv2DNhwcOp::create(rw, loc, c.getInput(), weight, bias, residual,
                                     c.getStridesAttr(), c.getPadsAttr(), c.getDilationsAttr(),
                                     c.getGroupAttr(), rw.getF32FloatAttr(lo),
-                                    rw.getF32FloatAttr(hi));
+                                    rw.getF32FloatAttr(hi), /*gelu=*/nullptr, IntegerAttr());
   rw.replaceOp(user, conv);
   rw.eraseOp(c);
   return success();
@@ -285,6 +286,7 @@ struct FoldGelu : OpRewritePattern<MulOp> {
     Value convResult = reshape ? reshape.getInput() : x;
     auto c = convResult.getDefiningOp<Conv2DNhwcOp>();
     if (!c || c.getGelu() || c.getGroup() != 1 || hasClamp(c) ||
+        !getElementTypeOrSelf(c.getType()).isF32() ||
         (reshape && !c->hasOneUse()))
       return failure();
     auto convT = cast<RankedTensorType>(c.getType());
@@ -300,7 +302,7 @@ struct FoldGelu : OpRewritePattern<MulOp> {
                                       c.getResidual(), c.getStridesAttr(), c.getPadsAttr(),
                                       c.getDilationsAttr(), c.getGroupAttr(),
                                       c.getClampMinAttr(), c.getClampMaxAttr(),
-                                      rw.getUnitAttr());
+                                      rw.getUnitAttr(), IntegerAttr());
     // Back to the product's shape with the reshape's own target (dims
     // known only at run time included).
     rw.replaceOp(root, reshape ? ReshapeOp::create(rw, loc, rootT, conv, reshape.getShape(),
@@ -344,7 +346,8 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     Value conv = Conv2DNhwcOp::create(
         rw, loc, convT, x, weight, Value(), Value(), rw.getDenseI64ArrayAttr({1, 1}),
         rw.getDenseI64ArrayAttr({0, 0, 0, 0}), rw.getDenseI64ArrayAttr({1, 1}),
-        rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf));
+        rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf),
+        /*gelu=*/nullptr, IntegerAttr());
     rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape(), op.getLhs()));
     return success();
   }

@@ -280,6 +280,12 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let description = [{
     `pads` holds the begin pads of each spatial axis followed by the end pads.
 
+    Integer form: an 8-bit input (`ui8` or `i8`) and `i8` weights give an
+    `i32` result (an `i32` bias), the exact sum of `(input -
+    input_zero_point) * weight`; padding reads the zero point (it adds
+    nothing). This is a quantized convolution before requantization: the
+    CPU runs it on the int8 kernels (VNNI where the CPU has it).
+
     ```mlir
     %y = kiln.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
            pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
@@ -289,7 +295,8 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let arguments = (ins AnyTensor:$input, AnyTensor:$weight,
                        Optional<AnyTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group);
+                       DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group,
+                       OptionalAttr<Kiln_I64Attr>:$input_zero_point);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
   // Kernel taps that only ever read padding are dropped (DeepLab's ASPP:
@@ -306,7 +313,9 @@ def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
     layout (the code generator packs it); `residual`, when present, has the
     result's shape. `kiln-convert-layout` creates it from `kiln.conv`, and
     `kiln-fuse-epilogues` folds bias, BatchNorm scales, residual adds,
-    GELU and Relu/Clip into it.
+    GELU and Relu/Clip into it. The integer form (`kiln.conv`'s: 8-bit
+    input, `i8` weights, `i32` bias and result, `input_zero_point`) has no
+    epilogue: no residual, GELU or clamp.
 
     ```mlir
     %y = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 6.0 : f32, clamp_min = 0.0 : f32,
@@ -319,7 +328,8 @@ def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
                        Optional<AnyTensor>:$bias, Optional<AnyTensor>:$residual,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group,
-                       F32Attr:$clamp_min, F32Attr:$clamp_max, UnitAttr:$gelu);
+                       F32Attr:$clamp_min, F32Attr:$clamp_max, UnitAttr:$gelu,
+                       OptionalAttr<Kiln_I64Attr>:$input_zero_point);
   let results = (outs AnyTensor:$output);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict `:`

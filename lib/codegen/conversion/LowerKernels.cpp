@@ -18,6 +18,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 using namespace mlir;
@@ -35,6 +36,7 @@ constexpr const char *kConv = KILN_KERNEL_SYMBOL(kiln_conv2d_nhwc_f32);
 constexpr const char *kDwConv = KILN_KERNEL_SYMBOL(kiln_dwconv2d_nhwc_f32);
 constexpr const char *kMatMul = KILN_KERNEL_SYMBOL(kiln_matmul_f32);
 constexpr const char *kPool = KILN_KERNEL_SYMBOL(kiln_pool2d_nhwc_f32);
+constexpr const char *kQConv = KILN_KERNEL_SYMBOL(kiln_qconv2d_nhwc_u8s8);
 constexpr const char *kSoftmax = KILN_KERNEL_SYMBOL(kiln_softmax_f32);
 constexpr const char *kLayerNorm = KILN_KERNEL_SYMBOL(kiln_layer_norm_f32);
 constexpr const char *kAttention = KILN_KERNEL_SYMBOL(kiln_attention_f32);
@@ -189,9 +191,108 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                         {1, 7, -1, 8}, runtimeRows || runtimeBatch ? 0 : flops, dynamicSizes);
 }
 
+/// The integer convolution (8-bit input, s8 weights, i32 result; groups 1)
+/// -> kiln_qconv2d_nhwc_u8s8. Weights [O][C][KH][KW] packed as
+/// [panels][KH][KW][ceil(C/4)][kPanel][4] (four input channels per 32-bit
+/// lane of the dot product), zero padded; the bias less the zero point as
+/// the kernel reads it (an s8 input is read as u8, 128 more) times each
+/// output's weight sum, since padding reads the zero point.
+LogicalResult lowerIntegerConv2DNhwc(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, Value rows,
+                                     Value batch, PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  if (op.getGroup() != 1)
+    return op.emitOpError("integer convolutions run ungrouped only");
+  DenseElementsAttr wAttr, bAttr;
+  if (!matchPattern(op.getWeight(), m_Constant(&wAttr)))
+    return op.emitOpError("needs constant weights");
+  if (op.getBias() && !matchPattern(op.getBias(), m_Constant(&bAttr)))
+    return op.emitOpError("needs a constant bias");
+  const int64_t n = sizes[0], h = sizes[1], w = sizes[2], c = sizes[3], oh = sizes[4],
+                ow = sizes[5], oc = sizes[6], kh = sizes[7], kw = sizes[8];
+  bool signedInput = !inT.getElementType().isUnsignedInteger();
+  int64_t zeroPoint = op.getInputZeroPoint().value_or(0);
+  int64_t zeroRead = signedInput ? zeroPoint + 128 : zeroPoint;
+  int64_t panels = (oc + kPanel - 1) / kPanel, groups4 = (c + 3) / 4;
+  std::vector<int8_t> packedW(panels * kh * kw * groups4 * kPanel * 4, 0);
+  std::vector<int32_t> packedB(panels * kPanel, 0);
+  SmallVector<int64_t> weights;
+  for (const APInt &v : wAttr.getValues<APInt>())
+    weights.push_back(v.getSExtValue());
+  SmallVector<int64_t> bias(oc, 0);
+  if (bAttr) {
+    int64_t i = 0;
+    for (const APInt &v : bAttr.getValues<APInt>())
+      bias[bAttr.isSplat() ? 0 : i++] = v.getSExtValue();
+    if (bAttr.isSplat())
+      llvm::fill(bias, bias[0]);
+  }
+  for (int64_t o = 0; o < oc; ++o) {
+    int64_t p = o / kPanel, lane = o % kPanel, sum = 0;
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x)
+        for (int64_t i = 0; i < c; ++i) {
+          int64_t v = weights[((o * c + i) * kh + y) * kw + x];
+          sum += v;
+          packedW[((((p * kh + y) * kw + x) * groups4 + i / 4) * kPanel + lane) * 4 + i % 4] =
+              (int8_t)v;
+        }
+    int64_t b = bias[o] - zeroRead * sum;
+    if (b < INT32_MIN || b > INT32_MAX)
+      return op.emitOpError("the bias less the zero point's share does not fit in i32");
+    packedB[p * kPanel + lane] = (int32_t)b;
+  }
+  std::vector<int8_t> pad(groups4 * 4, (int8_t)(zeroPoint & 0xff));
+  auto i8Block = [&](ArrayRef<int8_t> v) {
+    auto t = RankedTensorType::get({(int64_t)v.size()}, rw.getI8Type());
+    return arith::ConstantOp::create(rw, loc, DenseElementsAttr::get(t, v));
+  };
+  auto i32t = RankedTensorType::get({(int64_t)packedB.size()}, rw.getI32Type());
+  Value biasBlock =
+      arith::ConstantOp::create(rw, loc, DenseElementsAttr::get(i32t, ArrayRef(packedB)));
+  kiln_conv2d_params params{n,  h,  w,  c,  oh, ow, oc, kh, kw, op.getStrides()[0], op.getStrides()[1],
+                            op.getPads()[0], op.getPads()[1], op.getDilations()[0],
+                            op.getDilations()[1], 1, 0};
+  SmallVector<std::pair<unsigned, Value>> runtime;
+  if (rows)
+    runtime = {{offsetof(kiln_conv2d_params, w) / 8, rows},
+               {offsetof(kiln_conv2d_params, ow) / 8, rows}};
+  if (batch)
+    runtime.push_back({offsetof(kiln_conv2d_params, n) / 8, batch});
+  Value flip = arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(signedInput ? 0x80808080 : 0));
+  SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime),
+                          asSignless(rw, loc, op.getInput()),
+                          i8Block(packedW),
+                          biasBlock,
+                          i8Block(pad),
+                          flip,
+                          strideSlot(rw, loc),
+                          strideSlot(rw, loc)};
+  int64_t ops = 2 * n * oh * ow * oc * kh * kw * c;
+  rw.replaceOp(op, callWithResult(rw, loc, kQConv, outT, args, 5, {1, 6, -1, 7},
+                                  rows || batch ? 0 : ops,
+                                  dynamicSizes(rw, loc, op.getResult())));
+  return success();
+}
+
 LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
   auto inT = tensorType(op.getInput()), wT = tensorType(op.getWeight());
   auto outT = cast<RankedTensorType>(op.getType());
+  if (inT.getElementType().isInteger(8)) {
+    Value rows, batch;
+    SmallVector<int64_t> sizes{inT.getDimSize(0),  inT.getDimSize(1),  inT.getDimSize(2),
+                               inT.getDimSize(3),  outT.getDimSize(1), outT.getDimSize(2),
+                               outT.getDimSize(3), wT.getDimSize(2),   wT.getDimSize(3)};
+    if (inT.isDynamicDim(0)) {
+      batch = dimSize(rw, op.getLoc(), op.getInput(), 0);
+      sizes[0] = 1;
+    } else if (!inT.hasStaticShape() || !outT.hasStaticShape()) {
+      rows = dimSize(rw, op.getLoc(), op.getInput(), 2);
+      sizes[2] = sizes[5] = 1;
+    }
+    return lowerIntegerConv2DNhwc(op, sizes, rows, batch, rw);
+  }
   auto weight = constantFloats(op.getWeight());
   std::optional<SmallVector<float>> bias;
   if (op.getBias() && !(bias = constantFloats(op.getBias())))
@@ -1031,6 +1132,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
   declare(kMatMul, {i64, i64, i64, i64});
   declare(kPool, {i64, i64, i64, i64, i64});
+  declare(kQConv, {i64, i64, i64, i64, i64, i64, i64, i64, i64});
   declare(kSoftmax, {i64, i64, i64, f32t});
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});

@@ -107,8 +107,16 @@ LogicalResult lowerConv(ConvOp op, PatternRewriter &rw) {
   if (F % G)
     return op.emitOpError("output channels are not divisible by group");
 
-  Value input = padSpatial(rw, loc, op.getInput(), op.getPads(),
-                           scalarConstant(rw, loc, elt, 0));
+  // The integer form (8-bit input, i8 weights, i32 result): padding reads
+  // the input zero point, and each product is (x - zero point) * w in i32.
+  Type inElt = getElementTypeOrSelf(op.getInput().getType());
+  bool quantized = inElt.isInteger(8) && elt.isInteger(32);
+  bool unsignedInput = quantized && inElt.isUnsignedInteger();
+  int64_t zeroPoint = op.getInputZeroPoint().value_or(0);
+  Value input = quantized ? asSignless(rw, loc, op.getInput()) : op.getInput();
+  input = padSpatial(rw, loc, input, op.getPads(),
+                     quantized ? scalarConstant(rw, loc, rw.getI8Type(), (int8_t)(zeroPoint & 0xff))
+                               : scalarConstant(rw, loc, elt, 0));
   input = splitChannels(rw, loc, input, 1, G);   // N, G, Cg, spatial...
   Value weight = splitChannels(rw, loc, op.getWeight(), 0, G); // G, Fg, Cg, k...
 
@@ -151,7 +159,15 @@ LogicalResult lowerConv(ConvOp op, PatternRewriter &rw) {
   Value conv = linalg::GenericOp::create(
                    rw, loc, groupedT, ValueRange{input, weight}, init, maps, iters,
                    [&](OpBuilder &b, Location l, ValueRange a) {
-                     linalg::YieldOp::create(b, l, mulAdd(b, l, a[2], a[0], a[1]));
+                     if (!quantized) {
+                       linalg::YieldOp::create(b, l, mulAdd(b, l, a[2], a[0], a[1]));
+                       return;
+                     }
+                     Value x = unsignedInput ? (Value)arith::ExtUIOp::create(b, l, elt, a[0])
+                                             : (Value)arith::ExtSIOp::create(b, l, elt, a[0]);
+                     x = arith::SubIOp::create(b, l, x, scalarConstant(b, l, elt, zeroPoint));
+                     Value w = arith::ExtSIOp::create(b, l, elt, a[1]);
+                     linalg::YieldOp::create(b, l, mulAdd(b, l, a[2], x, w));
                    })
                    .getResult(0);
   SmallVector<ReassociationIndices> collapse{{0}, {1, 2}};

@@ -40,6 +40,7 @@ typedef __INTPTR_TYPE__ kiln_kernel_addr;
   X(kiln_nms_f32) \
   X(kiln_nonzero_u8) \
   X(kiln_pool2d_nhwc_f32) \
+  X(kiln_qconv2d_nhwc_u8s8) \
   X(kiln_softmax_f32) \
   X(kiln_topk_f32)
 
@@ -50,6 +51,7 @@ typedef struct kiln_conv2d_params {
 } kiln_conv2d_params;
 #define KILN_CONV_HAS_RESIDUAL 1 /* out += residual before the clamp */
 #define KILN_CONV_GELU 2         /* GELU of the result (after the residual) */
+/* kiln_qconv2d_nhwc_u8s8 takes the same block (groups 1, flags 0). */
 
 /* kiln_pool2d_nhwc_f32: NHWC max or average pooling; pads at both ends. */
 typedef struct kiln_pool2d_params {
@@ -122,6 +124,15 @@ void kiln_dwconv2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_k
                             kiln_kernel_addr bias, kiln_kernel_addr residual,
                             kiln_kernel_addr out, float lo, float hi,
                             kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
+/* Integer form (groups 1): u8 activations (s8 ones with flip 0x80808080,
+ * read as u8 + 128) x s8 weights packed [panels][kh][kw][ceil(c/4)][PANEL][4]
+ * -> i32 out = the exact sum + bias (i32, [panels][PANEL]); padding reads
+ * `pad` (ceil(c/4)*4 bytes of the input's zero point); strides in bytes
+ * (input) and i32s (output) between consecutive pixels. */
+void kiln_qconv2d_nhwc_u8s8(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr w,
+                            kiln_kernel_addr bias, kiln_kernel_addr pad, kiln_kernel_addr out,
+                            kiln_kernel_i64 flip, kiln_kernel_i64 in_stride,
+                            kiln_kernel_i64 out_stride);
 void kiln_matmul_f32(kiln_kernel_addr params, kiln_kernel_addr a, kiln_kernel_addr b,
                      kiln_kernel_addr c);
 void kiln_attention_f32(kiln_kernel_addr params, kiln_kernel_addr q, kiln_kernel_addr k,

@@ -277,3 +277,40 @@ func.func @empty_results(%s: tensor<2x4x0xf32>, %a: tensor<0x5xf32>, %w: tensor<
   %k = kiln.matmul %x, %y : (tensor<2x0xf32>, tensor<0x3xf32>) -> tensor<2x3xf32>
   return %p, %m, %k : tensor<2x4x0xf32>, tensor<0x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// An integer convolution is a call of the int8 kernel: weights packed as
+// [panels][kh][kw][ceil(c/4)][32][4] (o's four channel bytes at lane o), and
+// the bias less the zero point times each output's weight sum, since the
+// kernel's padding reads the zero point: 100 - 10 x (1 + 2 + 3) = 40 and
+// -50 - 10 x (-1 + 0 + 4) = -80. Padding: three bytes of 10.
+// CHECK-LABEL: func.func @integer_conv
+// CHECK-DAG: arith.constant dense<[1, 2, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
+// CHECK-DAG: arith.constant dense<"0x01020300FF000400{{0+}}"> : tensor<128xi8>
+// CHECK-DAG: arith.constant dense<[40, -80, 0, {{.*}}]> : tensor<32xi32>
+// CHECK-DAG: arith.constant dense<10> : tensor<4xi8>
+// CHECK: kiln.call_kernel @kiln_qconv2d_nhwc_u8s8
+// CHECK-SAME: {kiln.flops = 48 : i64, result_position = 5 : i64, row_strides = array<i64: 1, 6, -1, 7>}
+func.func @integer_conv(%x: tensor<1x2x2x3xui8>) -> tensor<1x2x2x2xi32> {
+  %w = kiln.constant {value = dense<[[[[1]], [[2]], [[3]]], [[[-1]], [[0]], [[4]]]]> : tensor<2x3x1x1xi8>} : () -> tensor<2x3x1x1xi8>
+  %b = kiln.constant {value = dense<[100, -50]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 10 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x3xui8>, tensor<2x3x1x1xi8>, tensor<2xi32>) -> tensor<1x2x2x2xi32>
+  return %0 : tensor<1x2x2x2xi32>
+}
+
+// -----
+
+// s8 activations are read as u8 (x ^ 0x80): the zero point the kernel's
+// padding and bias see is 128 more: 7 - (-3 + 128) x 5 = -618.
+// CHECK-LABEL: func.func @integer_conv_s8
+// CHECK-DAG: arith.constant dense<[-618, 0, {{.*}}]> : tensor<32xi32>
+// CHECK-DAG: arith.constant dense<-3> : tensor<4xi8>
+// CHECK-DAG: %[[FLIP:.*]] = arith.constant 2155905152 : i64
+// CHECK: kiln.call_kernel @kiln_qconv2d_nhwc_u8s8(%{{[^,]*}}, %arg0, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[FLIP]],
+func.func @integer_conv_s8(%x: tensor<1x3x3x1xi8>) -> tensor<1x3x3x1xi32> {
+  %w = kiln.constant {value = dense<[[[[0, 1, 0], [1, 1, 1], [0, 1, 0]]]]> : tensor<1x1x3x3xi8>} : () -> tensor<1x1x3x3xi8>
+  %b = kiln.constant {value = dense<7> : tensor<1xi32>} : () -> tensor<1xi32>
+  %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = -3 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x3x1xi8>, tensor<1x1x3x3xi8>, tensor<1xi32>) -> tensor<1x3x3x1xi32>
+  return %0 : tensor<1x3x3x1xi32>
+}

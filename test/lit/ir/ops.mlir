@@ -85,3 +85,45 @@ func.func @layer_norm_scale_size(%x: tensor<2x8xf32>, %g: tensor<16xf32>) -> ten
   %l = kiln.layer_norm %x scale %g {axis = 1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<16xf32>) -> tensor<2x8xf32>
   return %l : tensor<2x8xf32>
 }
+
+// -----
+
+// The integer convolution: an 8-bit input with i8 weights gives i32.
+// CHECK-LABEL: func.func @integer_conv
+// CHECK: kiln.conv %arg0, %arg1, %arg2 {{{.*}}input_zero_point = 255 : i64{{.*}}} : (tensor<1x4x3x3xui8>, tensor<2x4x1x1xi8>, tensor<2xi32>) -> tensor<1x2x3x3xi32>
+func.func @integer_conv(%x: tensor<1x4x3x3xui8>, %w: tensor<2x4x1x1xi8>, %b: tensor<2xi32>) -> tensor<1x2x3x3xi32> {
+  %0 = kiln.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 255 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x3x3xui8>, tensor<2x4x1x1xi8>, tensor<2xi32>) -> tensor<1x2x3x3xi32>
+  return %0 : tensor<1x2x3x3xi32>
+}
+
+// -----
+
+func.func @integer_conv_unsigned_weights(%x: tensor<1x4x3x3xui8>, %w: tensor<2x4x1x1xui8>) -> tensor<1x2x3x3xi32> {
+  // expected-error @+1 {{an 8-bit integer input needs i8 weights}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x3x3xui8>, tensor<2x4x1x1xui8>) -> tensor<1x2x3x3xi32>
+  return %0 : tensor<1x2x3x3xi32>
+}
+
+// -----
+
+func.func @integer_conv_zero_point_range(%x: tensor<1x4x3x3xi8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x2x3x3xi32> {
+  // expected-error @+1 {{input_zero_point 128 is outside the input type's range [-128, 127]}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 128 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x3x3xi8>, tensor<2x4x1x1xi8>) -> tensor<1x2x3x3xi32>
+  return %0 : tensor<1x2x3x3xi32>
+}
+
+// -----
+
+func.func @float_conv_zero_point(%x: tensor<1x4x3x3xf32>, %w: tensor<2x4x1x1xf32>) -> tensor<1x2x3x3xf32> {
+  // expected-error @+1 {{input_zero_point needs an 8-bit integer input}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x3x3xf32>, tensor<2x4x1x1xf32>) -> tensor<1x2x3x3xf32>
+  return %0 : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+func.func @integer_conv_nhwc_clamp(%x: tensor<1x3x3x4xui8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xi32> {
+  // expected-error @+1 {{an integer convolution has no residual, GELU or clamp}}
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 6.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xi32>
+  return %0 : tensor<1x3x3x2xi32>
+}

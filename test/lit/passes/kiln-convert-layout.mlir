@@ -208,3 +208,26 @@ func.func @mean_without_keepdims(%x: tensor<?x3x8x8xf32>) -> (tensor<?x4xf32>, t
   %2 = kiln.reduce_sum %0 {axes = array<i64: 2>, keepdims = false} : (tensor<?x4x8x8xf32>) -> tensor<?x4x8xf32>
   return %1, %2 : tensor<?x4xf32>, tensor<?x4x8xf32>
 }
+
+// -----
+
+// Quantized convolutions (kiln.conv's integer form) take NHWC too, their
+// zero point kept; the transposes between them sink through the
+// requantization (elementwise) and cancel, as between float convolutions.
+// CHECK-LABEL: func.func @integer_chain
+// CHECK: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x8x8xui8>) -> tensor<1x8x8x3xui8>
+// CHECK: %[[C1:.*]] = kiln.conv2d_nhwc %[[IN]], %{{.*}} bias %{{.*}} {{{.*}}input_zero_point = 128 : i64{{.*}}} : (tensor<1x8x8x3xui8>, tensor<4x3x3x3xi8>, tensor<4xi32>) -> tensor<1x8x8x4xi32>
+// CHECK: %[[Q:.*]] = kiln.cast %[[C1]] {{.*}} -> tensor<1x8x8x4xui8>
+// CHECK: %[[C2:.*]] = kiln.conv2d_nhwc %[[Q]], %{{.*}} {{{.*}}input_zero_point = 7 : i64{{.*}}} : (tensor<1x8x8x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x8x8x2xi32>
+// CHECK: %[[OUT:.*]] = kiln.transpose %[[C2]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[OUT]]
+func.func @integer_chain(%x: tensor<1x3x8x8xui8>) -> tensor<1x2x8x8xi32> {
+  %w1 = kiln.constant {value = dense<3> : tensor<4x3x3x3xi8>} : () -> tensor<4x3x3x3xi8>
+  %b1 = kiln.constant {value = dense<-100> : tensor<4xi32>} : () -> tensor<4xi32>
+  %w2 = kiln.constant {value = dense<-2> : tensor<2x4x1x1xi8>} : () -> tensor<2x4x1x1xi8>
+  %0 = kiln.conv %x, %w1, %b1 {dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 128 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xui8>, tensor<4x3x3x3xi8>, tensor<4xi32>) -> tensor<1x4x8x8xi32>
+  %1 = kiln.cast %0 {to = ui8} : (tensor<1x4x8x8xi32>) -> tensor<1x4x8x8xui8>
+  %2 = kiln.conv %1, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 7 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8xui8>, tensor<2x4x1x1xi8>) -> tensor<1x2x8x8xi32>
+  return %2 : tensor<1x2x8x8xi32>
+}

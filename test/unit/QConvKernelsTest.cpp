@@ -1,0 +1,137 @@
+// kiln_qconv2d_nhwc_u8s8 (runtime/kernels/QConvKernels.cpp) against a plain
+// integer reference loop: exact equality. Each test binary's variant runs
+// one of the kernel's dot products on this machine: AVX512-VNNI (avx512),
+// AVX-VNNI or the portable one (avx2, by CPUID), the portable one (neon,
+// built natively). Sizes: channel counts not a multiple of 4 (the byte
+// tail), output channels not a multiple of the panel, pixel counts not a
+// multiple of the row tile, padding, strides, dilations; zero points at
+// both ends of the range and weights of -128 and 127 (products at the
+// extremes); s8 activations. The weight packing is written here from the
+// layout contract in the kernel's comment, not from the compiler's packer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+extern "C" void kiln_qconv2d_nhwc_u8s8(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t,
+                                       intptr_t, int64_t, int64_t, int64_t);
+
+namespace {
+
+constexpr int64_t kPanel = 32;
+
+template <typename T>
+intptr_t addr(T *p) {
+  return reinterpret_cast<intptr_t>(p);
+}
+
+struct QConv {
+  int64_t n, h, w, c, oc, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+  int zeroPoint;
+  bool signedInput;
+  int64_t oh() const { return (h + pt + pb - (kh - 1) * dh - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
+};
+
+void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  int64_t oh = s.oh(), ow = s.ow(), ldi = s.c + inExtra, ldo = s.oc + outExtra;
+  std::uniform_int_distribution<int> byte(0, 255), weight(-128, 127), biasD(-5000, 5000);
+  // Activations as their bytes; s8 ones read as int8_t below.
+  std::vector<uint8_t> in(s.n * s.h * s.w * ldi);
+  for (auto &v : in)
+    v = (uint8_t)byte(rng);
+  auto value = [&](uint8_t b) { return s.signedInput ? (int)(int8_t)b : (int)b; };
+  std::vector<int8_t> w(s.oc * s.c * s.kh * s.kw); // ONNX [O][I][KH][KW]
+  for (auto &v : w)
+    v = (int8_t)weight(rng);
+  w[0] = -128;
+  w.back() = 127;
+  std::vector<int32_t> bias(s.oc);
+  for (auto &v : bias)
+    v = biasD(rng);
+
+  std::vector<int64_t> want(s.n * oh * ow * s.oc);
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t o = 0; o < s.oc; ++o) {
+          int64_t acc = bias[o];
+          for (int64_t ky = 0; ky < s.kh; ++ky)
+            for (int64_t kx = 0; kx < s.kw; ++kx) {
+              int64_t iy = y * s.sh - s.pt + ky * s.dh, ix = x * s.sw - s.pl + kx * s.dw;
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)
+                continue; // (x - zero point) is 0 there
+              for (int64_t i = 0; i < s.c; ++i)
+                acc += (int64_t)(value(in[((n * s.h + iy) * s.w + ix) * ldi + i]) - s.zeroPoint) *
+                       w[((o * s.c + i) * s.kh + ky) * s.kw + kx];
+            }
+          want[((n * oh + y) * ow + x) * s.oc + o] = acc;
+        }
+
+  // [panels][kh][kw][ceil(c/4)][kPanel][4], zero padded; bias [panels][kPanel]
+  // less the zero point (as the kernel reads it: s8 as u8 + 128) times each
+  // output's weight sum.
+  int64_t panels = (s.oc + kPanel - 1) / kPanel, groups4 = (s.c + 3) / 4;
+  std::vector<int8_t> pw(panels * s.kh * s.kw * groups4 * kPanel * 4, 0);
+  std::vector<int32_t> pb(panels * kPanel, 0);
+  int64_t zpRead = s.signedInput ? s.zeroPoint + 128 : s.zeroPoint;
+  for (int64_t o = 0; o < s.oc; ++o) {
+    int64_t p = o / kPanel, lane = o % kPanel, sum = 0;
+    for (int64_t ky = 0; ky < s.kh; ++ky)
+      for (int64_t kx = 0; kx < s.kw; ++kx)
+        for (int64_t i = 0; i < s.c; ++i) {
+          int8_t v = w[((o * s.c + i) * s.kh + ky) * s.kw + kx];
+          sum += v;
+          pw[((((p * s.kh + ky) * s.kw + kx) * groups4 + i / 4) * kPanel + lane) * 4 + i % 4] = v;
+        }
+    pb[p * kPanel + lane] = (int32_t)(bias[o] - zpRead * sum);
+  }
+  std::vector<uint8_t> pad(groups4 * 4, (uint8_t)s.zeroPoint);
+  int64_t params[] = {s.n,  s.h,  s.w,  s.c,  oh,   ow, s.oc, s.kh, s.kw,
+                      s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, 1,   0};
+  const int32_t sentinel = 0x7eadbeef;
+  std::vector<int32_t> out(s.n * oh * ow * ldo, sentinel);
+  kiln_qconv2d_nhwc_u8s8(addr(params), addr(in.data()), addr(pw.data()), addr(pb.data()),
+                         addr(pad.data()), addr(out.data()), s.signedInput ? 0x80808080 : 0,
+                         ldi, ldo);
+  for (int64_t px = 0; px < s.n * oh * ow; ++px) {
+    for (int64_t o = 0; o < s.oc; ++o)
+      ASSERT_EQ(out[px * ldo + o], want[px * s.oc + o]) << "pixel " << px << " channel " << o;
+    for (int64_t o = s.oc; o < ldo; ++o)
+      ASSERT_EQ(out[px * ldo + o], sentinel) << "wrote past the output's channels at pixel " << px;
+  }
+}
+
+TEST(QConvKernels, Plain3x3Padded) { checkQConv({1, 9, 11, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 128, false}); }
+TEST(QConvKernels, ChannelTailsAndPanelTails) {
+  checkQConv({2, 7, 5, 7, 45, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, false});
+  checkQConv({1, 5, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, false});
+  checkQConv({1, 6, 6, 3, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 255, false});
+}
+TEST(QConvKernels, ZeroPointsAtTheEnds) {
+  checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, false});
+  checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 255, false});
+  checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, -128, true});
+  checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 127, true});
+}
+TEST(QConvKernels, StridedDilatedAsymmetricPads) {
+  checkQConv({1, 13, 11, 9, 40, 3, 3, 2, 2, 1, 0, 0, 1, 1, 1, 17, false});
+  checkQConv({1, 11, 11, 8, 24, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 200, false});
+  checkQConv({1, 17, 17, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 5, true});
+}
+TEST(QConvKernels, PointwiseDeep) {
+  // ResNet-50's deep 1x1 layers: sums far past 2^24.
+  checkQConv({1, 7, 7, 2048, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, false});
+}
+TEST(QConvKernels, ChannelSlicesOfWiderTensors) {
+  checkQConv({1, 6, 7, 10, 36, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 9, false}, /*inExtra=*/5,
+             /*outExtra=*/7);
+}
+TEST(QConvKernels, ParallelBatch) {
+  // Enough work to split over the test's thread pool, items unevenly.
+  checkQConv({3, 28, 28, 64, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 131, false});
+}
+
+} // namespace
