@@ -1,4 +1,4 @@
-"""python3 -m kiln compile|run|bench: kilnc and kiln-run for Python users.
+"""python3 -m kiln compile|run|bench|quantize: kilnc, kiln-run and kiln-quantize for Python users.
 
     python3 -m kiln compile MODEL.onnx -o model.o [--emit obj|asm|llvm|ptx|bundle]
                                        [--target TRIPLE] [--mcpu CPU] [-O N]
@@ -13,7 +13,11 @@ with FILE a TensorProto (.pb) or NumPy array (.npy). --check compares the
 outputs with a folder's output_K.pb or .npy (exit status 1 when one differs). A
 compile that runs for more than a second shows its time on stderr, only
 when stderr is a terminal. Errors are one line on stderr and exit status 2.
-Quantization (kiln-quantize) is not available yet.
+
+    python3 -m kiln quantize MODEL.onnx -o OUT.onnx --calibration DIR
+                             [--method minmax|percentile] [--percentile P]
+
+quantize writes a QDQ int8 model (kiln-quantize; kiln/quantize.py says how).
 """
 
 import argparse
@@ -171,12 +175,19 @@ def non_negative_int(text):
 
 
 def main(argv=None):
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "quantize":
+        # Its own parser and errors (kiln-quantize's).
+        from . import quantize
+        return quantize.main(args[1:])
     p = argparse.ArgumentParser(prog="python3 -m kiln", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("--version", action="version", version=f"kiln {kiln.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
+    sub.add_parser("quantize", add_help=False,
+                   help="write a QDQ int8 model (as kiln-quantize; quantize --help)")
     c = sub.add_parser("compile", help="ahead-of-time compile (as kilnc)")
     c.add_argument("model")
     c.add_argument("-o", "--output", required=True, help="the file (DIR/NAME for a bundle)")
@@ -209,7 +220,7 @@ def main(argv=None):
             r.add_argument("--warmup", type=non_negative_int, default=1)
         r.set_defaults(fn=fn)
 
-    args = p.parse_args(argv)
+    args = p.parse_args(args)
     try:
         return args.fn(args)
     except (kiln.Error, OSError, ValueError) as e:

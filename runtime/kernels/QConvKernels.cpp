@@ -18,7 +18,20 @@ namespace {
 
 typedef int vi __attribute__((ext_vector_type(KILN_VEC)));
 
-constexpr kiln_i64 kQPixelBlock = 96; // output pixels per work item
+// Pixels per register tile: QMR x NV accumulators, plus QMR broadcasts
+// that LLVM's scheduler hoists ahead of the dot products, within the
+// register file (12 rows spilled on AVX-512: 24 + 12 + 2 > 32 zmm).
+#ifndef KILN_QMR
+#if KILN_VEC == 16
+#define KILN_QMR 8
+#else
+#define KILN_QMR KILN_MR
+#endif
+#endif
+#define QMR KILN_QMR
+constexpr kiln_i64 kQPixelBlock = 96; // output pixels per work item (a multiple of QMR)
+// The flat form's gathered window per pixel, at most (kiln/kernels.h).
+constexpr kiln_i64 kQFlatMaxRow = KILN_QCONV_FLAT_K_MAX_BYTES;
 
 struct QConvJob {
   const kiln_conv2d_params *q;
@@ -104,7 +117,8 @@ extern "C" {
 /// Ungrouped 2-D convolution of u8 (or, with `flip` 0x80808080, s8)
 /// activations [n][h][w][c] (pixels `inStride` bytes apart) with s8 weights
 /// packed by the compiler as [panels][kh][kw][ceil(c/4)][KILN_PANEL][4]
-/// (zero padded), out[n][oh][ow][oc] (i32, pixels `outStride` apart) = the
+/// (zero padded), or with KILN_QCONV_FLAT_K as [panels][ceil(kh*kw*c/4)]
+/// [KILN_PANEL][4] (the window flattened), out[n][oh][ow][oc] (i32, pixels `outStride` apart) = the
 /// exact sum + bias[oc] (i32, [panels][KILN_PANEL]). Padding reads `pad`
 /// (ceil(c/4)*4 bytes of the input's zero point), so the compiler's bias
 /// holds bias - zero point (as u8) x the sum of each output's weights.
@@ -123,9 +137,11 @@ void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_ad
                outStride};
   kiln_i64 panels = (q.oc + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 blocks = (q.oh * q.ow + kQPixelBlock - 1) / kQPixelBlock;
-  kiln_i64 items = q.n * blocks * panels;
+  // The flat form's items are (image, block); the direct form's also panels.
+  kiln_i64 items = q.n * blocks * (q.flags & KILN_QCONV_FLAT_K ? 1 : panels);
   // Work per item in multiply-adds; a VNNI one is a quarter of an FMA's cost.
-  kiln_i64 work = kQPixelBlock * KILN_PANEL * q.kh * q.kw * q.c / 4;
+  kiln_i64 work = kQPixelBlock * KILN_PANEL * q.kh * q.kw * q.c / 4 *
+                  (q.flags & KILN_QCONV_FLAT_K ? panels : 1);
 #ifdef KILN_QCONV_VNNI
   static int vnniKnown = -1; // CPUID once; a race writes the same value
   int known = __atomic_load_n(&vnniKnown, __ATOMIC_RELAXED);

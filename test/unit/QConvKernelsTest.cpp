@@ -34,7 +34,8 @@ struct QConv {
   int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
 };
 
-void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, uint32_t seed = 1) {
+void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, bool flat = false,
+                uint32_t seed = 1) {
   std::mt19937 rng(seed);
   int64_t oh = s.oh(), ow = s.ow(), ldi = s.c + inExtra, ldo = s.oc + outExtra;
   std::uniform_int_distribution<int> byte(0, 255), weight(-128, 127), biasD(-5000, 5000);
@@ -73,8 +74,11 @@ void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, uint3
   // [panels][kh][kw][ceil(c/4)][kPanel][4], zero padded; bias [panels][kPanel]
   // less the zero point (as the kernel reads it: s8 as u8 + 128) times each
   // output's weight sum.
+  // Flat (KILN_QCONV_FLAT_K): [panels][ceil(kh*kw*c/4)][kPanel][4], the
+  // window's (ky, kx, channel) flattened.
   int64_t panels = (s.oc + kPanel - 1) / kPanel, groups4 = (s.c + 3) / 4;
-  std::vector<int8_t> pw(panels * s.kh * s.kw * groups4 * kPanel * 4, 0);
+  int64_t flatGroups = (s.kh * s.kw * s.c + 3) / 4;
+  std::vector<int8_t> pw(panels * (flat ? flatGroups : s.kh * s.kw * groups4) * kPanel * 4, 0);
   std::vector<int32_t> pb(panels * kPanel, 0);
   int64_t zpRead = s.signedInput ? s.zeroPoint + 128 : s.zeroPoint;
   for (int64_t o = 0; o < s.oc; ++o) {
@@ -84,13 +88,18 @@ void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, uint3
         for (int64_t i = 0; i < s.c; ++i) {
           int8_t v = w[((o * s.c + i) * s.kh + ky) * s.kw + kx];
           sum += v;
-          pw[((((p * s.kh + ky) * s.kw + kx) * groups4 + i / 4) * kPanel + lane) * 4 + i % 4] = v;
+          int64_t k = (ky * s.kw + kx) * s.c + i;
+          if (flat)
+            pw[((p * flatGroups + k / 4) * kPanel + lane) * 4 + k % 4] = v;
+          else
+            pw[((((p * s.kh + ky) * s.kw + kx) * groups4 + i / 4) * kPanel + lane) * 4 + i % 4] =
+                v;
         }
     pb[p * kPanel + lane] = (int32_t)(bias[o] - zpRead * sum);
   }
   std::vector<uint8_t> pad(groups4 * 4, (uint8_t)s.zeroPoint);
   int64_t params[] = {s.n,  s.h,  s.w,  s.c,  oh,   ow, s.oc, s.kh, s.kw,
-                      s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, 1,   0};
+                      s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, 1,   flat ? 4 : 0};
   const int32_t sentinel = 0x7eadbeef;
   std::vector<int32_t> out(s.n * oh * ow * ldo, sentinel);
   kiln_qconv2d_nhwc_u8s8(addr(params), addr(in.data()), addr(pw.data()), addr(pb.data()),
@@ -129,9 +138,18 @@ TEST(QConvKernels, ChannelSlicesOfWiderTensors) {
   checkQConv({1, 6, 7, 10, 36, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 9, false}, /*inExtra=*/5,
              /*outExtra=*/7);
 }
+TEST(QConvKernels, FlatWindowStem) {
+  // A stem: 3 channels, 7x7 stride 2, padded; the window gathered per pixel.
+  checkQConv({1, 23, 21, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 114, false}, 0, 0, true);
+  checkQConv({2, 9, 8, 3, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, -5, true}, 0, 0, true);
+  // Dilated, one channel, slices of wider tensors (the per-pixel gather).
+  checkQConv({1, 11, 12, 1, 33, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 250, false}, 3, 5, true);
+  checkQConv({1, 8, 8, 6, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, false}, 2, 0, true);
+}
 TEST(QConvKernels, ParallelBatch) {
   // Enough work to split over the test's thread pool, items unevenly.
   checkQConv({3, 28, 28, 64, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 131, false});
+  checkQConv({3, 56, 56, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 131, false}, 0, 0, true);
 }
 
 } // namespace

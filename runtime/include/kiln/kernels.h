@@ -51,7 +51,11 @@ typedef struct kiln_conv2d_params {
 } kiln_conv2d_params;
 #define KILN_CONV_HAS_RESIDUAL 1 /* out += residual before the clamp */
 #define KILN_CONV_GELU 2         /* GELU of the result (after the residual) */
-/* kiln_qconv2d_nhwc_u8s8 takes the same block (groups 1, flags 0). */
+/* kiln_qconv2d_nhwc_u8s8 takes the same block (groups 1), and this flag:
+ * the weights are packed with the window flattened (few input channels),
+ * kh * kw * c rounded up to 4 at most KILN_QCONV_FLAT_K_MAX_BYTES. */
+#define KILN_QCONV_FLAT_K 4
+#define KILN_QCONV_FLAT_K_MAX_BYTES 1024
 
 /* kiln_pool2d_nhwc_f32: NHWC max or average pooling; pads at both ends. */
 typedef struct kiln_pool2d_params {

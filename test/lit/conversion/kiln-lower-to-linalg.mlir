@@ -280,13 +280,14 @@ func.func @empty_results(%s: tensor<2x4x0xf32>, %a: tensor<0x5xf32>, %w: tensor<
 
 // -----
 
-// An integer convolution is a call of the int8 kernel: weights packed as
-// [panels][kh][kw][ceil(c/4)][32][4] (o's four channel bytes at lane o), and
-// the bias less the zero point times each output's weight sum, since the
-// kernel's padding reads the zero point: 100 - 10 x (1 + 2 + 3) = 40 and
-// -50 - 10 x (-1 + 0 + 4) = -80. Padding: three bytes of 10.
+// An integer convolution is a call of the int8 kernel, with the bias less
+// the zero point times each output's weight sum, since the kernel's padding
+// reads the zero point: 100 - 10 x (1 + 2 + 3) = 40 and -50 - 10 x (-1 + 0
+// + 4) = -80. Padding: three bytes of 10. Three input channels: the flat
+// form (flag 4), weights [panels][ceil(kh*kw*c/4)][32][4], o's window bytes
+// at lane o.
 // CHECK-LABEL: func.func @integer_conv
-// CHECK-DAG: arith.constant dense<[1, 2, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
+// CHECK-DAG: arith.constant dense<[1, 2, 2, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, 4]> : tensor<17xi64>
 // CHECK-DAG: arith.constant dense<"0x01020300FF000400{{0+}}"> : tensor<128xi8>
 // CHECK-DAG: arith.constant dense<[40, -80, 0, {{.*}}]> : tensor<32xi32>
 // CHECK-DAG: arith.constant dense<10> : tensor<4xi8>
@@ -313,4 +314,19 @@ func.func @integer_conv_s8(%x: tensor<1x3x3x1xi8>) -> tensor<1x3x3x1xi32> {
   %b = kiln.constant {value = dense<7> : tensor<1xi32>} : () -> tensor<1xi32>
   %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = -3 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x3x1xi8>, tensor<1x1x3x3xi8>, tensor<1xi32>) -> tensor<1x3x3x1xi32>
   return %0 : tensor<1x3x3x1xi32>
+}
+
+// -----
+
+// Sixteen input channels: the direct form (flag 0), weights
+// [panels][kh][kw][ceil(c/4)][32][4]: channels 4g..4g+3 of output 0 at
+// byte 128 g.
+// CHECK-LABEL: func.func @integer_conv_direct
+// CHECK-DAG: arith.constant dense<[1, 1, 2, 16, 1, 2, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
+// CHECK-DAG: arith.constant dense<"0x01020304{{0+}}05060708{{0+}}090A0B0C{{0+}}0D0E0F10{{0+}}"> : tensor<512xi8>
+// CHECK: kiln.call_kernel @kiln_qconv2d_nhwc_u8s8
+func.func @integer_conv_direct(%x: tensor<1x1x2x16xui8>) -> tensor<1x1x2x1xi32> {
+  %w = kiln.constant {value = dense<[[[[1]], [[2]], [[3]], [[4]], [[5]], [[6]], [[7]], [[8]], [[9]], [[10]], [[11]], [[12]], [[13]], [[14]], [[15]], [[16]]]]> : tensor<1x16x1x1xi8>} : () -> tensor<1x16x1x1xi8>
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x2x16xui8>, tensor<1x16x1x1xi8>) -> tensor<1x1x2x1xi32>
+  return %0 : tensor<1x1x2x1xi32>
 }
