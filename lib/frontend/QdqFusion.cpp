@@ -6,9 +6,11 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -204,6 +206,7 @@ NodeProto makeNode(const std::string &op, const std::string &name,
 
 struct Fusion {
   size_t op, relu, quantize; // relu == quantize when there is none
+  size_t clip = SIZE_MAX;     // a Clip after the Relu (PyTorch's ReLU6: Relu, then Clip)
   NodeProto fused;
   std::optional<NodeProto> clamp; // the Relu as a Max against the zero point
   std::vector<std::string> dequantized; // DQ outputs the op no longer reads
@@ -219,9 +222,37 @@ bool matchTail(const Graph &g, size_t op, const std::string &name, Fusion &f,
   f.op = op;
   std::string value = n.output(0);
   f.relu = SIZE_MAX;
+  // The activation's range: Relu [0, inf), Clip [min, max] (constants).
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  double lo = -inf, hi = inf;
   if (auto relu = g.onlyReader(value, "Relu")) {
     f.relu = *relu;
     value = g.g.node(*relu).output(0);
+    lo = 0;
+  }
+  if (auto clip = g.onlyReader(value, "Clip")) {
+    const NodeProto &c = g.g.node(*clip);
+    // Opset 11 on: min and max are inputs; before, attributes.
+    for (int k = 1; k <= 2; ++k) {
+      if (c.input_size() <= k || c.input(k).empty())
+        continue;
+      const TensorProto *t = g.constant(c.input(k));
+      std::optional<std::vector<double>> v = t ? constantValues(*t) : std::nullopt;
+      if (!v || v->size() != 1)
+        return false;
+      if (k == 1)
+        lo = std::max(lo, (*v)[0]);
+      else
+        hi = std::min(hi, (*v)[0]);
+    }
+    if (const auto *a = attribute(c, "min"); a && a->has_f())
+      lo = std::max(lo, (double)a->f());
+    if (const auto *a = attribute(c, "max"); a && a->has_f())
+      hi = std::min(hi, (double)a->f());
+    if (c.output_size() != 1)
+      return false;
+    (f.relu == SIZE_MAX ? f.relu : f.clip) = *clip;
+    value = c.output(0);
   }
   auto q = g.onlyReader(value, "QuantizeLinear");
   if (!q)
@@ -236,13 +267,20 @@ bool matchTail(const Graph &g, size_t op, const std::string &name, Fusion &f,
     f.relu = f.quantize;
     return true;
   }
-  // A Relu before a zero point at the type's minimum does nothing that the
-  // saturation does not do already.
-  double lowest = qp->zeroPointType == TensorProto::UINT8 ? 0 : -128;
-  return qp->zeroPoint[0] == lowest;
+  // A Relu or Clip whose range holds the quantized type's (a Relu before a
+  // zero point at the type's minimum; MobileNet's ReLU6 before a scale of at
+  // most 6/255) does nothing that the saturation does not do already:
+  // Q(clip(v)) = saturate(Q(v)) since Q is monotonic. A margin of 0.4 of a
+  // step keeps the rounding of the bound itself from mattering.
+  bool u8 = qp->zeroPointType == TensorProto::UINT8;
+  double lowest = u8 ? 0 : -128, highest = u8 ? 255 : 127;
+  double scale = qp->scale[0], zp = qp->zeroPoint[0];
+  if (lo == 0 && hi == inf)
+    return zp == lowest; // a Relu: exactly as before
+  return lo <= (lowest - zp + 0.4) * scale && hi >= (highest - zp - 0.4) * scale;
 }
 
-/// DQ(xq) -> Conv(., DQ(wq), DQ(bq)?) [-> Relu] -> Q.
+/// DQ(xq) -> Conv(., DQ(wq), DQ(bq)?) [-> Relu or Clip] -> Q.
 std::optional<Fusion> matchConv(const Graph &g, size_t index) {
   const NodeProto &conv = g.g.node(index);
   if (conv.input_size() < 2)
@@ -350,6 +388,8 @@ QdqFusionPlan planQdqFusion(const onnx::GraphProto &graph) {
     // the Q) exists by then.
     plan.replaced[f->op] = {};
     plan.replaced[f->relu] = {};
+    if (f->clip != SIZE_MAX)
+      plan.replaced[f->clip] = {};
     std::vector<NodeProto> &at = plan.replaced[f->quantize];
     at.push_back(std::move(f->fused));
     if (f->clamp)

@@ -10,8 +10,8 @@ or `python3 -m kiln quantize MODEL.onnx -o OUT.onnx --calibration DIR`
 folders of input_J.pb files (ONNX's test layout).
 
 What it writes, for every Conv, Gemm and MatMul whose weight is a constant:
-- its activation input and its output (after a Relu that is the output's
-  only reader, which the quantized range then covers) through
+- its activation input and its output (after a Relu or Clip that is the
+  output's only reader, which the quantized range then covers) through
   QuantizeLinear -> DequantizeLinear, u8 with a zero point (asymmetric;
   the range always includes 0 so that 0 is exact);
 - its weight as s8 per output channel, symmetric (zero point 0, scale
@@ -98,8 +98,9 @@ def _quantizable(model, onnx):
 
 
 def _activation_tensors(model, nodes):
-    """The activation inputs of `nodes` and their outputs (a Relu's output
-    where a Relu is the output's only reader)."""
+    """The activation inputs of `nodes` and their outputs (a Relu's or
+    Clip's output where one is the output's only reader: ReLU6's range is
+    then the quantized one, and the importer drops the Clip)."""
     readers = {}
     for node in model.graph.node:
         for name in node.input:
@@ -109,9 +110,12 @@ def _activation_tensors(model, nodes):
     for node, _, _, _ in nodes:
         tensors.append(node.input[0])
         out = node.output[0]
-        after = readers.get(out, [])
-        if len(after) == 1 and after[0].op_type == "Relu" and out not in graph_outputs:
-            out = after[0].output[0]
+        # Relu, Clip, or both (PyTorch 1.13 writes ReLU6 as Relu then Clip).
+        for _ in range(2):
+            after = readers.get(out, [])
+            if len(after) == 1 and after[0].op_type in ("Relu", "Clip") and \
+                    out not in graph_outputs:
+                out = after[0].output[0]
         tensors.append(out)
     return list(dict.fromkeys(tensors))
 

@@ -26,6 +26,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
 | empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
+| qdq_tool_cnn | a small MobileNet-style CNN (ReLU6, a depthwise block, a residual Add, a linear head) exported by PyTorch and quantized by Kiln's own kiln-quantize (kiln.quantize, needs PYTHONPATH=build/python): the int8 kernels (direct and flat windows), Clip fused into the requantization; ONNX Runtime runs the same file on its integer kernels |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -707,6 +708,39 @@ def empty_tensors(folder):
     return sets
 
 
+def qdq_tool_cnn(folder):
+    """A float MobileNet-style CNN quantized by kiln.quantize (calibrated on
+    8 random inputs); two data sets."""
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+    import kiln.quantize
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.conv = torch.nn.Conv2d(16, 32, 3, padding=1)
+            self.dw = torch.nn.Conv2d(32, 32, 3, padding=1, groups=32)
+            self.pw = torch.nn.Conv2d(32, 32, 1)
+            self.fc = torch.nn.Linear(32, 10)
+
+        def forward(self, x):
+            x = torch.nn.functional.relu6(self.stem(x))
+            x = torch.nn.functional.relu6(self.conv(x))
+            x = x + self.pw(torch.nn.functional.relu6(self.dw(x)))
+            return self.fc(x.mean((2, 3)))
+
+    torch.manual_seed(5)
+    net = Net().eval()
+    rng = np.random.default_rng(5)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "float.onnx")
+        torch.onnx.export(net, torch.zeros(1, 3, 20, 20), src, opset_version=13,
+                          input_names=["x"], output_names=["y"], **no_dynamo())
+        feeds = [{"x": rng.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)} for _ in range(8)]
+        kiln.quantize.quantize(src, os.path.join(folder, "model.onnx"), feeds)
+    return [([rng.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)], None) for _ in range(2)]
+
+
 def no_dynamo():
     import inspect
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
@@ -716,7 +750,7 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
-          "qdq_convnet": qdq_convnet}
+          "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn}
 
 
 def write_sets(folder, sets, ort):
