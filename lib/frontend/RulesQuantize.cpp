@@ -335,7 +335,52 @@ SplitWeights exactRowRanges(Value a, Value b, Value bZp) {
 /// columns are the outputs). A constant B too deep for one exact f32 sum
 /// (a transformer's 3072-deep projection) is split into ranges of its rows,
 /// one exact f32 product each, summed in i32.
+/// The quantized product on the int8 kernels (on the CPU a 1x1 integer
+/// convolution over A's rows, kiln-fuse-epilogues' MatMulToConv): A 8-bit
+/// with one zero point, constant or known only at run time (dynamic
+/// quantization's), B a constant s8 matrix whose zero points are all 0.
+/// A x B in i32 less a_zp times B's column sums: exact. None otherwise.
+Value int8MatMul(NodeImporter &n, Value a, Value aZp, Value b, Value bZp) {
+  auto at = NodeImporter::rankedType(a), bt = NodeImporter::rankedType(b);
+  if (!at || !bt || at.getRank() < 2 || bt.getRank() != 2 || !bt.hasStaticShape() ||
+      at.isDynamicDim(at.getRank() - 1) || !at.getElementType().isInteger(8))
+    return {};
+  Type be = bt.getElementType();
+  DenseElementsAttr values;
+  if (!be.isInteger(8) || be.isUnsignedInteger() || !matchPattern(b, m_Constant(&values)))
+    return {};
+  if (bZp) {
+    std::optional<SmallVector<int64_t>> zps = getConstantInts(bZp);
+    if (!zps || llvm::any_of(*zps, [](int64_t z) { return z != 0; }))
+      return {};
+  }
+  if (aZp) {
+    auto zt = NodeImporter::rankedType(aZp);
+    if (!zt || !zt.hasStaticShape() || zt.getNumElements() != 1)
+      return {};
+  }
+  Value y = n.make<MatMulOp>(a, b);
+  if (!aZp)
+    return y;
+  if (std::optional<SmallVector<int64_t>> z = getConstantInts(aZp); z && (*z)[0] == 0)
+    return y;
+  int64_t K = bt.getDimSize(0), N = bt.getDimSize(1);
+  SmallVector<int32_t> sums(N, 0);
+  int64_t flat = 0;
+  for (const APInt &v : values.getValues<APInt>())
+    sums[flat++ % N] += (int32_t)v.getSExtValue();
+  (void)K;
+  Value colsums = n.constant(
+      DenseElementsAttr::get(RankedTensorType::get({N}, n.b.getI32Type()), ArrayRef(sums)));
+  Value z = n.make<CastOp>(aZp, TypeAttr::get(n.b.getI32Type()));
+  if (auto zt = NodeImporter::rankedType(z); zt && zt.getRank() > 1)
+    z = n.make<ReshapeOp>(z, n.i64Tensor({1}), n.b.getBoolAttr(false));
+  return n.make<SubOp>(y, n.make<MulOp>(z, colsums));
+}
+
 Value centeredMatMul(NodeImporter &n, Value a, Value aZp, Value b, Value bZp) {
+  if (Value y = int8MatMul(n, a, aZp, b, bZp); y || n.failed())
+    return y;
   auto bt = NodeImporter::rankedType(b);
   bool f32 = bt && bt.getRank() >= 1 && exactInF32(n, a, b, bZp, bt.getRank() - 1, Value());
   SplitWeights split;

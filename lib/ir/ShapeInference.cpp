@@ -301,9 +301,20 @@ LogicalResult DetOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> 
   return success();
 }
 
+/// A convolution's result element type: its input's, except that an 8-bit
+/// integer input (a quantized convolution) accumulates in i32.
+static Type convResultElementType(Value input) {
+  Type elt = elementTypeOf(input);
+  if (elt.isInteger(8))
+    return IntegerType::get(elt.getContext(), 32);
+  return elt;
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
-  Type elt = elementTypeOf(a.getLhs());
+  // 8-bit integer operands (a quantized product, u8/s8 x s8) accumulate in
+  // i32, as an integer convolution's.
+  Type elt = convResultElementType(a.getLhs());
   auto lt = ranked(a.getLhs()), rt = ranked(a.getRhs());
   if (!lt || !rt) {
     types.push_back(UnrankedTensorType::get(elt));
@@ -385,15 +396,6 @@ static LogicalResult checkGroups(std::optional<Location> loc, int64_t group, int
     return fail(loc, "conv input has " + Twine(channels) + " channels but weight expects " +
                          Twine(weightChannels) + " x group " + Twine(group));
   return success();
-}
-
-/// A convolution's result element type: its input's, except that an 8-bit
-/// integer input (a quantized convolution) accumulates in i32.
-static Type convResultElementType(Value input) {
-  Type elt = elementTypeOf(input);
-  if (elt.isInteger(8))
-    return IntegerType::get(elt.getContext(), 32);
-  return elt;
 }
 
 /// The integer form of a convolution: an 8-bit input, i8 weights, an i32

@@ -317,6 +317,42 @@ struct FoldGelu : OpRewritePattern<MulOp> {
 /// [1, 1, rows, K], W^T as [N, K, 1, 1])).
 struct MatMulToConv : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
+
+  /// The quantized product (8-bit A, constant s8 B, i32 result) as the
+  /// integer convolution (the int8 kernel), input zero point 0: the
+  /// importer subtracts A's zero point's share itself (it may be known only
+  /// at run time, as DynamicQuantizeLinear's).
+  static LogicalResult integerProduct(MatMulOp op, RankedTensorType lt, RankedTensorType rt,
+                                      RankedTensorType outT, PatternRewriter &rw) {
+    DenseElementsAttr attr;
+    Type we = rt.getElementType();
+    if (!we.isInteger(8) || we.isUnsignedInteger() || !matchPattern(op.getRhs(), m_Constant(&attr)))
+      return failure();
+    int64_t K = rt.getDimSize(0), N = rt.getDimSize(1);
+    if (K == 0 || lt.getDimSize(lt.getRank() - 1) != K)
+      return failure();
+    SmallVector<int8_t> w;
+    for (const APInt &v : attr.getValues<APInt>())
+      w.push_back((int8_t)v.getSExtValue());
+    SmallVector<int8_t> wt(N * K);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        wt[n * K + k] = w[k * N + n];
+    int64_t rows = lt.hasStaticShape() ? lt.getNumElements() / K : ShapedType::kDynamic;
+    Location loc = op.getLoc();
+    Value x = reshapeTo(rw, loc, op.getLhs(), {1, 1, rows, K});
+    auto wType = RankedTensorType::get({N, K, 1, 1}, rw.getI8Type());
+    Value weight = ConstantOp::create(rw, loc, DenseElementsAttr::get(wType, ArrayRef<int8_t>(wt)));
+    auto convT = RankedTensorType::get({1, 1, rows, N}, rw.getI32Type());
+    Value conv = Conv2DNhwcOp::create(
+        rw, loc, convT, x, weight, Value(), Value(), rw.getDenseI64ArrayAttr({1, 1}),
+        rw.getDenseI64ArrayAttr({0, 0, 0, 0}), rw.getDenseI64ArrayAttr({1, 1}),
+        rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf),
+        /*gelu=*/nullptr, rw.getI64IntegerAttr(0));
+    rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape(), op.getLhs()));
+    return success();
+  }
+
   LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
     auto lt = dyn_cast<RankedTensorType>(op.getLhs().getType());
     auto rt = dyn_cast<RankedTensorType>(op.getRhs().getType());
@@ -327,11 +363,14 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     auto channelKnown = [](RankedTensorType t) { return !t.isDynamicDim(t.getRank() - 1); };
     if (!lt || !rt || !outT || !channelKnown(lt) || !channelKnown(outT) ||
         lt.getRank() < 2 || rt.getRank() != 2 || !rt.hasStaticShape() ||
-        !outT.getElementType().isF32() || !lt.getElementType().isF32() ||
         (outT.hasStaticShape() && outT.getNumElements() == 0))
       return failure();
-    SmallVector<float> w = constantValues(op.getRhs());
     int64_t K = rt.getDimSize(0), N = rt.getDimSize(1);
+    if (lt.getElementType().isInteger(8) && outT.getElementType().isInteger(32))
+      return integerProduct(op, lt, rt, outT, rw);
+    if (!outT.getElementType().isF32() || !lt.getElementType().isF32())
+      return failure();
+    SmallVector<float> w = constantValues(op.getRhs());
     if (w.empty() || K == 0 || lt.getDimSize(lt.getRank() - 1) != K)
       return failure();
     SmallVector<float> wt(N * K);

@@ -27,6 +27,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
 | qdq_tool_cnn | a small MobileNet-style CNN (ReLU6, a depthwise block, a residual Add, a linear head) exported by PyTorch and quantized by Kiln's own kiln-quantize (kiln.quantize, needs PYTHONPATH=build/python): the int8 kernels (direct and flat windows), Clip fused into the requantization; ONNX Runtime runs the same file on its integer kernels |
+| dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -741,6 +742,42 @@ def qdq_tool_cnn(folder):
     return [([rng.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)], None) for _ in range(2)]
 
 
+def dynamic_quant_mlp(folder):
+    """Built with ONNX's helpers in quantize_dynamic's layout: two linear
+    layers (64 -> 48 -> 40, a Relu between), each DynamicQuantizeLinear ->
+    MatMulInteger(., W s8) -> Cast -> Mul(x_scale * w_scale) -> Add bias."""
+    rng = np.random.default_rng(17)
+    inits, nodes = [], []
+    prev = "x"
+    for k, (i, o) in enumerate(((64, 48), (48, 40))):
+        w = rng.standard_normal((i, o)).astype(np.float32) * 0.2
+        w_scale = np.float32(np.abs(w).max() / 127)
+        wq = np.clip(np.rint(w / w_scale), -127, 127).astype(np.int8)
+        inits += [numpy_helper.from_array(wq, f"w{k}"),
+                  numpy_helper.from_array(np.array(w_scale, np.float32), f"w{k}_scale"),
+                  numpy_helper.from_array(np.int8(0).reshape(()), f"w{k}_zp"),
+                  numpy_helper.from_array(rng.standard_normal(o).astype(np.float32) * 0.1,
+                                          f"b{k}")]
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [prev], [f"q{k}", f"s{k}", f"z{k}"]),
+            helper.make_node("MatMulInteger", [f"q{k}", f"w{k}", f"z{k}", f"w{k}_zp"], [f"i{k}"]),
+            helper.make_node("Cast", [f"i{k}"], [f"f{k}"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", [f"s{k}", f"w{k}_scale"], [f"m{k}"]),
+            helper.make_node("Mul", [f"f{k}", f"m{k}"], [f"d{k}"]),
+            helper.make_node("Add", [f"d{k}", f"b{k}"], [f"y{k}" if k == 0 else "y"]),
+        ]
+        if k == 0:
+            nodes.append(helper.make_node("Relu", ["y0"], ["r0"]))
+            prev = "r0"
+    graph = helper.make_graph(
+        nodes, "dynamic_quant_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "seq", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq", 40])],
+        initializer=inits)
+    save_model(folder, graph, 13)
+    return [([rng.uniform(-2, 2, (2, s, 64)).astype(np.float32)], None) for s in (5, 9)]
+
+
 def no_dynamo():
     import inspect
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
@@ -750,7 +787,8 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
-          "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn}
+          "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn,
+          "dynamic_quant_mlp": dynamic_quant_mlp}
 
 
 def write_sets(folder, sets, ort):

@@ -67,10 +67,25 @@ LogicalResult lowerMatMul(MatMulOp op, PatternRewriter &rw) {
   SmallVector<IteratorType> iters(nd, IteratorType::parallel);
   iters[batch + (lhsVec ? 0 : 1)] = IteratorType::reduction;
   Value init = filledTensor(rw, loc, outT, scalarConstant(rw, loc, outT.getElementType(), 0));
+  // 8-bit operands of an i32 product (a quantized one): each extended to
+  // i32 (u8 with zeros, s8 with its sign).
+  Type elt = outT.getElementType();
+  bool widen = elt.isInteger(32) && lt.getElementType().isInteger(8);
+  bool lhsUnsigned = lt.getElementType().isUnsignedInteger(),
+       rhsUnsigned = rt.getElementType().isUnsignedInteger();
+  Value lhs = widen ? asSignless(rw, loc, op.getLhs()) : op.getLhs();
+  Value rhs = widen ? asSignless(rw, loc, op.getRhs()) : op.getRhs();
   auto g = linalg::GenericOp::create(
-      rw, loc, outT, ValueRange{op.getLhs(), op.getRhs()}, init, maps, iters,
+      rw, loc, outT, ValueRange{lhs, rhs}, init, maps, iters,
       [&](OpBuilder &b, Location l, ValueRange a) {
-        linalg::YieldOp::create(b, l, mulAdd(b, l, a[2], a[0], a[1]));
+        Value x = a[0], y = a[1];
+        if (widen) {
+          x = lhsUnsigned ? (Value)arith::ExtUIOp::create(b, l, elt, x)
+                          : (Value)arith::ExtSIOp::create(b, l, elt, x);
+          y = rhsUnsigned ? (Value)arith::ExtUIOp::create(b, l, elt, y)
+                          : (Value)arith::ExtSIOp::create(b, l, elt, y);
+        }
+        linalg::YieldOp::create(b, l, mulAdd(b, l, a[2], x, y));
       });
   rw.replaceOp(op, g.getResult(0));
   return success();

@@ -239,3 +239,19 @@ func.func @dynamic_batch_and_length_gelu(%x: tensor<?x?x4xf32>) -> tensor<?x?x3x
   %h = kiln.mul %g, %half : (tensor<?x?x3xf32>, tensor<f32>) -> tensor<?x?x3xf32>
   return %h : tensor<?x?x3xf32>
 }
+
+// -----
+
+// A quantized product (u8 rows, constant s8 weights [K=2, N=3], i32) is the
+// integer 1x1 convolution over the rows, weights transposed to [N, K, 1, 1],
+// input zero point 0 (the importer subtracts A's zero point's share); rows
+// known only at run time stay a run-time width.
+// CHECK-LABEL: func.func @integer_linear
+// CHECK: %[[W:.*]] = kiln.constant {value = dense<{{\[}}{{\[}}{{\[}}[1]], {{\[}}[-4]]], {{\[}}{{\[}}[2]], {{\[}}[5]]], {{\[}}{{\[}}[-3]], {{\[}}[6]]]]> : tensor<3x2x1x1xi8>}
+// CHECK: kiln.conv2d_nhwc %{{.*}}, %[[W]] {{{.*}}input_zero_point = 0 : i64{{.*}}} : (tensor<1x1x?x2xui8>, tensor<3x2x1x1xi8>) -> tensor<1x1x?x3xi32>
+// CHECK-NOT: kiln.matmul
+func.func @integer_linear(%x: tensor<?x2xui8>) -> tensor<?x3xi32> {
+  %w = kiln.constant {value = dense<[[1, 2, -3], [-4, 5, 6]]> : tensor<2x3xi8>} : () -> tensor<2x3xi8>
+  %0 = kiln.matmul %x, %w : (tensor<?x2xui8>, tensor<2x3xi8>) -> tensor<?x3xi32>
+  return %0 : tensor<?x3xi32>
+}
