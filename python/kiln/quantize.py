@@ -35,7 +35,7 @@ import os
 
 import numpy as np
 
-__all__ = ["quantize", "QuantizeError"]
+__all__ = ["quantize", "quantize_dynamic", "QuantizeError"]
 
 
 class QuantizeError(Exception):
@@ -334,6 +334,77 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
     return {"ops": len(nodes), "tensors": len(tensors), "feeds": feeds, "method": method}
 
 
+def quantize_dynamic(model_path, output_path):
+    """Writes the layout of ONNX Runtime's quantize_dynamic (as BERT models
+    are usually shipped): each MatMul with a constant 2-D float B becomes
+    DynamicQuantizeLinear(A) -> MatMulInteger(., B as s8, a's zero point) ->
+    Cast -> Mul(a_scale x b_scale), B symmetric per tensor (zero point 0,
+    scale max|B| / 127). No calibration: A's range is measured at run time.
+    Returns a report dict; raises QuantizeError."""
+    onnx = _onnx()
+    from onnx import helper, numpy_helper
+    try:
+        model = onnx.load(os.fspath(model_path))
+    except Exception as e:
+        raise QuantizeError(f"cannot read '{os.fspath(model_path)}': {e}") from e
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    used = {n for node in graph.node for n in list(node.input) + list(node.output)} | set(inits)
+
+    def fresh(base):
+        name, k = base, 0
+        while name in used:
+            k += 1
+            name = f"{base}_{k}"
+        used.add(name)
+        return name
+
+    out_nodes, new_inits, count = [], [], 0
+    for node in graph.node:
+        b = inits.get(node.input[1]) if node.op_type == "MatMul" and node.domain in ("", "ai.onnx") \
+            else None
+        if b is None or len(b.dims) != 2 or b.data_type != onnx.TensorProto.FLOAT:
+            out_nodes.append(node)
+            continue
+        w = numpy_helper.to_array(b).astype(np.float32)
+        scale = np.float32(np.abs(w).max() / 127.0) or np.float32(1.0)
+        q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
+        base = node.name or node.output[0]
+        wq, ws, wz = fresh(base + "_weight_quantized"), fresh(base + "_weight_scale"), \
+            fresh(base + "_weight_zero_point")
+        new_inits += [numpy_helper.from_array(q, wq),
+                      numpy_helper.from_array(np.array(scale, np.float32), ws),
+                      numpy_helper.from_array(np.array(0, np.int8), wz)]
+        aq, a_s, az = fresh(base + "_a_quantized"), fresh(base + "_a_scale"), \
+            fresh(base + "_a_zero_point")
+        acc, accf, sc = fresh(base + "_sum"), fresh(base + "_sum_float"), fresh(base + "_scale")
+        out_nodes += [
+            helper.make_node("DynamicQuantizeLinear", [node.input[0]], [aq, a_s, az],
+                             name=fresh(base + "_DynamicQuantizeLinear")),
+            helper.make_node("MatMulInteger", [aq, wq, az, wz], [acc],
+                             name=fresh(base + "_MatMulInteger")),
+            helper.make_node("Cast", [acc], [accf], to=onnx.TensorProto.FLOAT,
+                             name=fresh(base + "_Cast")),
+            helper.make_node("Mul", [a_s, ws], [sc], name=fresh(base + "_scales")),
+            helper.make_node("Mul", [accf, sc], [node.output[0]], name=fresh(base + "_Mul")),
+        ]
+        count += 1
+    if count == 0:
+        raise QuantizeError("the model has no MatMul with a constant 2-D float weight")
+    del graph.node[:]
+    graph.node.extend(out_nodes)
+    read = {i for node in graph.node for i in node.input}
+    kept = [i for i in graph.initializer if i.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept + new_inits)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:
+        raise QuantizeError(f"the quantized model is not valid ONNX: {e}") from e
+    onnx.save(model, os.fspath(output_path))
+    return {"ops": count, "tensors": 0, "feeds": 0, "method": "dynamic"}
+
+
 def main(argv=None):
     """kiln-quantize MODEL.onnx -o OUT.onnx --calibration DIR [--method minmax|percentile]."""
     import argparse
@@ -345,20 +416,33 @@ def main(argv=None):
                     "its ranges calibrated by running the float model with Kiln.")
     p.add_argument("model", help="the float model (.onnx)")
     p.add_argument("-o", "--output", required=True, help="where to write the quantized model")
-    p.add_argument("--calibration", required=True,
-                   help="a folder of test_data_set_* folders (input_J.pb files)")
+    p.add_argument("--calibration",
+                   help="a folder of test_data_set_* folders (input_J.pb files); "
+                        "needed but with --dynamic")
+    p.add_argument("--dynamic", action="store_true",
+                   help="quantize_dynamic's layout instead: MatMul weights s8, activations "
+                        "quantized at run time (DynamicQuantizeLinear); no calibration")
     p.add_argument("--method", choices=("minmax", "percentile"), default="minmax")
     p.add_argument("--percentile", type=float, default=99.999)
     p.add_argument("--threads", type=int, default=0)
     args = p.parse_args(argv)
     try:
-        report = quantize(args.model, args.output, args.calibration, args.method,
-                          args.percentile, args.threads)
+        if args.dynamic:
+            report = quantize_dynamic(args.model, args.output)
+        elif not args.calibration:
+            raise QuantizeError("--calibration DIR is needed (or --dynamic)")
+        else:
+            report = quantize(args.model, args.output, args.calibration, args.method,
+                              args.percentile, args.threads)
     except QuantizeError as e:
         print(f"kiln-quantize: error: {e}", file=sys.stderr)
         return 2
-    print(f"kiln-quantize: {report['ops']} ops and {report['tensors']} activations quantized "
-          f"({report['method']}, {report['feeds']} calibration feeds) -> {args.output}")
+    if report["method"] == "dynamic":
+        print(f"kiln-quantize: {report['ops']} MatMul weights quantized (dynamic) -> {args.output}")
+    else:
+        print(f"kiln-quantize: {report['ops']} ops and {report['tensors']} activations "
+              f"quantized ({report['method']}, {report['feeds']} calibration feeds) -> "
+              f"{args.output}")
     return 0
 
 

@@ -162,3 +162,35 @@ def test_command_line(tmp_path):
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "3 ops" in r.stdout and os.path.exists(out)
+
+
+def test_dynamic_layout_runs_exactly_as_onnx_defines_it(tmp_path):
+    from kiln.quantize import quantize_dynamic
+    src, out = str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx")
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((16, 6)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 6])],
+        initializer=[numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    onnx.save(model, src)
+    assert quantize_dynamic(src, out)["ops"] == 1
+    m = onnx.load(out)
+    assert [n.op_type for n in m.graph.node] == \
+        ["DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul", "Mul"]
+    x = rng.uniform(-3, 2, (3, 16)).astype(np.float32)
+    # ONNX's definitions, in NumPy: DynamicQuantizeLinear (u8, range with
+    # 0), s8 weights symmetric per tensor, the integer product, the scales.
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    a_scale = np.float32((hi - lo) / 255)
+    a_zp = np.clip(np.rint(np.float32(0) - np.float32(lo) / a_scale), 0, 255)
+    xq = np.clip(np.rint(x / a_scale) + a_zp, 0, 255).astype(np.int64)
+    w_scale = np.float32(np.abs(w).max() / 127)
+    wq = np.clip(np.rint(w / w_scale), -127, 127).astype(np.int64)
+    want = ((xq - int(a_zp)) @ wq).astype(np.float32) * np.float32(a_scale * w_scale)
+    (y,) = kiln.compile(out, cache=False).run(None, {"x": x})
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(y, x @ w, atol=0.05 * np.abs(x @ w).max())
