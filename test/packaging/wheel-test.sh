@@ -37,6 +37,9 @@ case $(basename "$wheel") in *-cp3*-linux_*.whl) ;; *) fail "not a platform whee
 /usr/bin/python3 -m pip install --no-deps --target "$work/wheel-site" "$wheel" >"$work/pip-wheel.log" 2>&1 ||
   { cat "$work/pip-wheel.log"; fail "pip install of the wheel"; }
 check "$work/wheel-site"
+# The console script pyproject.toml declares.
+(cd "$work" && PYTHONPATH="$work/wheel-site" "$work/wheel-site/bin/kiln-quantize" --help) |
+  grep -q "calibration" || fail "the wheel's kiln-quantize does not run"
 (cd "$work" && /usr/bin/python3 -m pip install --no-build-isolation --no-deps --target "$work/pip-site" \
    "$src" >"$work/pip-src.log" 2>&1) || { tail -30 "$work/pip-src.log"; fail "pip install --no-build-isolation"; }
 check "$work/pip-site"
