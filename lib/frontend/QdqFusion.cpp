@@ -204,6 +204,24 @@ NodeProto makeNode(const std::string &op, const std::string &name,
   return n;
 }
 
+/// Whether a bias's DequantizeLinear parameters are what QLinearConv adds to
+/// the integer sum: zero points 0 and the scale x_scale * w_scale, per
+/// tensor or per output (`channels` of them).
+bool biasInProductScale(const QParams &b, const QParams &x, const QParams &w, size_t channels) {
+  if (!perTensor(b) && b.axis != 0)
+    return false;
+  for (double z : b.zeroPoint)
+    if (z != 0)
+      return false;
+  for (size_t c = 0; c < channels; ++c) {
+    double want = (double)((float)x.scale[0] * (float)w.scale[perTensor(w) ? 0 : c]);
+    double got = b.scale[perTensor(b) ? 0 : c];
+    if (std::abs(got - want) > 1e-6 * want)
+      return false;
+  }
+  return true;
+}
+
 struct Fusion {
   size_t op, relu, quantize; // relu == quantize when there is none
   size_t clip = SIZE_MAX;     // a Clip after the Relu (PyTorch's ReLU6: Relu, then Clip)
@@ -316,18 +334,8 @@ std::optional<Fusion> matchConv(const Graph &g, size_t index) {
     if (!db)
       return std::nullopt;
     auto bq = quantParams(g, *db, /*eightBit=*/false);
-    if (!bq || (!perTensor(*bq) && bq->axis != 0))
+    if (!bq || !biasInProductScale(*bq, *x, *w, std::max(bq->scale.size(), w->scale.size())))
       return std::nullopt;
-    for (double z : bq->zeroPoint)
-      if (z != 0)
-        return std::nullopt;
-    size_t channels = std::max(bq->scale.size(), w->scale.size());
-    for (size_t c = 0; c < channels; ++c) {
-      double want = (double)((float)x->scale[0] * (float)w->scale[perTensor(*w) ? 0 : c]);
-      double got = bq->scale[perTensor(*bq) ? 0 : c];
-      if (std::abs(got - want) > 1e-6 * want)
-        return std::nullopt;
-    }
     fused.add_input(db->input(0));
     f.dequantized.push_back(conv.input(2));
   }
@@ -480,17 +488,9 @@ std::optional<Fusion> matchGemm(const Graph &g, size_t index) {
       return std::nullopt;
     auto bb = quantParams(g, *dbias, /*eightBit=*/false);
     const TensorProto *bt = g.constant(dbias->input(0));
-    if (!bb || !bt || bt->dims_size() != 1 || bt->dims(0) != N)
+    if (!bb || !bt || bt->dims_size() != 1 || bt->dims(0) != N ||
+        !biasInProductScale(*bb, *a, *bp, N))
       return std::nullopt;
-    for (double z : bb->zeroPoint)
-      if (z != 0)
-        return std::nullopt;
-    for (int64_t n = 0; n < N; ++n) {
-      double want = (double)((float)a->scale[0] * (float)bp->scale[perTensor(*bp) ? 0 : n]);
-      double got = bb->scale[perTensor(*bb) ? 0 : n];
-      if (std::abs(got - want) > 1e-6 * want)
-        return std::nullopt;
-    }
     f.before.push_back(makeNode("Add", base + "bias", {acc, dbias->input(0)}, base + "biased"));
     acc = base + "biased";
     f.dequantized.push_back(gemm.input(2));

@@ -178,6 +178,22 @@ def _ranges(model_path, model, tensors, calibration, method, percentile, threads
     return ranges, count
 
 
+def _fresh_names(graph):
+    """A function giving names no value, node input or initializer of
+    `graph` has yet (base, base_1, ...), each once."""
+    used = {n for node in graph.node for n in list(node.input) + list(node.output)}
+    used |= {i.name for i in graph.initializer} | {i.name for i in graph.input}
+
+    def fresh(base):
+        name, k = base, 0
+        while name in used:
+            k += 1
+            name = f"{base}_{k}"
+        used.add(name)
+        return name
+    return fresh
+
+
 def _u8_params(lo, hi):
     """Scale and zero point of an asymmetric u8 range that includes 0."""
     lo, hi = min(lo, 0.0), max(hi, 0.0)
@@ -232,16 +248,7 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
 
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
-    used = {n for node in graph.node for n in list(node.input) + list(node.output)}
-    used |= set(inits) | {i.name for i in graph.input}
-
-    def fresh(base):
-        name, k = base, 0
-        while name in used:
-            k += 1
-            name = f"{base}_{k}"
-        used.add(name)
-        return name
+    fresh = _fresh_names(graph)
 
     new_inits, new_nodes = [], []
     # Activations: the producer writes T_prequant; Q and DQ give T back, so
@@ -349,15 +356,7 @@ def quantize_dynamic(model_path, output_path):
         raise QuantizeError(f"cannot read '{os.fspath(model_path)}': {e}") from e
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
-    used = {n for node in graph.node for n in list(node.input) + list(node.output)} | set(inits)
-
-    def fresh(base):
-        name, k = base, 0
-        while name in used:
-            k += 1
-            name = f"{base}_{k}"
-        used.add(name)
-        return name
+    fresh = _fresh_names(graph)
 
     out_nodes, new_inits, count = [], [], 0
     for node in graph.node:
