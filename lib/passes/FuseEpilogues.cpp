@@ -338,18 +338,31 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n)
         wt[n * K + k] = w[k * N + n];
+    auto wType = RankedTensorType::get({N, K, 1, 1}, rw.getI8Type());
+    Value weight = ConstantOp::create(rw, op.getLoc(),
+                                      DenseElementsAttr::get(wType, ArrayRef<int8_t>(wt)));
+    return replaceByPointwiseConv(op, lt, weight, rw.getI32Type(), rw.getI64IntegerAttr(0), rw);
+  }
+
+  /// matmul(x, W) -> reshape(conv2d_nhwc(x as [1, 1, rows, K], weight
+  /// [N, K, 1, 1])) with the result element type `elt` (and, for the
+  /// integer form, its input zero point).
+  static LogicalResult replaceByPointwiseConv(MatMulOp op, RankedTensorType lt, Value weight,
+                                              Type elt, IntegerAttr zeroPoint,
+                                              PatternRewriter &rw) {
+    auto wt = cast<RankedTensorType>(weight.getType());
+    int64_t N = wt.getDimSize(0), K = wt.getDimSize(1);
     int64_t rows = lt.hasStaticShape() ? lt.getNumElements() / K : ShapedType::kDynamic;
     Location loc = op.getLoc();
     Value x = reshapeTo(rw, loc, op.getLhs(), {1, 1, rows, K});
-    auto wType = RankedTensorType::get({N, K, 1, 1}, rw.getI8Type());
-    Value weight = ConstantOp::create(rw, loc, DenseElementsAttr::get(wType, ArrayRef<int8_t>(wt)));
-    auto convT = RankedTensorType::get({1, 1, rows, N}, rw.getI32Type());
+    auto convT = RankedTensorType::get({1, 1, rows, N}, elt);
     Value conv = Conv2DNhwcOp::create(
         rw, loc, convT, x, weight, Value(), Value(), rw.getDenseI64ArrayAttr({1, 1}),
         rw.getDenseI64ArrayAttr({0, 0, 0, 0}), rw.getDenseI64ArrayAttr({1, 1}),
         rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf),
-        /*gelu=*/nullptr, rw.getI64IntegerAttr(0));
-    rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape(), op.getLhs()));
+        /*gelu=*/nullptr, zeroPoint);
+    rw.replaceOp(op, reshapeTo(rw, loc, conv, cast<RankedTensorType>(op.getType()).getShape(),
+                               op.getLhs()));
     return success();
   }
 
@@ -377,18 +390,8 @@ struct MatMulToConv : OpRewritePattern<MatMulOp> {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n)
         wt[n * K + k] = w[k * N + n];
-    int64_t rows = lt.hasStaticShape() ? lt.getNumElements() / K : ShapedType::kDynamic;
-    Location loc = op.getLoc();
-    Value x = reshapeTo(rw, loc, op.getLhs(), {1, 1, rows, K});
-    Value weight = f32Constant(rw, loc, {N, K, 1, 1}, wt);
-    auto convT = RankedTensorType::get({1, 1, rows, N}, rw.getF32Type());
-    Value conv = Conv2DNhwcOp::create(
-        rw, loc, convT, x, weight, Value(), Value(), rw.getDenseI64ArrayAttr({1, 1}),
-        rw.getDenseI64ArrayAttr({0, 0, 0, 0}), rw.getDenseI64ArrayAttr({1, 1}),
-        rw.getI64IntegerAttr(1), rw.getF32FloatAttr(-kInf), rw.getF32FloatAttr(kInf),
-        /*gelu=*/nullptr, IntegerAttr());
-    rw.replaceOp(op, reshapeTo(rw, loc, conv, outT.getShape(), op.getLhs()));
-    return success();
+    Value weight = f32Constant(rw, op.getLoc(), {N, K, 1, 1}, wt);
+    return replaceByPointwiseConv(op, lt, weight, rw.getF32Type(), IntegerAttr(), rw);
   }
 };
 
