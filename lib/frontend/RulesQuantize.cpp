@@ -492,13 +492,19 @@ SplitWeights exactChannelRanges(NodeImporter &n, Value x, Value w, Value wZp) {
 /// bytes), where its form is ONNX Runtime's quantize_static output: an
 /// ungrouped 2-D convolution, u8 or s8 input with one constant zero point,
 /// constant s8 weights whose zero points are all 0 (symmetric, per tensor
-/// or per channel), a constant i32 bias. None otherwise (the exact-f32 or
-/// i32 paths below). Grouped and depthwise convolutions stay there: a
-/// panel of 32 output channels over 1-4 input channels wastes the kernel.
+/// or per channel), a constant i32 bias; ungrouped or depthwise (one input
+/// channel per output, at most 512 taps: the depthwise kernel sums in f32,
+/// exactly below 2^24). None otherwise (the exact-f32 or i32 paths below).
+/// Other grouped convolutions stay there: a panel of 32 output channels
+/// over 1-4 input channels wastes the kernel.
 Value int8Conv(NodeImporter &n, Value x, Value xZp, Value w, Value wZp, Value bias) {
   auto xt = NodeImporter::rankedType(x), wt = NodeImporter::rankedType(w);
-  if (!xt || !wt || xt.getRank() != 4 || wt.getRank() != 4 || !wt.hasStaticShape() ||
-      n.getInt("group", 1) != 1)
+  if (!xt || !wt || xt.getRank() != 4 || wt.getRank() != 4 || !wt.hasStaticShape())
+    return {};
+  int64_t group = n.getInt("group", 1);
+  bool depthwise = group > 1 && wt.getDimSize(0) == group && wt.getDimSize(1) == 1 &&
+                   xt.getDimSize(1) == group && wt.getDimSize(2) * wt.getDimSize(3) <= 512;
+  if (group != 1 && !depthwise)
     return {};
   Type we = wt.getElementType();
   if (!xt.getElementType().isInteger(8) || !we.isInteger(8) || we.isUnsignedInteger() ||

@@ -2,6 +2,7 @@
 // single source of truth for its shape rules: the importer builds ops through
 // it, the verifier checks against it, and kiln-infer-shapes refines with it.
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include "kiln/IR/KilnDialect.h"
 
@@ -449,7 +450,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 
 LogicalResult Conv2DNhwcOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor a, SmallVectorImpl<Type> &types) {
-  Type elt = convResultElementType(a.getInput());
+  // A requantized integer convolution stores its 8-bit results.
+  Type elt = a.getRequantType() ? *a.getRequantType() : convResultElementType(a.getInput());
   auto it = ranked(a.getInput()), wt = ranked(a.getWeight());
   if (!it || !wt) {
     types.push_back(UnrankedTensorType::get(elt));
@@ -475,11 +477,42 @@ LogicalResult Conv2DNhwcOp::inferReturnTypes(MLIRContext *, std::optional<Locati
 LogicalResult Conv2DNhwcOp::verify() {
   if (failed(verifyIntegerConv(*this, getInput(), getWeight(), getBias(), getInputZeroPoint())))
     return failure();
+  bool requant = getRequantType() || getRequantScale() || getRequantZeroPoint();
   if (elementTypeOf(getInput()).isInteger(8)) {
     constexpr float inf = std::numeric_limits<float>::infinity();
-    if (getResidual() || getGelu() || getClampMin().convertToFloat() != -inf ||
-        getClampMax().convertToFloat() != inf)
-      return emitOpError("an integer convolution has no residual, GELU or clamp");
+    if (getResidual() || getGelu())
+      return emitOpError("an integer convolution has no residual or GELU");
+    float lo = getClampMin().convertToFloat(), hi = getClampMax().convertToFloat();
+    if (!requant && (lo != -inf || hi != inf))
+      return emitOpError("an integer convolution clamps only its requantized result");
+    if (requant) {
+      if (!getRequantType() || !getRequantScale() || !getRequantZeroPoint())
+        return emitOpError("requantization needs requant_type, requant_scale and "
+                           "requant_zero_point together");
+      Type t = *getRequantType();
+      if (!t.isInteger(8))
+        return emitOpError("requant_type must be an 8-bit integer type, not ") << t;
+      bool isUnsigned = t.isUnsignedInteger();
+      float tlo = isUnsigned ? 0.0f : -128.0f, thi = isUnsigned ? 255.0f : 127.0f;
+      if (!(lo >= tlo && hi <= thi)) {
+        char range[64];
+        std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+        return emitOpError("the requantized result's clamp ")
+               << range << " is outside the range of " << t;
+      }
+      float zp = getRequantZeroPoint()->convertToFloat();
+      auto integral = [](float x) { return x == std::nearbyint(x); };
+      if (!integral(lo) || !integral(hi) || !integral(zp) || std::fabs(zp) > 255.0f)
+        return emitOpError("the requantized result's clamp and zero point must be integers "
+                           "(zero point within [-255, 255])");
+      auto wt = ranked(getWeight());
+      size_t n = getRequantScale()->size();
+      if (wt && n != 1 && (int64_t)n != wt.getDimSize(0))
+        return emitOpError("requant_scale has ")
+               << n << " values for " << wt.getDimSize(0) << " output channels";
+    }
+  } else if (requant) {
+    return emitOpError("only an integer convolution is requantized");
   }
   if (Value b = getBias())
     if (auto bt = ranked(b); bt && bt.getRank() != 1)

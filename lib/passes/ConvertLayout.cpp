@@ -121,7 +121,8 @@ struct ConvToNhwc : OpRewritePattern<ConvOp> {
                                    op.getStridesAttr(), op.getPadsAttr(), op.getDilationsAttr(),
                                    op.getGroupAttr(), rw.getF32FloatAttr(-inf),
                                    rw.getF32FloatAttr(inf), /*gelu=*/nullptr,
-                                   op.getInputZeroPointAttr());
+                                   op.getInputZeroPointAttr(), /*requant_scale=*/{},
+                                   /*requant_zero_point=*/{}, /*requant_type=*/{});
     rw.replaceOp(op, transpose(rw, loc, y, kToNchw));
     return success();
   }

@@ -64,6 +64,9 @@ INLINE void parallelFor(kiln_i64 items, kiln_i64 workPerItem, void *ctx) {
   kiln_parallel_for(items, grain, Task, ctx);
 }
 
+typedef int vi32 __attribute__((ext_vector_type(KILN_VEC), aligned(4)));
+typedef unsigned char vu8 __attribute__((ext_vector_type(KILN_VEC), aligned(1)));
+
 INLINE vf loadv(const float *p) {
   vf v;
   __builtin_memcpy(&v, p, sizeof(vf));

@@ -42,6 +42,9 @@ struct QConvJob {
   int *out;
   unsigned flip;            // 0x80808080 for s8 activations, else 0
   kiln_i64 ldi, ldo;
+  // KILN_QCONV_REQUANT: 8-bit results (out then holds bytes) and how.
+  const kiln_requant_params *requant;
+  const float *scale;       // per output channel, [panels][KILN_PANEL]
 };
 
 namespace portable {
@@ -122,10 +125,14 @@ extern "C" {
 /// exact sum + bias[oc] (i32, [panels][KILN_PANEL]). Padding reads `pad`
 /// (ceil(c/4)*4 bytes of the input's zero point), so the compiler's bias
 /// holds bias - zero point (as u8) x the sum of each output's weights.
+/// With KILN_QCONV_REQUANT the sums are requantized to 8 bits (`requant`,
+/// kiln_requant_params) and out holds bytes, `outStride` apart.
 void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr bias,
                             kiln_addr pad, kiln_addr out, kiln_i64 flip, kiln_i64 inStride,
-                            kiln_i64 outStride) {
+                            kiln_i64 outStride, kiln_addr requant) {
   const kiln_conv2d_params &q = *(const kiln_conv2d_params *)params;
+  const kiln_requant_params *rq =
+      q.flags & KILN_QCONV_REQUANT ? (const kiln_requant_params *)requant : nullptr;
   QConvJob job{&q,
                (const unsigned char *)in,
                (const signed char *)w,
@@ -134,7 +141,9 @@ void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_ad
                (int *)out,
                (unsigned)flip,
                inStride,
-               outStride};
+               outStride,
+               rq,
+               rq ? (const float *)(rq + 1) : nullptr};
   kiln_i64 panels = (q.oc + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 blocks = (q.oh * q.ow + kQPixelBlock - 1) / kQPixelBlock;
   // The flat form's items are (image, block); the direct form's also panels.

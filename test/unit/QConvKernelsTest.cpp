@@ -10,12 +10,14 @@
 // layout contract in the kernel's comment, not from the compiler's packer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 extern "C" void kiln_qconv2d_nhwc_u8s8(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t,
-                                       intptr_t, int64_t, int64_t, int64_t);
+                                       intptr_t, int64_t, int64_t, int64_t, intptr_t);
 
 namespace {
 
@@ -34,8 +36,29 @@ struct QConv {
   int64_t ow() const { return (w + pl + pr - (kw - 1) * dw - 1) / sw + 1; }
 };
 
+/// KILN_QCONV_REQUANT: the output as 8-bit values, requantized as ONNX's
+/// QuantizeLinear does it in f32 (the reference below, in scalar f32 ops).
+struct Requant {
+  float zeroPoint, lo, hi;
+  float scaleLo, scaleHi; // per-channel scales drawn from [scaleLo, scaleHi]
+};
+
+// Ties (x.5 products) met within the clamp by requantRef: a test of the
+// rounding checks that it saw some.
+int64_t tiesSeen = 0;
+
+/// The reference requantization of one exact sum.
+int requantRef(int64_t sum, float scale, const Requant &r) {
+  float product = (float)sum * scale;
+  float x = std::nearbyint(product) + r.zeroPoint; // ties to even
+  if (product - std::floor(product) == 0.5f && x >= r.lo && x <= r.hi)
+    ++tiesSeen;
+  x = std::min(std::max(x, r.lo), r.hi);
+  return (int)x;
+}
+
 void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, bool flat = false,
-                uint32_t seed = 1) {
+                uint32_t seed = 1, const Requant *rq = nullptr) {
   std::mt19937 rng(seed);
   int64_t oh = s.oh(), ow = s.ow(), ldi = s.c + inExtra, ldo = s.oc + outExtra;
   std::uniform_int_distribution<int> byte(0, 255), weight(-128, 127), biasD(-5000, 5000);
@@ -99,12 +122,38 @@ void checkQConv(const QConv &s, int64_t inExtra = 0, int64_t outExtra = 0, bool 
   }
   std::vector<uint8_t> pad(groups4 * 4, (uint8_t)s.zeroPoint);
   int64_t params[] = {s.n,  s.h,  s.w,  s.c,  oh,   ow, s.oc, s.kh, s.kw,
-                      s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, 1,   flat ? 4 : 0};
+                      s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, 1,   (flat ? 4 : 0) | (rq ? 8 : 0)};
+  if (rq) {
+    // kiln_requant_params, then a scale per output channel (panel padded).
+    std::vector<float> block(4 + panels * kPanel, 0.0f);
+    block[0] = rq->zeroPoint;
+    block[1] = rq->lo;
+    block[2] = rq->hi;
+    std::uniform_real_distribution<float> scaleD(rq->scaleLo, rq->scaleHi);
+    for (int64_t o = 0; o < s.oc; ++o)
+      block[4 + o] = scaleD(rng);
+    const uint8_t sentinel = 0xa5;
+    std::vector<uint8_t> out(s.n * oh * ow * ldo, sentinel);
+    kiln_qconv2d_nhwc_u8s8(addr(params), addr(in.data()), addr(pw.data()), addr(pb.data()),
+                           addr(pad.data()), addr(out.data()), s.signedInput ? 0x80808080 : 0,
+                           ldi, ldo, addr(block.data()));
+    for (int64_t px = 0; px < s.n * oh * ow; ++px) {
+      for (int64_t o = 0; o < s.oc; ++o) {
+        int want8 = requantRef(want[px * s.oc + o], block[4 + o], *rq);
+        int got = rq->lo < 0 ? (int)(int8_t)out[px * ldo + o] : (int)out[px * ldo + o];
+        ASSERT_EQ(got, want8) << "pixel " << px << " channel " << o << " sum "
+                              << want[px * s.oc + o];
+      }
+      for (int64_t o = s.oc; o < ldo; ++o)
+        ASSERT_EQ(out[px * ldo + o], sentinel) << "wrote past the output's channels at pixel " << px;
+    }
+    return;
+  }
   const int32_t sentinel = 0x7eadbeef;
   std::vector<int32_t> out(s.n * oh * ow * ldo, sentinel);
   kiln_qconv2d_nhwc_u8s8(addr(params), addr(in.data()), addr(pw.data()), addr(pb.data()),
                          addr(pad.data()), addr(out.data()), s.signedInput ? 0x80808080 : 0,
-                         ldi, ldo);
+                         ldi, ldo, 0);
   for (int64_t px = 0; px < s.n * oh * ow; ++px) {
     for (int64_t o = 0; o < s.oc; ++o)
       ASSERT_EQ(out[px * ldo + o], want[px * s.oc + o]) << "pixel " << px << " channel " << o;
@@ -150,6 +199,28 @@ TEST(QConvKernels, ParallelBatch) {
   // Enough work to split over the test's thread pool, items unevenly.
   checkQConv({3, 28, 28, 64, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 131, false});
   checkQConv({3, 56, 56, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 131, false}, 0, 0, true);
+}
+TEST(QConvKernels, RequantizedToU8AndS8) {
+  // Scales that spread the sums over the whole range and past it (both
+  // clamps reached), Relu's clamp at the zero point, a partial last panel
+  // and channel slices of wider tensors.
+  Requant u8{131.0f, 0.0f, 255.0f, 1e-4f, 2e-3f}, s8{-3.0f, -128.0f, 127.0f, 1e-4f, 2e-3f};
+  Requant relu{20.0f, 20.0f, 255.0f, 1e-4f, 2e-3f};
+  checkQConv({1, 9, 11, 16, 45, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 128, false}, 0, 0, false, 2, &u8);
+  checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, -128, true}, 0, 0, false, 3, &s8);
+  checkQConv({1, 6, 7, 10, 36, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 9, false}, 5, 7, false, 4, &relu);
+  // The flat (stem) form and a batch split over the pool.
+  checkQConv({1, 23, 21, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 114, false}, 0, 0, true, 5, &u8);
+  checkQConv({3, 28, 28, 64, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 131, false}, 0, 0, false, 6, &s8);
+}
+TEST(QConvKernels, RequantRoundsHalfToEven) {
+  // A scale of exactly 1/256 makes every sum of 128 mod 256 a tie: ties go
+  // to the even neighbour (2.5 -> 2, 3.5 -> 4), as QuantizeLinear rounds.
+  Requant tie{100.0f, 0.0f, 255.0f, 1.0f / 256, 1.0f / 256};
+  tiesSeen = 0;
+  checkQConv({1, 16, 16, 3, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, false}, 0, 0, false, 7, &tie);
+  checkQConv({1, 16, 16, 3, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, false}, 0, 0, true, 8, &tie);
+  EXPECT_GT(tiesSeen, 10);
 }
 
 } // namespace

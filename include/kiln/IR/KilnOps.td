@@ -314,8 +314,15 @@ def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
     result's shape. `kiln-convert-layout` creates it from `kiln.conv`, and
     `kiln-fuse-epilogues` folds bias, BatchNorm scales, residual adds,
     GELU and Relu/Clip into it. The integer form (`kiln.conv`'s: 8-bit
-    input, `i8` weights, `i32` bias and result, `input_zero_point`) has no
-    epilogue: no residual, GELU or clamp.
+    input, `i8` weights, `i32` bias, `input_zero_point`) has no residual or
+    GELU. Its result is the exact `i32` sum, or, with `requant_type` (`ui8`
+    or `si8`), that sum requantized as ONNX's QuantizeLinear does it:
+    `cast(clamp(round_half_even(f32(sum) * requant_scale[oc]) +
+    requant_zero_point, clamp_min, clamp_max))` (`requant_scale`: one value
+    per output channel, or one for all; the clamp within the type's range,
+    it and the zero point integers),
+    which `kiln-fuse-epilogues` folds in from the elementwise ops the
+    importer writes, so that the kernel stores 8-bit results.
 
     ```mlir
     %y = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 6.0 : f32, clamp_min = 0.0 : f32,
@@ -329,7 +336,10 @@ def Kiln_Conv2DNhwcOp : Kiln_Op<"conv2d_nhwc", [AttrSizedOperandSegments]> {
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, Kiln_I64Attr:$group,
                        F32Attr:$clamp_min, F32Attr:$clamp_max, UnitAttr:$gelu,
-                       OptionalAttr<Kiln_I64Attr>:$input_zero_point);
+                       OptionalAttr<Kiln_I64Attr>:$input_zero_point,
+                       OptionalAttr<DenseF32ArrayAttr>:$requant_scale,
+                       OptionalAttr<F32Attr>:$requant_zero_point,
+                       OptionalAttr<TypeAttr>:$requant_type);
   let results = (outs AnyTensor:$output);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict `:`

@@ -37,6 +37,7 @@ constexpr const char *kDwConv = KILN_KERNEL_SYMBOL(kiln_dwconv2d_nhwc_f32);
 constexpr const char *kMatMul = KILN_KERNEL_SYMBOL(kiln_matmul_f32);
 constexpr const char *kPool = KILN_KERNEL_SYMBOL(kiln_pool2d_nhwc_f32);
 constexpr const char *kQConv = KILN_KERNEL_SYMBOL(kiln_qconv2d_nhwc_u8s8);
+constexpr const char *kQDwConv = KILN_KERNEL_SYMBOL(kiln_qdwconv2d_nhwc_u8s8);
 constexpr const char *kSoftmax = KILN_KERNEL_SYMBOL(kiln_softmax_f32);
 constexpr const char *kLayerNorm = KILN_KERNEL_SYMBOL(kiln_layer_norm_f32);
 constexpr const char *kAttention = KILN_KERNEL_SYMBOL(kiln_attention_f32);
@@ -191,19 +192,115 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                         {1, 7, -1, 8}, runtimeRows || runtimeBatch ? 0 : flops, dynamicSizes);
 }
 
-/// The integer convolution (8-bit input, s8 weights, i32 result; groups 1)
-/// -> kiln_qconv2d_nhwc_u8s8. Weights [O][C][KH][KW] packed as
-/// [panels][KH][KW][ceil(C/4)][kPanel][4] (four input channels per 32-bit
-/// lane of the dot product), zero padded; the bias less the zero point as
-/// the kernel reads it (an s8 input is read as u8, 128 more) times each
-/// output's weight sum, since padding reads the zero point.
+/// An integer convolution's i32 bias per output channel (zeros without one).
+SmallVector<int64_t> integerBias(DenseElementsAttr bAttr, int64_t oc) {
+  SmallVector<int64_t> bias(oc, 0);
+  if (!bAttr)
+    return bias;
+  if (bAttr.isSplat())
+    return SmallVector<int64_t>(oc, bAttr.getSplatValue<APInt>().getSExtValue());
+  int64_t i = 0;
+  for (const APInt &v : bAttr.getValues<APInt>())
+    bias[i++] = v.getSExtValue();
+  return bias;
+}
+
+/// The requantization of an integer convolution with requant_type, as the
+/// kernels read it (kiln_requant_params, then the scales padded to `cpad`),
+/// and KILN_QCONV_REQUANT; an unused address and 0 without one.
+std::pair<Value, int64_t> requantBlock(Conv2DNhwcOp op, int64_t oc, int64_t cpad, OpBuilder &b) {
+  Location loc = op.getLoc();
+  if (!op.getRequantType())
+    return {arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)), 0};
+  ArrayRef<float> scale = *op.getRequantScale();
+  std::vector<float> block(4 + cpad, 0.0f);
+  block[0] = op.getRequantZeroPoint()->convertToFloat();
+  block[1] = op.getClampMin().convertToFloat();
+  block[2] = op.getClampMax().convertToFloat();
+  static_assert(sizeof(kiln_requant_params) == 4 * sizeof(float), "the header's size");
+  for (int64_t o = 0; o < oc; ++o)
+    block[4 + o] = scale.size() == 1 ? scale[0] : scale[o];
+  return {f32Block(b, loc, block), KILN_QCONV_REQUANT};
+}
+
+/// The depthwise integer convolution (groups == channels == outputs) ->
+/// kiln_qdwconv2d_nhwc_u8s8: weights as floats [KH][KW][C rounded up], the
+/// bias less the zero point times each channel's weight sum (padding reads
+/// the zero point). The kernel sums in f32, exact while every sum stays
+/// below 2^24: at most 512 taps (the importer keeps larger windows off
+/// this form).
+LogicalResult lowerIntegerDepthwise(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, Value batch,
+                                    DenseElementsAttr wAttr, DenseElementsAttr bAttr,
+                                    PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  const int64_t n = sizes[0], h = sizes[1], w = sizes[2], c = sizes[3], oh = sizes[4],
+                ow = sizes[5], kh = sizes[7], kw = sizes[8];
+  if (kh * kw > 512)
+    return op.emitOpError("an integer depthwise window of ")
+           << kh * kw << " taps could leave f32's exact integers (at most 512)";
+  bool signedInput = !inT.getElementType().isUnsignedInteger();
+  int64_t zeroPoint = op.getInputZeroPoint().value_or(0);
+  int64_t cpad = (c + kPanel - 1) / kPanel * kPanel;
+  SmallVector<int64_t> weights;
+  for (const APInt &v : wAttr.getValues<APInt>())
+    weights.push_back(v.getSExtValue());
+  SmallVector<int64_t> bias = integerBias(bAttr, c);
+  std::vector<float> packedW(kh * kw * cpad, 0.0f);
+  std::vector<int32_t> packedB(cpad, 0);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    int64_t sum = 0;
+    for (int64_t y = 0; y < kh; ++y)
+      for (int64_t x = 0; x < kw; ++x) {
+        int64_t v = weights[(ch * kh + y) * kw + x];
+        sum += v;
+        packedW[(y * kw + x) * cpad + ch] = (float)v;
+      }
+    int64_t b = bias[ch] - zeroPoint * sum;
+    if (b < INT32_MIN || b > INT32_MAX)
+      return op.emitOpError("the bias less the zero point's share does not fit in i32");
+    packedB[ch] = (int32_t)b;
+  }
+  auto [requant, requantFlag] = requantBlock(op, c, cpad, rw);
+  kiln_conv2d_params params{n,  h,  w,  c,  oh, ow, c, kh, kw, op.getStrides()[0], op.getStrides()[1],
+                            op.getPads()[0], op.getPads()[1], op.getDilations()[0],
+                            op.getDilations()[1], c,
+                            requantFlag | (signedInput ? KILN_QCONV_SIGNED_INPUT : 0)};
+  SmallVector<std::pair<unsigned, Value>> runtime;
+  if (batch)
+    runtime.push_back({offsetof(kiln_conv2d_params, n) / 8, batch});
+  auto i32t = RankedTensorType::get({cpad}, rw.getI32Type());
+  SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime),
+                          asSignless(rw, loc, op.getInput()),
+                          f32Block(rw, loc, packedW),
+                          arith::ConstantOp::create(rw, loc,
+                                                    DenseElementsAttr::get(i32t, ArrayRef(packedB))),
+                          requant,
+                          arith::ConstantOp::create(rw, loc, rw.getI64IntegerAttr(zeroPoint)),
+                          strideSlot(rw, loc),
+                          strideSlot(rw, loc)};
+  // The out address goes in at 5 (between requant and the zero point).
+  int64_t ops = 2 * n * oh * ow * c * kh * kw;
+  Value call = callWithResult(rw, loc, kQDwConv, signlessType(outT), args, 5, {1, 6, -1, 7},
+                              batch ? 0 : ops, dynamicSizes(rw, loc, op.getResult()));
+  rw.replaceOp(op, restoreType(rw, loc, call, outT));
+  return success();
+}
+
+/// The integer convolution (8-bit input, s8 weights; groups 1, or
+/// depthwise: lowerIntegerDepthwise) -> kiln_qconv2d_nhwc_u8s8, its i32
+/// sums stored or requantized to 8 bits by the kernel (requant_type).
+/// Weights [O][C][KH][KW] packed as [panels][KH][KW][ceil(C/4)][kPanel][4]
+/// (four input channels per 32-bit lane of the dot product), zero padded;
+/// the bias less the zero point as the kernel reads it (an s8 input is read
+/// as u8, 128 more) times each output's weight sum, since padding reads the
+/// zero point.
 LogicalResult lowerIntegerConv2DNhwc(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, Value rows,
                                      Value batch, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto inT = tensorType(op.getInput());
   auto outT = cast<RankedTensorType>(op.getType());
-  if (op.getGroup() != 1)
-    return op.emitOpError("integer convolutions run ungrouped only");
   DenseElementsAttr wAttr, bAttr;
   if (!matchPattern(op.getWeight(), m_Constant(&wAttr)))
     return op.emitOpError("needs constant weights");
@@ -211,6 +308,11 @@ LogicalResult lowerIntegerConv2DNhwc(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, V
     return op.emitOpError("needs a constant bias");
   const int64_t n = sizes[0], h = sizes[1], w = sizes[2], c = sizes[3], oh = sizes[4],
                 ow = sizes[5], oc = sizes[6], kh = sizes[7], kw = sizes[8];
+  if (op.getGroup() != 1) {
+    if (op.getGroup() == c && c == oc && !rows)
+      return lowerIntegerDepthwise(op, sizes, batch, wAttr, bAttr, rw);
+    return op.emitOpError("integer convolutions run ungrouped or depthwise only");
+  }
   bool signedInput = !inT.getElementType().isUnsignedInteger();
   int64_t zeroPoint = op.getInputZeroPoint().value_or(0);
   int64_t zeroRead = signedInput ? zeroPoint + 128 : zeroPoint;
@@ -227,14 +329,7 @@ LogicalResult lowerIntegerConv2DNhwc(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, V
   SmallVector<int64_t> weights;
   for (const APInt &v : wAttr.getValues<APInt>())
     weights.push_back(v.getSExtValue());
-  SmallVector<int64_t> bias(oc, 0);
-  if (bAttr) {
-    int64_t i = 0;
-    for (const APInt &v : bAttr.getValues<APInt>())
-      bias[bAttr.isSplat() ? 0 : i++] = v.getSExtValue();
-    if (bAttr.isSplat())
-      llvm::fill(bias, bias[0]);
-  }
+  SmallVector<int64_t> bias = integerBias(bAttr, oc);
   for (int64_t o = 0; o < oc; ++o) {
     int64_t p = o / kPanel, lane = o % kPanel, sum = 0;
     for (int64_t y = 0; y < kh; ++y)
@@ -261,9 +356,10 @@ LogicalResult lowerIntegerConv2DNhwc(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, V
   auto i32t = RankedTensorType::get({(int64_t)packedB.size()}, rw.getI32Type());
   Value biasBlock =
       arith::ConstantOp::create(rw, loc, DenseElementsAttr::get(i32t, ArrayRef(packedB)));
+  auto [requant, requantFlag] = requantBlock(op, oc, panels * kPanel, rw);
   kiln_conv2d_params params{n,  h,  w,  c,  oh, ow, oc, kh, kw, op.getStrides()[0], op.getStrides()[1],
                             op.getPads()[0], op.getPads()[1], op.getDilations()[0],
-                            op.getDilations()[1], 1, flat ? KILN_QCONV_FLAT_K : 0};
+                            op.getDilations()[1], 1, (flat ? KILN_QCONV_FLAT_K : 0) | requantFlag};
   SmallVector<std::pair<unsigned, Value>> runtime;
   if (rows)
     runtime = {{offsetof(kiln_conv2d_params, w) / 8, rows},
@@ -278,11 +374,12 @@ LogicalResult lowerIntegerConv2DNhwc(Conv2DNhwcOp op, ArrayRef<int64_t> sizes, V
                           i8Block(pad),
                           flip,
                           strideSlot(rw, loc),
-                          strideSlot(rw, loc)};
+                          strideSlot(rw, loc),
+                          requant};
   int64_t ops = 2 * n * oh * ow * oc * kh * kw * c;
-  rw.replaceOp(op, callWithResult(rw, loc, kQConv, outT, args, 5, {1, 6, -1, 7},
-                                  rows || batch ? 0 : ops,
-                                  dynamicSizes(rw, loc, op.getResult())));
+  Value call = callWithResult(rw, loc, kQConv, signlessType(outT), args, 5, {1, 6, -1, 7},
+                              rows || batch ? 0 : ops, dynamicSizes(rw, loc, op.getResult()));
+  rw.replaceOp(op, restoreType(rw, loc, call, outT));
   return success();
 }
 
@@ -1142,7 +1239,8 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
   declare(kMatMul, {i64, i64, i64, i64});
   declare(kPool, {i64, i64, i64, i64, i64});
-  declare(kQConv, {i64, i64, i64, i64, i64, i64, i64, i64, i64});
+  declare(kQConv, {i64, i64, i64, i64, i64, i64, i64, i64, i64, i64});
+  declare(kQDwConv, {i64, i64, i64, i64, i64, i64, i64, i64, i64});
   declare(kSoftmax, {i64, i64, i64, f32t});
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});

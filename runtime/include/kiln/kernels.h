@@ -41,6 +41,7 @@ typedef __INTPTR_TYPE__ kiln_kernel_addr;
   X(kiln_nonzero_u8) \
   X(kiln_pool2d_nhwc_f32) \
   X(kiln_qconv2d_nhwc_u8s8) \
+  X(kiln_qdwconv2d_nhwc_u8s8) \
   X(kiln_softmax_f32) \
   X(kiln_topk_f32)
 
@@ -56,6 +57,22 @@ typedef struct kiln_conv2d_params {
  * kh * kw * c rounded up to 4 at most KILN_QCONV_FLAT_K_MAX_BYTES. */
 #define KILN_QCONV_FLAT_K 4
 #define KILN_QCONV_FLAT_K_MAX_BYTES 1024
+/* Both integer convolutions: the result is requantized to 8 bits (the
+ * `requant` block below) instead of stored as the i32 sum. */
+#define KILN_QCONV_REQUANT 8
+/* kiln_qdwconv2d_nhwc_u8s8: the activations are s8 (else u8). */
+#define KILN_QCONV_SIGNED_INPUT 16
+
+/* The requantization of an integer convolution's sum s (i32) to its 8-bit
+ * output, as ONNX's QuantizeLinear does it in f32:
+ *   out = (8-bit) min(max(roundeven((float)s * scale[oc]) + zero_point, lo), hi)
+ * (lo, hi within the output type's range: the conversion truncates the
+ * integral value to its low byte). scale follows the header, one per
+ * output channel, padded as the bias is. */
+typedef struct kiln_requant_params {
+  float zero_point, lo, hi, reserved;
+  /* float scale[channels rounded up to KILN_KERNEL_PANEL]; */
+} kiln_requant_params;
 
 /* kiln_pool2d_nhwc_f32: NHWC max or average pooling; pads at both ends. */
 typedef struct kiln_pool2d_params {
@@ -133,10 +150,24 @@ void kiln_dwconv2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_k
  * -> i32 out = the exact sum + bias (i32, [panels][PANEL]); padding reads
  * `pad` (ceil(c/4)*4 bytes of the input's zero point); strides in bytes
  * (input) and i32s (output) between consecutive pixels. */
+/* With KILN_QCONV_REQUANT: out holds 8-bit values (requant, a
+ * kiln_requant_params block; out_stride then in bytes). */
 void kiln_qconv2d_nhwc_u8s8(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr w,
                             kiln_kernel_addr bias, kiln_kernel_addr pad, kiln_kernel_addr out,
                             kiln_kernel_i64 flip, kiln_kernel_i64 in_stride,
-                            kiln_kernel_i64 out_stride);
+                            kiln_kernel_i64 out_stride, kiln_kernel_addr requant);
+/* Depthwise integer form (groups == c == oc): u8 (s8 with
+ * KILN_QCONV_SIGNED_INPUT) activations, weights as floats (exact s8 values)
+ * packed [kh][kw][C rounded up to KILN_PANEL], bias i32 [C rounded up];
+ * padding reads `zero_point` (the input's, as its type reads it), so the
+ * bias holds bias - zero_point x each channel's weight sum. The sum is
+ * exact: the products accumulate in f32 below 2^24 (kh * kw <= 512).
+ * out: i32, or 8-bit with KILN_QCONV_REQUANT (requant: as above). Strides
+ * in elements of the input's and output's types. */
+void kiln_qdwconv2d_nhwc_u8s8(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr w,
+                              kiln_kernel_addr bias, kiln_kernel_addr requant,
+                              kiln_kernel_addr out, kiln_kernel_i64 zero_point,
+                              kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
 void kiln_matmul_f32(kiln_kernel_addr params, kiln_kernel_addr a, kiln_kernel_addr b,
                      kiln_kernel_addr c);
 void kiln_attention_f32(kiln_kernel_addr params, kiln_kernel_addr q, kiln_kernel_addr k,

@@ -330,3 +330,38 @@ func.func @integer_conv_direct(%x: tensor<1x1x2x16xui8>) -> tensor<1x1x2x1xi32> 
   %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x2x16xui8>, tensor<1x16x1x1xi8>) -> tensor<1x1x2x1xi32>
   return %0 : tensor<1x1x2x1xi32>
 }
+
+// -----
+
+// Requantized (requant_type): flag 8, the kernel's requant block (zero
+// point, clamp, a padding float, then the scales padded to the panel) as
+// its last argument, and an 8-bit result.
+// CHECK-LABEL: func.func @integer_conv_requantized
+// CHECK-DAG: arith.constant dense<[1, 1, 2, 16, 1, 2, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1, 8]> : tensor<17xi64>
+// CHECK-DAG: %[[RQ:.*]] = arith.constant dense<[3.000000e+00, 0.000000e+00, 2.550000e+02, 0.000000e+00, 5.000000e-01, 2.500000e-01, 0.000000e+00{{.*}}]> : tensor<36xf32>
+// CHECK: kiln.call_kernel @kiln_qconv2d_nhwc_u8s8({{.*}}, %[[RQ]]) into %{{.*}} {{.*}} -> tensor<1x1x2x2xi8>
+func.func @integer_conv_requantized(%x: tensor<1x1x2x16xui8>) -> tensor<1x1x2x2xui8> {
+  %w = kiln.constant {value = dense<1> : tensor<2x16x1x1xi8>} : () -> tensor<2x16x1x1xi8>
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 255.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 0 : i64, pads = array<i64: 0, 0, 0, 0>, requant_scale = array<f32: 0.5, 0.25>, requant_type = ui8, requant_zero_point = 3.0 : f32, strides = array<i64: 1, 1>} : (tensor<1x1x2x16xui8>, tensor<2x16x1x1xi8>) -> tensor<1x1x2x2xui8>
+  return %0 : tensor<1x1x2x2xui8>
+}
+
+// -----
+
+// Depthwise (group == channels == outputs): kiln_qdwconv2d_nhwc_u8s8 with
+// the weights as floats [kh][kw][C padded to 32] and the bias less the zero
+// point times each channel's weight sum: 100 - 10 x (1 + 2) = 70 and
+// -50 - 10 x (-1 + 4) = -80; s8 input: flag 16; the zero point as an i64.
+// CHECK-LABEL: func.func @integer_depthwise
+// CHECK-DAG: arith.constant dense<[1, 3, 3, 2, 3, 2, 2, 1, 2, 1, 1, 0, 0, 1, 1, 2, 16]> : tensor<17xi64>
+// CHECK-DAG: arith.constant dense<[1.000000e+00, -1.000000e+00, 0.000000e+00, {{.*}}, 0.000000e+00, 2.000000e+00, 4.000000e+00, 0.000000e+00, {{.*}}]> : tensor<64xf32>
+// CHECK-DAG: arith.constant dense<[70, -80, 0, {{.*}}]> : tensor<32xi32>
+// CHECK-DAG: %[[ZP:.*]] = arith.constant 10 : i64
+// CHECK: kiln.call_kernel @kiln_qdwconv2d_nhwc_u8s8(%{{[^,]*}}, %arg0, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[ZP]],
+// CHECK-SAME: {kiln.flops = 48 : i64, result_position = 5 : i64, row_strides = array<i64: 1, 6, -1, 7>}
+func.func @integer_depthwise(%x: tensor<1x3x3x2xi8>) -> tensor<1x3x2x2xi32> {
+  %w = kiln.constant {value = dense<[[[[1, 2]]], [[[-1, 4]]]]> : tensor<2x1x1x2xi8>} : () -> tensor<2x1x1x2xi8>
+  %b = kiln.constant {value = dense<[100, -50]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 2 : i64, input_zero_point = 10 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x2xi8>, tensor<2x1x1x2xi8>, tensor<2xi32>) -> tensor<1x3x2x2xi32>
+  return %0 : tensor<1x3x2x2xi32>
+}

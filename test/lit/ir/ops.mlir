@@ -123,7 +123,49 @@ func.func @float_conv_zero_point(%x: tensor<1x4x3x3xf32>, %w: tensor<2x4x1x1xf32
 // -----
 
 func.func @integer_conv_nhwc_clamp(%x: tensor<1x3x3x4xui8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xi32> {
-  // expected-error @+1 {{an integer convolution has no residual, GELU or clamp}}
+  // expected-error @+1 {{an integer convolution clamps only its requantized result}}
   %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 6.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xi32>
   return %0 : tensor<1x3x3x2xi32>
+}
+
+// -----
+
+// The requantized form: its result type is requant_type's.
+// CHECK-LABEL: func.func @integer_conv_requantized
+// CHECK: requant_type = ui8
+func.func @integer_conv_requantized(%x: tensor<1x3x3x4xui8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xui8> {
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 255.0 : f32, clamp_min = 3.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, requant_scale = array<f32: 0.5, 0.25>, requant_type = ui8, requant_zero_point = 3.0 : f32, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xui8>
+  return %0 : tensor<1x3x3x2xui8>
+}
+
+// -----
+
+func.func @integer_conv_requant_range(%x: tensor<1x3x3x4xui8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xi8> {
+  // expected-error @+1 {{the requantized result's clamp [0, 255] is outside the range of 'i8'}}
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 255.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, requant_scale = array<f32: 0.5>, requant_type = i8, requant_zero_point = 0.0 : f32, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xi8>
+  return %0 : tensor<1x3x3x2xi8>
+}
+
+// -----
+
+func.func @integer_conv_requant_scales(%x: tensor<1x3x3x4xui8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xui8> {
+  // expected-error @+1 {{requant_scale has 3 values for 2 output channels}}
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 255.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, requant_scale = array<f32: 0.5, 1.0, 2.0>, requant_type = ui8, requant_zero_point = 0.0 : f32, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xui8>
+  return %0 : tensor<1x3x3x2xui8>
+}
+
+// -----
+
+func.func @integer_conv_requant_partial(%x: tensor<1x3x3x4xui8>, %w: tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xui8> {
+  // expected-error @+1 {{requantization needs requant_type, requant_scale and requant_zero_point together}}
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 255.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, requant_type = ui8, requant_zero_point = 0.0 : f32, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xui8>, tensor<2x4x1x1xi8>) -> tensor<1x3x3x2xui8>
+  return %0 : tensor<1x3x3x2xui8>
+}
+
+// -----
+
+func.func @float_conv_requant(%x: tensor<1x3x3x4xf32>, %w: tensor<2x4x1x1xf32>) -> tensor<1x3x3x2xui8> {
+  // expected-error @+1 {{only an integer convolution is requantized}}
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 255.0 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, requant_scale = array<f32: 0.5>, requant_type = ui8, requant_zero_point = 0.0 : f32, strides = array<i64: 1, 1>} : (tensor<1x3x3x4xf32>, tensor<2x4x1x1xf32>) -> tensor<1x3x3x2xui8>
+  return %0 : tensor<1x3x3x2xui8>
 }

@@ -255,3 +255,72 @@ func.func @integer_linear(%x: tensor<?x2xui8>) -> tensor<?x3xi32> {
   %0 = kiln.matmul %x, %w : (tensor<?x2xui8>, tensor<2x3xi8>) -> tensor<?x3xi32>
   return %0 : tensor<?x3xi32>
 }
+
+// -----
+
+// QuantizeLinear after an integer convolution, as the importer writes it
+// (cast to f32, the per-channel multiplier, round, the zero point as a cast
+// of an integer constant, the clamp to the type's range), becomes the
+// convolution's requantization: it stores u8 itself.
+// CHECK-LABEL: func.func @requantize
+// CHECK: %[[C:.*]] = kiln.conv2d_nhwc %arg0, %{{.*}} bias %{{.*}} {clamp_max = 2.550000e+02 : f32, clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 10 : i64, pads = array<i64: 0, 0, 0, 0>, requant_scale = array<f32: 5.000000e-01, 2.500000e-01>, requant_type = ui8, requant_zero_point = 3.000000e+00 : f32, strides = array<i64: 1, 1>} : (tensor<1x2x2x3xui8>, tensor<2x3x1x1xi8>, tensor<2xi32>) -> tensor<1x2x2x2xui8>
+// CHECK-NEXT: return %[[C]]
+func.func @requantize(%x: tensor<1x2x2x3xui8>) -> tensor<1x2x2x2xui8> {
+  %w = kiln.constant {value = dense<[[[[1]], [[2]], [[3]]], [[[-1]], [[0]], [[4]]]]> : tensor<2x3x1x1xi8>} : () -> tensor<2x3x1x1xi8>
+  %b = kiln.constant {value = dense<[100, -50]> : tensor<2xi32>} : () -> tensor<2xi32>
+  %s = kiln.constant {value = dense<[[[[0.5, 0.25]]]]> : tensor<1x1x1x2xf32>} : () -> tensor<1x1x1x2xf32>
+  %zp = kiln.constant {value = dense<3> : tensor<ui8>} : () -> tensor<ui8>
+  %lo = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = kiln.constant {value = dense<255.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, input_zero_point = 10 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x3xui8>, tensor<2x3x1x1xi8>, tensor<2xi32>) -> tensor<1x2x2x2xi32>
+  %1 = kiln.cast %0 {to = f32} : (tensor<1x2x2x2xi32>) -> tensor<1x2x2x2xf32>
+  %2 = kiln.mul %1, %s : (tensor<1x2x2x2xf32>, tensor<1x1x1x2xf32>) -> tensor<1x2x2x2xf32>
+  %3 = kiln.round %2 : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %z = kiln.cast %zp {to = f32} : (tensor<ui8>) -> tensor<f32>
+  %4 = kiln.add %3, %z : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %5 = kiln.max %4, %lo : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %6 = kiln.min %5, %hi : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %7 = kiln.cast %6 {to = ui8} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xui8>
+  return %7 : tensor<1x2x2x2xui8>
+}
+
+// -----
+
+// s8 output with a zero point of 0 (no add), min before max, depthwise:
+// the same fold. No fold where the rounded value has a second user, or
+// where a bound is not an integer (the kernels clamp before rounding).
+// CHECK-LABEL: func.func @requantize_s8_and_not
+// CHECK: kiln.conv2d_nhwc {{.*}}group = 2 : i64{{.*}}requant_scale = array<f32: 1.250000e-01, 1.250000e-01>, requant_type = i8, requant_zero_point = 0.000000e+00 : f32{{.*}} -> tensor<1x2x2x2xi8>
+// CHECK: %[[K:.*]] = kiln.conv2d_nhwc {{.*}} -> tensor<1x2x2x2xi32>
+// CHECK: kiln.round
+// CHECK: %[[L:.*]] = kiln.conv2d_nhwc {{.*}} -> tensor<1x2x2x2xi32>
+// CHECK: kiln.max
+func.func @requantize_s8_and_not(%x: tensor<1x2x2x2xi8>) -> (tensor<1x2x2x2xi8>, tensor<1x2x2x2xi8>, tensor<1x2x2x2xf32>, tensor<1x2x2x2xi8>) {
+  %w = kiln.constant {value = dense<[[[[1]]], [[[-2]]]]> : tensor<2x1x1x1xi8>} : () -> tensor<2x1x1x1xi8>
+  %s = kiln.constant {value = dense<0.125> : tensor<f32>} : () -> tensor<f32>
+  %lo = kiln.constant {value = dense<-128.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = kiln.constant {value = dense<127.0> : tensor<f32>} : () -> tensor<f32>
+  %half = kiln.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %0 = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 2 : i64, input_zero_point = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x2xi8>, tensor<2x1x1x1xi8>) -> tensor<1x2x2x2xi32>
+  %1 = kiln.cast %0 {to = f32} : (tensor<1x2x2x2xi32>) -> tensor<1x2x2x2xf32>
+  %2 = kiln.mul %s, %1 : (tensor<f32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %3 = kiln.round %2 : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %4 = kiln.min %3, %hi : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %5 = kiln.max %lo, %4 : (tensor<f32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %6 = kiln.cast %5 {to = i8} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xi8>
+  %a = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 2 : i64, input_zero_point = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x2xi8>, tensor<2x1x1x1xi8>) -> tensor<1x2x2x2xi32>
+  %a1 = kiln.cast %a {to = f32} : (tensor<1x2x2x2xi32>) -> tensor<1x2x2x2xf32>
+  %a2 = kiln.mul %a1, %s : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %a3 = kiln.round %a2 : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %a4 = kiln.max %a3, %lo : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %a5 = kiln.min %a4, %hi : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %a6 = kiln.cast %a5 {to = i8} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xi8>
+  %b = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 2 : i64, input_zero_point = 0 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x2x2xi8>, tensor<2x1x1x1xi8>) -> tensor<1x2x2x2xi32>
+  %b1 = kiln.cast %b {to = f32} : (tensor<1x2x2x2xi32>) -> tensor<1x2x2x2xf32>
+  %b2 = kiln.mul %b1, %s : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %b3 = kiln.round %b2 : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %b4 = kiln.max %b3, %half : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %b5 = kiln.min %b4, %hi : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  %b6 = kiln.cast %b5 {to = i8} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xi8>
+  return %6, %a6, %a3, %b6 : tensor<1x2x2x2xi8>, tensor<1x2x2x2xi8>, tensor<1x2x2x2xf32>, tensor<1x2x2x2xi8>
+}
