@@ -125,6 +125,17 @@ static const llvm::StringMap<std::vector<ImportRule>> &ruleTable() {
   return table;
 }
 
+ImportFn lookupImportRule(llvm::StringRef opType, int64_t opset) {
+  const auto &table = ruleTable();
+  auto rules = table.find(opType);
+  if (rules == table.end())
+    return nullptr;
+  for (const ImportRule &r : rules->second)
+    if (opset >= r.minOpset && opset <= r.maxOpset)
+      return r.fn;
+  return nullptr;
+}
+
 std::vector<ImportRuleInfo> listImportRules() {
   std::vector<ImportRuleInfo> out;
   for (const auto &entry : ruleTable())
@@ -513,6 +524,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     for (const auto &o : model.proto->opset_import())
       if (o.domain() == node.domain())
         nodeOpset = o.version();
+  } else if (node.domain() == "com.microsoft" && microsoftRule(node.op_type())) {
+    nodeOpset = 1; // the rules follow ONNX Runtime's contrib schemas, version 1
   } else if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return emitError(loc) << "operator '" << node.op_type() << "' of domain '"
                           << node.domain() << "' is not supported";
@@ -619,13 +632,17 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   }
   const auto &table = ruleTable();
   auto rules = table.find(node.op_type());
-  if (rules == table.end())
+  ImportRule contribRule{nullptr, 1, 1, nullptr};
+  if (node.domain() == "com.microsoft")
+    contribRule = {node.op_type().c_str(), 1, 1, microsoftRule(node.op_type())};
+  if (rules == table.end() && !contribRule.fn)
     return emitError(loc) << "unsupported operator '" << node.op_type() << "' (opset "
                           << nodeOpset << ")";
-  const ImportRule *rule = nullptr;
-  for (const ImportRule &r : rules->second)
-    if (nodeOpset >= r.minOpset && nodeOpset <= r.maxOpset)
-      rule = &r;
+  const ImportRule *rule = contribRule.fn ? &contribRule : nullptr;
+  if (!rule)
+    for (const ImportRule &r : rules->second)
+      if (nodeOpset >= r.minOpset && nodeOpset <= r.maxOpset)
+        rule = &r;
   if (!rule) {
     auto diag = emitError(loc) << "operator '" << node.op_type() << "' at opset "
                                << nodeOpset << " is not supported; rules exist for opsets";

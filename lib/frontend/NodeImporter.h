@@ -166,6 +166,12 @@ void addSignalRules(std::vector<ImportRule> &rules);
 void addSelectionRules(std::vector<ImportRule> &rules);
 void addSamplingRules(std::vector<ImportRule> &rules);
 void addTfIdfRules(std::vector<ImportRule> &rules);
+/// The rule of a com.microsoft quantized operator (QLinearAdd, ...: ONNX
+/// Runtime's QOperator format), null for any other.
+ImportFn microsoftRule(llvm::StringRef opType);
+/// The default domain's rule for `opType` at `opset`, null if none: rules
+/// that run another op's rule on converted inputs.
+ImportFn lookupImportRule(llvm::StringRef opType, int64_t opset);
 /// Rules of the ai.onnx.preview.training domain, by that domain's opset.
 void addTrainingRules(std::vector<ImportRule> &rules);
 bool isTrainingDomainOperator(llvm::StringRef opType);

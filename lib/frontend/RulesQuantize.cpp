@@ -7,6 +7,7 @@
 // products and convolutions are exact: in f32 on the CPU kernels when every
 // partial sum provably stays below 2^24 (exactInF32), else in i32.
 #include "NodeImporter.h"
+#include "QuantizeSupport.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -15,7 +16,6 @@
 using namespace mlir;
 
 namespace kiln {
-namespace {
 
 using Outs = SmallVectorImpl<Value>;
 
@@ -120,6 +120,8 @@ Value toFloat(NodeImporter &n, Value v, Type f) {
     return v;
   return n.make<CastOp>(v, TypeAttr::get(f));
 }
+
+namespace {
 
 LogicalResult quantizeLinear(NodeImporter &n, Outs &out) {
   Value x = n.required(0), scale = n.required(1), zp = n.input(2);

@@ -21,7 +21,9 @@ What it writes, for every Conv, Gemm and MatMul whose weight is a constant:
 This is the form Kiln's importer runs on its int8 kernels (QDQ chains
 around a convolution become one integer convolution) and ONNX Runtime on
 its integer kernels. Other ops stay in float between DequantizeLinear and
-QuantizeLinear.
+QuantizeLinear. With quant_format="qoperator" the same model is written in
+ONNX Runtime's QOperator form instead (QLinearConv, QLinearMatMul and the
+com.microsoft QLinear ops; kiln.qoperator says which).
 
 The ranges come from running the float model on the calibration feeds with
 Kiln: the minimum and maximum over all feeds ("minmax"), or the mean over
@@ -218,14 +220,21 @@ def _s8_per_channel(w, axis):
 
 
 def quantize(model_path, output_path, calibration, method="minmax", percentile=99.999,
-             threads=0):
+             threads=0, quant_format="qdq"):
     """Writes a QDQ int8 model of the float model at `model_path` to
     `output_path`; returns a short report (a dict: ops quantized, tensors,
     calibration feeds). `calibration`: an iterable of {input name: array}
     feeds, or a folder of test_data_set_* folders. `method`: "minmax" or
-    "percentile" (with `percentile`, e.g. 99.999). Raises QuantizeError."""
+    "percentile" (with `percentile`, e.g. 99.999). `quant_format`: "qdq", or
+    "qoperator" (QLinearConv, QLinearMatMul and the com.microsoft QLinear
+    ops, as ONNX Runtime's QuantFormat.QOperator; see kiln.qoperator), which
+    also quantizes the Add, Mul, Concat, pooling, Sigmoid and LeakyRelu ops
+    between quantized ones. Raises QuantizeError."""
     onnx = _onnx()
     from onnx import helper, numpy_helper
+    from . import qoperator
+    if quant_format not in ("qdq", "qoperator"):
+        raise QuantizeError(f"unknown format '{quant_format}' (qdq or qoperator)")
     if method not in ("minmax", "percentile"):
         raise QuantizeError(f"unknown calibration method '{method}' (minmax or percentile)")
     if not 50.0 < percentile <= 100.0:
@@ -242,6 +251,8 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
     if not nodes:
         raise QuantizeError("the model has no Conv, Gemm or MatMul with constant float weights")
     tensors = _activation_tensors(model, nodes)
+    if quant_format == "qoperator":
+        tensors = list(dict.fromkeys(tensors + qoperator.extra_tensors(model)))
     ranges, feeds = _ranges(model_path, model, tensors, calibration, method, percentile,
                             threads, onnx)
     params = {t: _u8_params(*ranges[t]) for t in tensors}
@@ -333,12 +344,19 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
     del graph.initializer[:]
     graph.initializer.extend(kept + new_inits)
     del graph.value_info[:]
+    converted = qoperator.to_qoperator(model, helper) if quant_format == "qoperator" else 0
+    if converted:
+        read = {i for node in graph.node for i in node.input}
+        kept = [i for i in graph.initializer if i.name in read]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
     try:
         onnx.checker.check_model(model)
     except Exception as e:
         raise QuantizeError(f"the quantized model is not valid ONNX: {e}") from e
     onnx.save(model, os.fspath(output_path))
-    return {"ops": len(nodes), "tensors": len(tensors), "feeds": feeds, "method": method}
+    return {"ops": len(nodes), "tensors": len(tensors), "feeds": feeds, "method": method,
+            "format": quant_format, "qoperator_ops": converted}
 
 
 def quantize_dynamic(model_path, output_path):
@@ -410,9 +428,10 @@ def main(argv=None):
     import sys
     p = argparse.ArgumentParser(
         prog="kiln-quantize",
-        description="Writes a QDQ int8 model (s8 per-channel weights, u8 activations, i32 "
-                    "biases: ONNX Runtime's quantize_static layout) of a float ONNX model, "
-                    "its ranges calibrated by running the float model with Kiln.")
+        description="Writes a QDQ (or, with --format qoperator, QOperator) int8 model (s8 "
+                    "per-channel weights, u8 activations, i32 biases: ONNX Runtime's "
+                    "quantize_static layouts) of a float ONNX model, its ranges calibrated "
+                    "by running the float model with Kiln.")
     p.add_argument("model", help="the float model (.onnx)")
     p.add_argument("-o", "--output", required=True, help="where to write the quantized model")
     p.add_argument("--calibration",
@@ -421,6 +440,10 @@ def main(argv=None):
     p.add_argument("--dynamic", action="store_true",
                    help="quantize_dynamic's layout instead: MatMul weights s8, activations "
                         "quantized at run time (DynamicQuantizeLinear); no calibration")
+    p.add_argument("--format", choices=("qdq", "qoperator"), default="qdq",
+                   help="qdq (default): QuantizeLinear/DequantizeLinear around float ops; "
+                        "qoperator: QLinearConv, QLinearMatMul and the com.microsoft QLinear "
+                        "ops (QLinearAdd, QLinearConcat, ...), ONNX Runtime's QOperator form")
     p.add_argument("--method", choices=("minmax", "percentile"), default="minmax")
     p.add_argument("--percentile", type=float, default=99.999)
     p.add_argument("--threads", type=int, default=0)
@@ -432,15 +455,17 @@ def main(argv=None):
             raise QuantizeError("--calibration DIR is needed (or --dynamic)")
         else:
             report = quantize(args.model, args.output, args.calibration, args.method,
-                              args.percentile, args.threads)
+                              args.percentile, args.threads, args.format)
     except QuantizeError as e:
         print(f"kiln-quantize: error: {e}", file=sys.stderr)
         return 2
     if report["method"] == "dynamic":
         print(f"kiln-quantize: {report['ops']} MatMul weights quantized (dynamic) -> {args.output}")
     else:
+        qop = f", {report['qoperator_ops']} as QLinear ops" if report["format"] == "qoperator" \
+            else ""
         print(f"kiln-quantize: {report['ops']} ops and {report['tensors']} activations "
-              f"quantized ({report['method']}, {report['feeds']} calibration feeds) -> "
+              f"quantized ({report['method']}, {report['feeds']} calibration feeds{qop}) -> "
               f"{args.output}")
     return 0
 

@@ -194,3 +194,34 @@ def test_dynamic_layout_runs_exactly_as_onnx_defines_it(tmp_path):
     (y,) = kiln.compile(out, cache=False).run(None, {"x": x})
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(y, x @ w, atol=0.05 * np.abs(x @ w).max())
+
+
+def test_qoperator_form(tmp_path):
+    """quant_format="qoperator": QLinearConv for the convolutions (their
+    Relu gone: the output range starts at 0), QLinearGlobalAveragePool from
+    the com.microsoft domain, the Gemm left in QDQ form; the model runs
+    close to NumPy's float reference, as the QDQ one does."""
+    src, out = str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx")
+    small_cnn(src)
+    report = quantize(src, out, feeds(8), quant_format="qoperator")
+    assert report["format"] == "qoperator" and report["qoperator_ops"] == 3
+    m = onnx.load(out)
+    onnx.checker.check_model(m)
+    ops = [(n.op_type, n.domain) for n in m.graph.node]
+    assert ops.count(("QLinearConv", "")) == 2
+    assert ("QLinearGlobalAveragePool", "com.microsoft") in ops
+    assert ("Relu", "") not in ops and ("Conv", "") not in ops and ("Gemm", "") in ops
+    assert any(o.domain == "com.microsoft" and o.version == 1 for o in m.opset_import)
+    conv = next(n for n in m.graph.node if n.op_type == "QLinearConv")
+    assert len(conv.input) == 9  # x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    assert inits[conv.input[3]].dtype == np.int8 and inits[conv.input[8]].dtype == np.int32
+    model = kiln.compile(out, cache=False)
+    y_scale = inits[next(n for n in m.graph.node if n.op_type == "QuantizeLinear"
+                         and n.input[0].startswith("y")).input[1]]
+    for feed in feeds(4, seed=99):
+        (y,) = model.run(None, feed)
+        np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
+                                   atol=8 * float(y_scale))
+    with pytest.raises(QuantizeError, match="unknown format"):
+        quantize(src, out, feeds(2), quant_format="qlinear")

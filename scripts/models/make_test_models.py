@@ -27,6 +27,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
 | qdq_tool_cnn | a small MobileNet-style CNN (ReLU6, a depthwise block, a residual Add, a linear head) exported by PyTorch and quantized by Kiln's own kiln-quantize (kiln.quantize, needs PYTHONPATH=build/python): the int8 kernels (direct, flat and depthwise windows, each requantizing its result itself), Clip fused into the requantization; ONNX Runtime runs the same file on its integer kernels |
+| qoperator_tool_cnn | a CNN with a residual Add, a squeeze-excitation gate (GlobalAveragePool, Sigmoid, Mul), AveragePool, Concat, LeakyRelu and a MatMul head, quantized by kiln-quantize in ONNX Runtime's QOperator form (needs PYTHONPATH=build/python): QLinearConv, QLinearMatMul and the com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and QLinearLeakyRelu; ONNX Runtime runs the same file |
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
@@ -742,6 +743,53 @@ def qdq_tool_cnn(folder):
     return [([rng.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)], None) for _ in range(2)]
 
 
+def qoperator_tool_cnn(folder):
+    """A float CNN with an op of each com.microsoft QLinear kind between its
+    convolutions (residual Add, squeeze-excitation GlobalAveragePool ->
+    Sigmoid -> Mul, AveragePool, Concat, LeakyRelu) and a MatMul head,
+    quantized by kiln.quantize in the QOperator form (calibrated on 8
+    random inputs); two data sets."""
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+    import kiln.quantize
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.conv = torch.nn.Conv2d(16, 16, 3, padding=1)
+            self.se = torch.nn.Conv2d(16, 16, 1)
+            self.b1 = torch.nn.Conv2d(16, 8, 1)
+            self.b2 = torch.nn.Conv2d(16, 8, 3, padding=1)
+            self.w = torch.nn.Parameter(torch.randn(16, 10) * 0.3)
+
+        def forward(self, x):
+            f = torch.nn.functional
+            x = f.relu(self.stem(x))
+            x = x + f.relu(self.conv(x))
+            x = x * torch.sigmoid(self.se(f.adaptive_avg_pool2d(x, 1)))
+            x = f.avg_pool2d(x, 2)
+            x = f.leaky_relu(torch.cat([self.b1(x), self.b2(x)], 1), 0.1)
+            return f.adaptive_avg_pool2d(x, 1).flatten(1) @ self.w
+
+    torch.manual_seed(7)
+    net = Net().eval()
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "float.onnx")
+        torch.onnx.export(net, torch.zeros(1, 3, 24, 24), src, opset_version=13,
+                          input_names=["x"], output_names=["y"], **no_dynamo())
+        feeds = [{"x": rng.uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)} for _ in range(8)]
+        report = kiln.quantize.quantize(src, os.path.join(folder, "model.onnx"), feeds,
+                                        quant_format="qoperator")
+    kinds = {n.op_type for n in onnx.load(os.path.join(folder, "model.onnx")).graph.node}
+    want = {"QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
+            "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearConcat", "QLinearLeakyRelu"}
+    if not want <= kinds:
+        sys.exit(f"qoperator_tool_cnn: the quantizer left {sorted(want - kinds)} out "
+                 f"({report['qoperator_ops']} QLinear ops)")
+    return [([rng.uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)], None) for _ in range(2)]
+
+
 def dynamic_quant_mlp(folder):
     """Built with ONNX's helpers in quantize_dynamic's layout: two linear
     layers (64 -> 48 -> 40, a Relu between), each DynamicQuantizeLinear ->
@@ -788,6 +836,7 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
           "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn,
+          "qoperator_tool_cnn": qoperator_tool_cnn,
           "dynamic_quant_mlp": dynamic_quant_mlp}
 
 
