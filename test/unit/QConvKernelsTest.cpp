@@ -183,6 +183,12 @@ TEST(QConvKernels, PointwiseDeep) {
   // ResNet-50's deep 1x1 layers: sums far past 2^24.
   checkQConv({1, 7, 7, 2048, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, false});
 }
+TEST(QConvKernels, PointwiseBlocks) {
+  // 1x1, stride 1, no padding: the pointwise path (rows in one call), with
+  // s8 activations, a channel tail, pixel counts past a block and slices.
+  checkQConv({1, 11, 13, 22, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -100, true}, 3, 2);
+  checkQConv({2, 10, 10, 16, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 77, false});
+}
 TEST(QConvKernels, ChannelSlicesOfWiderTensors) {
   checkQConv({1, 6, 7, 10, 36, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 9, false}, /*inExtra=*/5,
              /*outExtra=*/7);
