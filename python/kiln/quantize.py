@@ -74,6 +74,27 @@ def _calibration_feeds(calibration, input_names):
             yield {k: np.asarray(v) for k, v in feed.items()}
 
 
+def _fold_initializer_identities(model):
+    """Readers of Identity(initializer) read the initializer itself
+    (PyTorch's exporter writes one Identity per duplicate weight or bias:
+    EfficientNet's squeeze-excitation biases), and those Identity nodes go."""
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    alias = {n.output[0]: n.input[0] for n in graph.node
+             if n.op_type == "Identity" and n.domain in ("", "ai.onnx") and
+             n.input[0] in inits and n.output[0] not in outputs}
+    if not alias:
+        return
+    kept = [n for n in graph.node if not (n.op_type == "Identity" and n.output[0] in alias)]
+    for n in kept:
+        for k, i in enumerate(n.input):
+            if i in alias:
+                n.input[k] = alias[i]
+    del graph.node[:]
+    graph.node.extend(kept)
+
+
 def _quantizable(model, onnx):
     """(node, weight input index, channel axis, bias input index or None) for
     each Conv/Gemm/MatMul with a constant float weight."""
@@ -84,6 +105,8 @@ def _quantizable(model, onnx):
             continue
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         if node.op_type == "Conv" and len(node.input) >= 2 and node.input[1] in inits:
+            if len(node.input) > 2 and node.input[2] and node.input[2] not in inits:
+                continue  # a bias computed at run time
             found.append((node, 1, 0, 2 if len(node.input) > 2 and node.input[2] else None))
         elif node.op_type == "Gemm" and len(node.input) >= 2 and node.input[1] in inits:
             if attrs.get("transA", 0):
@@ -247,6 +270,7 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
     if opset < 13:
         raise QuantizeError(f"the model's opset is {opset}; per-channel DequantizeLinear "
                             "needs 13 or more")
+    _fold_initializer_identities(model)
     nodes = _quantizable(model, onnx)
     if not nodes:
         raise QuantizeError("the model has no Conv, Gemm or MatMul with constant float weights")
@@ -372,6 +396,7 @@ def quantize_dynamic(model_path, output_path):
         model = onnx.load(os.fspath(model_path))
     except Exception as e:
         raise QuantizeError(f"cannot read '{os.fspath(model_path)}': {e}") from e
+    _fold_initializer_identities(model)
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     fresh = _fresh_names(graph)

@@ -225,3 +225,28 @@ def test_qoperator_form(tmp_path):
                                    atol=8 * float(y_scale))
     with pytest.raises(QuantizeError, match="unknown format"):
         quantize(src, out, feeds(2), quant_format="qlinear")
+
+
+def test_weights_behind_identity_nodes(tmp_path):
+    """PyTorch writes a duplicate weight or bias as Identity(initializer)
+    (EfficientNet's squeeze-excitation biases): it is quantized as the
+    initializer it is, and the Identity goes."""
+    src, out = str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx")
+    small_cnn(src)
+    m = onnx.load(src)
+    conv1 = next(n for n in m.graph.node if n.name == "conv1")
+    conv1.input[2] = "b1_copy"
+    m.graph.node.insert(0, helper.make_node("Identity", ["b1"], ["b1_copy"]))
+    onnx.save(m, src)
+    report = quantize(src, out, feeds(4))
+    assert report["ops"] == 3
+    q = onnx.load(out)
+    assert "Identity" not in [n.op_type for n in q.graph.node]
+    model = kiln.compile(out, cache=False)
+    inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+    y_scale = inits[next(n for n in q.graph.node if n.op_type == "QuantizeLinear"
+                         and n.input[0].startswith("y")).input[1]]
+    for feed in feeds(2, seed=99):
+        (y,) = model.run(None, feed)
+        np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
+                                   atol=8 * float(y_scale))
