@@ -30,6 +30,12 @@ typedef int vi __attribute__((ext_vector_type(KILN_VEC)));
 #endif
 #define QMR KILN_QMR
 constexpr kiln_i64 kQPixelBlock = 96; // output pixels per work item (a multiple of QMR)
+// Tiles of 7 rows (in blocks of 98) where the output's pixel count is a
+// multiple of 7 but not of 8 (7x7 and 14x14 maps: ResNet's and MobileNet's
+// last stages): 8-row tiles computed 56 rows for 49 pixels, an eighth of a
+// 7x7 layer's work thrown away.
+constexpr int kQAltMR = QMR == 8 ? 7 : QMR;
+constexpr kiln_i64 kQAltBlock = QMR == 8 ? 98 : kQPixelBlock;
 // The flat form's gathered window per pixel, at most (kiln/kernels.h).
 constexpr kiln_i64 kQFlatMaxRow = KILN_QCONV_FLAT_K_MAX_BYTES;
 
@@ -45,6 +51,7 @@ struct QConvJob {
   // KILN_QCONV_REQUANT: 8-bit results (out then holds bytes) and how.
   const kiln_requant_params *requant;
   const float *scale;       // per output channel, [panels][KILN_PANEL]
+  bool altRows;             // 7-row tiles in blocks of kQAltBlock (direct form)
 };
 
 namespace portable {
@@ -143,13 +150,18 @@ void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_ad
                inStride,
                outStride,
                rq,
-               rq ? (const float *)(rq + 1) : nullptr};
+               rq ? (const float *)(rq + 1) : nullptr,
+               false};
+  kiln_i64 pixels = q.oh * q.ow;
+  job.altRows = kQAltMR != QMR && !(q.flags & KILN_QCONV_FLAT_K) && pixels % QMR != 0 &&
+                pixels % kQAltMR == 0;
+  kiln_i64 block = job.altRows ? kQAltBlock : kQPixelBlock;
   kiln_i64 panels = (q.oc + KILN_PANEL - 1) / KILN_PANEL;
-  kiln_i64 blocks = (q.oh * q.ow + kQPixelBlock - 1) / kQPixelBlock;
+  kiln_i64 blocks = (pixels + block - 1) / block;
   // The flat form's items are (image, block); the direct form's also panels.
   kiln_i64 items = q.n * blocks * (q.flags & KILN_QCONV_FLAT_K ? 1 : panels);
   // Work per item in multiply-adds; a VNNI one is a quarter of an FMA's cost.
-  kiln_i64 work = kQPixelBlock * KILN_PANEL * q.kh * q.kw * q.c / 4 *
+  kiln_i64 work = block * KILN_PANEL * q.kh * q.kw * q.c / 4 *
                   (q.flags & KILN_QCONV_FLAT_K ? panels : 1);
 #ifdef KILN_QCONV_VNNI
   static int vnniKnown = -1; // CPUID once; a race writes the same value

@@ -189,6 +189,14 @@ TEST(QConvKernels, PointwiseBlocks) {
   checkQConv({1, 11, 13, 22, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -100, true}, 3, 2);
   checkQConv({2, 10, 10, 16, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 77, false});
 }
+TEST(QConvKernels, SevenRowTiles) {
+  // 7x7 and 14x14 maps (pixel counts multiples of 7, not of 8): 7-row tiles
+  // where the AVX-512 variant has 8, windowed and pointwise, requantized.
+  Requant u8{120.0f, 0.0f, 255.0f, 1e-4f, 2e-3f};
+  checkQConv({1, 7, 7, 40, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 33, false}, 0, 0, false, 9, &u8);
+  checkQConv({2, 14, 14, 36, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -20, true}, 4, 0, false, 10);
+  checkQConv({1, 14, 14, 20, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 200, false}); // 7x7 out
+}
 TEST(QConvKernels, ChannelSlicesOfWiderTensors) {
   checkQConv({1, 6, 7, 10, 36, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 9, false}, /*inExtra=*/5,
              /*outExtra=*/7);
