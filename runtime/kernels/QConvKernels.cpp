@@ -118,11 +118,71 @@ INLINE vi dot(vi acc, unsigned a, vi w) {
 #pragma clang attribute pop
 } // namespace vnni
 #endif
+
+// Without VNNI (AVX2 machines before Alder Lake and Zen 4; AVX-512 ones
+// before Cascade Lake): vpmaddwd, 16-bit pairs summed into 32 bits, exact
+// (255 x 128 x 2 fits). vpmaddubsw would take the bytes directly, but its
+// 16-bit sums saturate (255 x 127 x 2 does not fit): ONNX Runtime's
+// u8s8 AVX2 path restricts weights to 7 bits for that; Kiln keeps them.
+// Each 32-bit lane's four weight bytes are split, as 16-bit halves, into
+// (w0, w2) and (w1, w3), the activations likewise into (a0, a2) and
+// (a1, a3): two vpmaddwd give the lane's four products summed.
+#if KILN_VEC == 16
+#define KILN_QCONV_MADD_TARGET "avx512bw"
+/// AVX512BW: CPUID.(EAX=7, ECX=0):EBX bit 30.
+bool hasMadd() {
+  unsigned r[4];
+  cpuid(0, 0, r);
+  if (r[0] < 7)
+    return false;
+  cpuid(7, 0, r);
+  return (r[1] >> 30) & 1;
+}
+#else
+#define KILN_QCONV_MADD_TARGET "avx2"
+/// AVX2: CPUID.(EAX=7, ECX=0):EBX bit 5.
+bool hasMadd() {
+  unsigned r[4];
+  cpuid(0, 0, r);
+  if (r[0] < 7)
+    return false;
+  cpuid(7, 0, r);
+  return (r[1] >> 5) & 1;
+}
+#endif
+namespace madd {
+#pragma clang attribute push(__attribute__((target(KILN_QCONV_MADD_TARGET))), apply_to = function)
+typedef short vh __attribute__((ext_vector_type(2 * KILN_VEC)));
+INLINE vi madd16(vh a, vh b) {
+#if KILN_VEC == 16
+  typedef short v32hi __attribute__((vector_size(64)));
+  return (vi)__builtin_ia32_pmaddwd512((v32hi)a, (v32hi)b);
+#else
+  typedef short v16hi __attribute__((vector_size(32)));
+  return (vi)__builtin_ia32_pmaddwd256((v16hi)a, (v16hi)b);
+#endif
+}
+INLINE vi dot(vi acc, unsigned a, vi w) {
+  vh wh = (vh)w;
+  vh w02 = (vh)((wh << 8) >> 8), w13 = wh >> 8; // each 16-bit half's byte, sign-extended
+  vh a02 = (vh)(vi)(int)(a & 0x00ff00ffu), a13 = (vh)(vi)(int)((a >> 8) & 0x00ff00ffu);
+  return acc + madd16(w02, a02) + madd16(w13, a13);
+}
+#include "QConvTile.inc"
+#pragma clang attribute pop
+} // namespace madd
+#define KILN_QCONV_MADD 1
 #endif
 
 } // namespace
 
 extern "C" {
+
+#ifdef KILN_QCONV_TEST_HOOKS
+/// Unit tests only (never in the runtime): the dot product to use, as
+/// numbered in kiln_qconv2d_nhwc_u8s8; 0 picks by CPUID.
+int kiln_qconv_test_path = 0;
+#endif
 
 /// Ungrouped 2-D convolution of u8 (or, with `flip` 0x80808080, s8)
 /// activations [n][h][w][c] (pixels `inStride` bytes apart) with s8 weights
@@ -164,14 +224,23 @@ void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_ad
   kiln_i64 work = block * KILN_PANEL * q.kh * q.kw * q.c / 4 *
                   (q.flags & KILN_QCONV_FLAT_K ? panels : 1);
 #ifdef KILN_QCONV_VNNI
-  static int vnniKnown = -1; // CPUID once; a race writes the same value
-  int known = __atomic_load_n(&vnniKnown, __ATOMIC_RELAXED);
-  if (known < 0) {
-    known = hasVnni() ? 1 : 0;
-    __atomic_store_n(&vnniKnown, known, __ATOMIC_RELAXED);
+  // The dot product this CPU has: 1 VNNI, 2 vpmaddwd, 3 the portable one.
+  static int path = 0; // CPUID once; a race writes the same value
+  int known = __atomic_load_n(&path, __ATOMIC_RELAXED);
+  if (!known) {
+    known = hasVnni() ? 1 : hasMadd() ? 2 : 3;
+    __atomic_store_n(&path, known, __ATOMIC_RELAXED);
   }
-  if (known) {
+#ifdef KILN_QCONV_TEST_HOOKS
+  if (kiln_qconv_test_path)
+    known = kiln_qconv_test_path;
+#endif
+  if (known == 1) {
     parallelFor<vnni::qconvTask>(items, work, &job);
+    return;
+  }
+  if (known == 2) {
+    parallelFor<madd::qconvTask>(items, work * 2, &job);
     return;
   }
 #endif

@@ -19,6 +19,8 @@
 extern "C" void kiln_qconv2d_nhwc_u8s8(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t,
                                        intptr_t, int64_t, int64_t, int64_t, intptr_t);
 
+extern "C" int kiln_qconv_test_path; // KILN_QCONV_TEST_HOOKS (QConvKernels.cpp)
+
 namespace {
 
 constexpr int64_t kPanel = 32;
@@ -235,6 +237,23 @@ TEST(QConvKernels, RequantRoundsHalfToEven) {
   checkQConv({1, 16, 16, 3, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, false}, 0, 0, false, 7, &tie);
   checkQConv({1, 16, 16, 3, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, false}, 0, 0, true, 8, &tie);
   EXPECT_GT(tiesSeen, 10);
+}
+
+TEST(QConvKernels, EveryDotProduct) {
+  // The vpmaddwd (AVX2 / AVX512BW without VNNI) and portable dot products,
+  // forced, on the cases above: weights at -128 and 127 and activations at
+  // 255 (the sums vpmaddubsw would saturate), tails, s8, flat, requantized.
+  Requant s8{-3.0f, -128.0f, 127.0f, 1e-4f, 2e-3f};
+  for (int path : {2, 3}) {
+    SCOPED_TRACE(path == 2 ? "vpmaddwd" : "portable");
+    kiln_qconv_test_path = path;
+    checkQConv({2, 7, 5, 7, 45, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, false});
+    checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 255, false});
+    checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, -128, true}, 0, 0, false, 3, &s8);
+    checkQConv({1, 7, 7, 2048, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, false});
+    checkQConv({1, 23, 21, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 114, false}, 0, 0, true);
+  }
+  kiln_qconv_test_path = 0;
 }
 
 } // namespace
