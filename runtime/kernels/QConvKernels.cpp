@@ -72,18 +72,21 @@ INLINE vi dot(vi acc, unsigned a, vi w) {
 INLINE void cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
   __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
 }
-
-#if KILN_VEC == 16
-#define KILN_QCONV_VNNI 1
-/// AVX512-VNNI: CPUID.(EAX=7, ECX=0):ECX bit 11.
-bool hasVnni() {
+/// Bit `bit` of register `reg` (0 EAX, 1 EBX, 2 ECX) of CPUID leaf 7,
+/// subleaf `sub`: the extended feature flags.
+bool leaf7Bit(unsigned sub, int reg, int bit) {
   unsigned r[4];
   cpuid(0, 0, r);
   if (r[0] < 7)
     return false;
-  cpuid(7, 0, r);
-  return (r[2] >> 11) & 1;
+  cpuid(7, sub, r);
+  return (r[reg] >> bit) & 1;
 }
+
+#if KILN_VEC == 16
+#define KILN_QCONV_VNNI 1
+/// AVX512-VNNI: CPUID.(EAX=7, ECX=0):ECX bit 11.
+bool hasVnni() { return leaf7Bit(0, 2, 11); }
 namespace vnni {
 #pragma clang attribute push(__attribute__((target("avx512vnni"))), apply_to = function)
 typedef int v16si __attribute__((vector_size(64)));
@@ -98,14 +101,7 @@ INLINE vi dot(vi acc, unsigned a, vi w) {
 #else
 #define KILN_QCONV_VNNI 1
 /// AVX-VNNI: CPUID.(EAX=7, ECX=1):EAX bit 4.
-bool hasVnni() {
-  unsigned r[4];
-  cpuid(0, 0, r);
-  if (r[0] < 7)
-    return false;
-  cpuid(7, 1, r);
-  return (r[0] >> 4) & 1;
-}
+bool hasVnni() { return leaf7Bit(1, 0, 4); }
 namespace vnni {
 #pragma clang attribute push(__attribute__((target("avxvnni"))), apply_to = function)
 typedef int v8si __attribute__((vector_size(32)));
@@ -130,25 +126,11 @@ INLINE vi dot(vi acc, unsigned a, vi w) {
 #if KILN_VEC == 16
 #define KILN_QCONV_MADD_TARGET "avx512bw"
 /// AVX512BW: CPUID.(EAX=7, ECX=0):EBX bit 30.
-bool hasMadd() {
-  unsigned r[4];
-  cpuid(0, 0, r);
-  if (r[0] < 7)
-    return false;
-  cpuid(7, 0, r);
-  return (r[1] >> 30) & 1;
-}
+bool hasMadd() { return leaf7Bit(0, 1, 30); }
 #else
 #define KILN_QCONV_MADD_TARGET "avx2"
 /// AVX2: CPUID.(EAX=7, ECX=0):EBX bit 5.
-bool hasMadd() {
-  unsigned r[4];
-  cpuid(0, 0, r);
-  if (r[0] < 7)
-    return false;
-  cpuid(7, 0, r);
-  return (r[1] >> 5) & 1;
-}
+bool hasMadd() { return leaf7Bit(0, 1, 5); }
 #endif
 namespace madd {
 #pragma clang attribute push(__attribute__((target(KILN_QCONV_MADD_TARGET))), apply_to = function)
