@@ -156,6 +156,30 @@ INLINE vi dot(vi acc, unsigned a, vi w) {
 #define KILN_QCONV_MADD 1
 #endif
 
+#if defined(__aarch64__)
+// AArch64 with DotProd (ARMv8.2: Cortex-A55/A75 and later, Neoverse,
+// Apple M): sdot, four s8 products summed into each 32-bit lane. It has no
+// u8 x s8 form before ARMv8.6's usdot, so u8 activations go in as s8, a -
+// 128 (xor 0x80), and each lane gets back 128 x its weights' sum, as twice
+// sdot(64, w) (128 is not an s8): the same for every row of a tile, so
+// computed once per weight vector. The builtin is arm_neon.h's vdotq_s32,
+// which the freestanding build cannot include.
+#define KILN_QCONV_SDOT 1
+namespace sdot {
+#pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
+typedef __attribute__((neon_vector_type(16))) signed char s8x16;
+INLINE vi sdot4(vi acc, vi a, vi w) {
+  return (vi)__builtin_neon_vdotq_s32((s8x16)acc, (s8x16)a, (s8x16)w, 34);
+}
+INLINE vi dot(vi acc, unsigned a, vi w) {
+  vi share = sdot4((vi)0, (vi)0x40404040, w);
+  return sdot4(acc, (vi)(int)(a ^ 0x80808080u), w) + share + share;
+}
+#include "QConvTile.inc"
+#pragma clang attribute pop
+} // namespace sdot
+#endif
+
 } // namespace
 
 extern "C" {
@@ -223,6 +247,18 @@ void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_ad
   }
   if (known == 2) {
     parallelFor<madd::qconvTask>(items, work * 2, &job);
+    return;
+  }
+#endif
+#ifdef KILN_QCONV_SDOT
+  static int dotprod = -1; // HWCAP once; a race writes the same value
+  int has = __atomic_load_n(&dotprod, __ATOMIC_RELAXED);
+  if (has < 0) {
+    has = kiln_cpu_has_dotprod() ? 1 : 0;
+    __atomic_store_n(&dotprod, has, __ATOMIC_RELAXED);
+  }
+  if (has) {
+    parallelFor<sdot::qconvTask>(items, work * 2, &job);
     return;
   }
 #endif

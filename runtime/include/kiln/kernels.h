@@ -189,6 +189,11 @@ void kiln_nonzero_u8(kiln_kernel_addr params, kiln_kernel_addr mask, kiln_kernel
 void kiln_topk_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr k,
                    kiln_kernel_addr valid, kiln_kernel_addr out);
 
+/* Provided by the runtime to the kernels (runtime/src/cpu_features.cpp):
+ * whether the CPU has AArch64's 8-bit dot products (ARMv8.2 DotProd, from
+ * the kernel's HWCAP); 0 elsewhere. */
+int kiln_cpu_has_dotprod(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
