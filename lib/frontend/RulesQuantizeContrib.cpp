@@ -10,9 +10,10 @@
 // way). Kiln's elementwise fusion makes that one loop over the 8-bit
 // values, and kiln-convert-layout keeps it NHWC between integer
 // convolutions. ONNX Runtime computes some of these in other orders (a
-// precomputed scale ratio for QLinearAdd, a lookup table for Sigmoid and
-// LeakyRelu): where a result falls within an ulp of a rounding tie, the two
-// may differ by one quantization step.
+// precomputed scale ratio for QLinearAdd, an integer sum for
+// QLinearGlobalAveragePool, a lookup table for Sigmoid and LeakyRelu):
+// where a result falls within an ulp of a rounding tie, the two may differ
+// by one quantization step.
 #include "NodeImporter.h"
 #include "QuantizeSupport.h"
 

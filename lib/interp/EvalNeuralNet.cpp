@@ -409,6 +409,11 @@ bool evalNeuralNet(Operation *op, const Operands &in, std::vector<HostTensor> &o
                        attrInts(op, "pads"), attrInts(op, "dilations"), attrInt(op, "group"), outElt,
                        inputZeroPoint(op)));
   } else if (name == "conv2d_nhwc") {
+    // The requantized integer form exists only after kiln-fuse-epilogues,
+    // below what the interpreter runs (imported IR): no rule for it, rather
+    // than the raw sums under an 8-bit type.
+    if (op->hasAttr("requant_type"))
+      return false;
     auto seg = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
     const HostTensor *bias = nullptr, *residual = nullptr;
     size_t next = 2;

@@ -4,7 +4,8 @@ what ONNX Runtime's quantizer writes with QuantFormat.QOperator.
 Each quantized op whose activation inputs all come from DequantizeLinear
 (one scale per tensor) and whose result goes only to a QuantizeLinear
 becomes one op on the 8-bit values:
-    Conv (its Relu/Clip too: the output range starts at 0) -> QLinearConv
+    Conv (its Relu, or Clip from 0, too, where the output's u8 zero point
+        is 0: the saturation does the same) -> QLinearConv
     MatMul -> QLinearMatMul
     Add, Mul, Concat, AveragePool, GlobalAveragePool, Sigmoid, LeakyRelu
         -> QLinearAdd, ... of the com.microsoft domain (version 1)
@@ -13,6 +14,8 @@ are dropped. What cannot be converted (a Gemm, an op with a float input)
 stays in QDQ form: ONNX Runtime and Kiln run such mixed models as they are.
 """
 
+import numpy as np
+
 # The float ops whose com.microsoft QLinear form exists, and that form.
 CONTRIB = {"Add": "QLinearAdd", "Mul": "QLinearMul", "Concat": "QLinearConcat",
            "AveragePool": "QLinearAveragePool",
@@ -20,25 +23,52 @@ CONTRIB = {"Add": "QLinearAdd", "Mul": "QLinearMul", "Concat": "QLinearConcat",
            "Sigmoid": "QLinearSigmoid", "LeakyRelu": "QLinearLeakyRelu"}
 
 
-def extra_tensors(model):
-    """The inputs and outputs of the CONTRIB ops whose inputs are all
-    activations (no initializer or Constant among them): the tensors the
-    QOperator form quantizes besides those of Conv, Gemm and MatMul."""
+# Ops that only move or pick their first input's values: what they read is
+# quantized, so is what they give (PyTorch writes avg_pool2d's padding as a
+# Pad before the AveragePool).
+MOVES = {"Pad", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Identity",
+         "MaxPool", "Slice"}
+
+
+def extra_tensors(model, quantized, onnx):
+    """The inputs and output of each CONTRIB op between quantized tensors:
+    float inputs (ONNX's shape inference says; no initializer or Constant),
+    one of them already among `quantized` (the tensors of Conv, Gemm and
+    MatMul, or of a CONTRIB op before it in graph order, or moved from one
+    of those by a MOVES op). Integer shape
+    arithmetic and ops away from the quantized layers (an attention mask's
+    Add) stay float."""
     graph = model.graph
     constant = {i.name for i in graph.initializer}
     constant |= {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+        values = list(inferred.value_info) + list(inferred.input) + list(inferred.output)
+    except Exception:
+        values = []
+    float_type = onnx.TensorProto.FLOAT
+    floats = {v.name for v in values if v.type.tensor_type.elem_type == float_type}
+    chosen = set(quantized)
     tensors = []
     for node in graph.node:
-        if node.domain not in ("", "ai.onnx") or node.op_type not in CONTRIB:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type in MOVES and node.input and node.input[0] in chosen and \
+                node.output[0] in floats:
+            chosen.add(node.output[0])  # the same values, moved: still between
+            continue
+        if node.op_type not in CONTRIB:
             continue
         inputs = [i for i in node.input if i]
-        if not inputs or any(i in constant for i in inputs):
+        if not inputs or any(i in constant or i not in floats for i in inputs) or \
+                node.output[0] not in floats or not any(i in chosen for i in inputs):
             continue
         tensors += inputs + [node.output[0]]
+        chosen |= set(inputs) | {node.output[0]}
     return tensors
 
 
-def to_qoperator(model, helper):
+def to_qoperator(model, helper, numpy_helper):
     """Rewrites `model` (a QDQ model from kiln.quantize) in place; returns the
     number of ops converted."""
     graph = model.graph
@@ -70,6 +100,28 @@ def to_qoperator(model, helper):
     def triple(d):
         return [d.input[0], d.input[1], d.input[2] if len(d.input) > 2 else ""]
 
+    def value(name):
+        t = inits.get(name)
+        return None if t is None else numpy_helper.to_array(t)
+
+    def droppable(op, q):
+        """Whether Relu/Clip `op` before QuantizeLinear `q` does nothing the
+        quantization does not: a u8 zero point of 0 saturates everything
+        below 0 to 0, so Relu and Clip(0, hi) go (hi is at least the range's
+        top, which calibration took from the Clip's own output). Any other
+        Clip stays, and so does its Conv's QDQ form."""
+        zp = value(q.input[2]) if len(q.input) > 2 and q.input[2] else None
+        if zp is None or zp.dtype != np.uint8 or zp.size != 1 or int(zp.ravel()[0]) != 0:
+            return False
+        if op.op_type == "Relu":
+            return True
+        attrs = {a.name: helper.get_attribute_value(a) for a in op.attribute}
+        lo = attrs.get("min")
+        if len(op.input) > 1 and op.input[1]:
+            lo = value(op.input[1])
+            lo = None if lo is None or lo.size != 1 else float(lo.ravel()[0])
+        return lo == 0.0
+
     replaced, dropped = {}, set()
     for node in graph.node:
         op = node.op_type
@@ -91,6 +143,8 @@ def to_qoperator(model, helper):
         if len(after) != 1 or after[0].op_type != "QuantizeLinear" or out in outputs:
             continue
         q = after[0]
+        if not all(droppable(b, q) for b in between):
+            continue
         if size(q.input[1]) != 1:
             continue
         y = [q.input[1], q.input[2] if len(q.input) > 2 else ""]

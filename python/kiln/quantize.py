@@ -81,9 +81,19 @@ def _fold_initializer_identities(model):
     graph = model.graph
     inits = {i.name for i in graph.initializer}
     outputs = {o.name for o in graph.output}
+
+    def subgraph_reads(g):
+        # Names read inside If/Loop/Scan bodies (outer-scope references).
+        names = set()
+        for n in g.node:
+            for a in n.attribute:
+                for sub in list(a.graphs) + ([a.g] if a.HasField("g") else []):
+                    names |= {i for m in sub.node for i in m.input} | subgraph_reads(sub)
+        return names
+    nested = subgraph_reads(graph)
     alias = {n.output[0]: n.input[0] for n in graph.node
              if n.op_type == "Identity" and n.domain in ("", "ai.onnx") and
-             n.input[0] in inits and n.output[0] not in outputs}
+             n.input[0] in inits and n.output[0] not in outputs and n.output[0] not in nested}
     if not alias:
         return
     kept = [n for n in graph.node if not (n.op_type == "Identity" and n.output[0] in alias)]
@@ -276,7 +286,7 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
         raise QuantizeError("the model has no Conv, Gemm or MatMul with constant float weights")
     tensors = _activation_tensors(model, nodes)
     if quant_format == "qoperator":
-        tensors = list(dict.fromkeys(tensors + qoperator.extra_tensors(model)))
+        tensors = list(dict.fromkeys(tensors + qoperator.extra_tensors(model, tensors, onnx)))
     ranges, feeds = _ranges(model_path, model, tensors, calibration, method, percentile,
                             threads, onnx)
     params = {t: _u8_params(*ranges[t]) for t in tensors}
@@ -368,7 +378,8 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
     del graph.initializer[:]
     graph.initializer.extend(kept + new_inits)
     del graph.value_info[:]
-    converted = qoperator.to_qoperator(model, helper) if quant_format == "qoperator" else 0
+    converted = qoperator.to_qoperator(model, helper, numpy_helper) if quant_format == "qoperator" \
+        else 0
     if converted:
         read = {i for node in graph.node for i in node.input}
         kept = [i for i in graph.initializer if i.name in read]

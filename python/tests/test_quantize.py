@@ -250,3 +250,34 @@ def test_weights_behind_identity_nodes(tmp_path):
         (y,) = model.run(None, feed)
         np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
                                    atol=8 * float(y_scale))
+
+
+def test_qoperator_keeps_what_is_not_exact_or_not_float(tmp_path):
+    """A Clip whose lower bound is not 0 is more than the u8 saturation: its
+    Conv stays in QDQ form (the Clip kept). Integer shape arithmetic (an
+    int64 Mul of two dims) is not quantized."""
+    src, out = str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx")
+    small_cnn(src)
+    m = onnx.load(src)
+    relu1 = next(n for n in m.graph.node if n.output[0] == "r1")
+    relu1.op_type = "Clip"
+    relu1.input.extend(["lo", "hi"])
+    m.graph.initializer.extend([numpy_helper.from_array(np.array(0.25, np.float32), "lo"),
+                                numpy_helper.from_array(np.array(6.0, np.float32), "hi"),
+                                numpy_helper.from_array(np.array(2, np.int64), "two")])
+    m.graph.node.extend([helper.make_node("Shape", ["x"], ["s"]),
+                         helper.make_node("Gather", ["s", "two"], ["d"]),
+                         helper.make_node("Mul", ["d", "d"], ["area"])])
+    m.graph.output.append(helper.make_tensor_value_info("area", TensorProto.INT64, []))
+    onnx.save(m, src)
+    quantize(src, out, feeds(4), quant_format="qoperator")
+    q = onnx.load(out)
+    onnx.checker.check_model(q, full_check=True)
+    ops = [n.op_type for n in q.graph.node]
+    assert ops.count("QLinearConv") == 1 and "Clip" in ops and "Conv" in ops
+    assert "Mul" in ops and "QLinearMul" not in ops
+    area = next(n for n in q.graph.node if n.output[0] == "area")
+    assert list(area.input) == ["d", "d"]
+    model = kiln.compile(out, cache=False)
+    y, a = model.run(None, feeds(1, seed=5)[0])
+    assert int(a) == 144

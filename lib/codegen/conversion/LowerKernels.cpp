@@ -1291,7 +1291,11 @@ bool dynamicConvSupported(Operation *conv) {
       !outT.isDynamicDim(2) && !outT.isDynamicDim(3))
     return residualOk && sameDims(op.getInput(), op.getResult(), 1) &&
            hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
-  // [1, 1, W, C] -> [1, 1, W, O], 1x1, W the only dim known at run time.
+  // [1, 1, W, C] -> [1, 1, W, O], 1x1, W the only dim known at run time;
+  // ungrouped when integer (the int8 kernel takes no run-time width with
+  // groups).
+  if (inT.getElementType().isInteger(8) && op.getGroup() != 1)
+    return false;
   return inT.getDimSize(0) == 1 && inT.getDimSize(1) == 1 && !inT.isDynamicDim(3) &&
          outT.getDimSize(0) == 1 && outT.getDimSize(1) == 1 && !outT.isDynamicDim(3) &&
          wT.getDimSize(2) == 1 && wT.getDimSize(3) == 1 && ones(op.getStrides()) &&
