@@ -75,6 +75,21 @@ def feeds(n, seed=11):
     return [{"x": rng.uniform(-1, 1, (1, 3, 12, 12)).astype(np.float32)} for _ in range(n)]
 
 
+def assert_near_float_model(path, runs=4):
+    """The quantized model at `path` runs (on the int8 kernels) close to
+    NumPy's float reference: within a few steps of its output's scale on
+    inputs like the calibration's."""
+    m = onnx.load(path)
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    y_scale = inits[next(n for n in m.graph.node if n.op_type == "QuantizeLinear"
+                         and n.input[0].startswith("y")).input[1]]
+    model = kiln.compile(path, cache=False)
+    for feed in feeds(runs, seed=99):
+        (y,) = model.run(None, feed)
+        np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
+                                   atol=8 * float(y_scale))
+
+
 def test_writes_the_quantize_static_layout_and_stays_near_the_float_model(tmp_path):
     src, out = str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx")
     small_cnn(src)
@@ -103,15 +118,7 @@ def test_writes_the_quantize_static_layout_and_stays_near_the_float_model(tmp_pa
         x_dq = dq[node.input[0]]
         x_scale = inits[x_dq.input[1]]
         np.testing.assert_allclose(bscale, x_scale * scale, rtol=1e-6)
-    # The quantized model runs (on the int8 kernels) close to NumPy's float
-    # reference: within a few output steps on inputs like the calibration's.
-    model = kiln.compile(out, cache=False)
-    y_scale = inits[next(n for n in m.graph.node if n.op_type == "QuantizeLinear"
-                         and n.input[0].startswith("y")).input[1]]
-    for feed in feeds(4, seed=99):
-        (y,) = model.run(None, feed)
-        np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
-                                   atol=8 * float(y_scale))
+    assert_near_float_model(out)
 
 
 def test_calibration_folder_and_percentile(tmp_path):
@@ -216,13 +223,7 @@ def test_qoperator_form(tmp_path):
     assert len(conv.input) == 9  # x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     assert inits[conv.input[3]].dtype == np.int8 and inits[conv.input[8]].dtype == np.int32
-    model = kiln.compile(out, cache=False)
-    y_scale = inits[next(n for n in m.graph.node if n.op_type == "QuantizeLinear"
-                         and n.input[0].startswith("y")).input[1]]
-    for feed in feeds(4, seed=99):
-        (y,) = model.run(None, feed)
-        np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
-                                   atol=8 * float(y_scale))
+    assert_near_float_model(out)
     with pytest.raises(QuantizeError, match="unknown format"):
         quantize(src, out, feeds(2), quant_format="qlinear")
 
@@ -242,14 +243,7 @@ def test_weights_behind_identity_nodes(tmp_path):
     assert report["ops"] == 3
     q = onnx.load(out)
     assert "Identity" not in [n.op_type for n in q.graph.node]
-    model = kiln.compile(out, cache=False)
-    inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
-    y_scale = inits[next(n for n in q.graph.node if n.op_type == "QuantizeLinear"
-                         and n.input[0].startswith("y")).input[1]]
-    for feed in feeds(2, seed=99):
-        (y,) = model.run(None, feed)
-        np.testing.assert_allclose(y, float_ref(feed["x"].astype(np.float64)),
-                                   atol=8 * float(y_scale))
+    assert_near_float_model(out, runs=2)
 
 
 def test_qoperator_keeps_what_is_not_exact_or_not_float(tmp_path):
