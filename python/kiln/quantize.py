@@ -74,6 +74,14 @@ def _calibration_feeds(calibration, input_names):
             yield {k: np.asarray(v) for k, v in feed.items()}
 
 
+def _drop_unread_initializers(graph):
+    """Removes the initializers no node of `graph` reads."""
+    read = {i for node in graph.node for i in node.input}
+    kept = [i for i in graph.initializer if i.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+
+
 def _fold_initializer_identities(model):
     """Readers of Identity(initializer) read the initializer itself
     (PyTorch's exporter writes one Identity per duplicate weight or bias:
@@ -372,19 +380,13 @@ def quantize(model_path, output_path, calibration, method="minmax", percentile=9
                 ordered += pending.pop(o)
     del graph.node[:]
     graph.node.extend(ordered)
-    # The float weights now unread are dropped.
-    read = {i for node in graph.node for i in node.input}
-    kept = [i for i in graph.initializer if i.name in read]
-    del graph.initializer[:]
-    graph.initializer.extend(kept + new_inits)
+    graph.initializer.extend(new_inits)
     del graph.value_info[:]
     converted = qoperator.to_qoperator(model, helper, numpy_helper) if quant_format == "qoperator" \
         else 0
-    if converted:
-        read = {i for node in graph.node for i in node.input}
-        kept = [i for i in graph.initializer if i.name in read]
-        del graph.initializer[:]
-        graph.initializer.extend(kept)
+    # The float weights now unread are dropped (and, in the QOperator form,
+    # the parameters of the Q/DQ nodes it removed).
+    _drop_unread_initializers(graph)
     try:
         onnx.checker.check_model(model)
     except Exception as e:
@@ -446,10 +448,8 @@ def quantize_dynamic(model_path, output_path):
         raise QuantizeError("the model has no MatMul with a constant 2-D float weight")
     del graph.node[:]
     graph.node.extend(out_nodes)
-    read = {i for node in graph.node for i in node.input}
-    kept = [i for i in graph.initializer if i.name in read]
-    del graph.initializer[:]
-    graph.initializer.extend(kept + new_inits)
+    graph.initializer.extend(new_inits)
+    _drop_unread_initializers(graph)
     try:
         onnx.checker.check_model(model)
     except Exception as e:

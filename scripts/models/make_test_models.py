@@ -710,11 +710,28 @@ def empty_tensors(folder):
     return sets
 
 
+def quantize_torch_net(net, shape, folder, seed, **quant_kwargs):
+    """Exports `net` (input x of `shape`, output y, opset 13) and writes it
+    quantized by kiln.quantize (needs PYTHONPATH=build/python's package,
+    found from the build tree) to FOLDER/model.onnx, calibrated on 8
+    inputs uniform in [-1, 1]; returns the quantizer's report and two data
+    sets drawn the same way (one generator seeded with `seed`)."""
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+    import kiln.quantize
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "float.onnx")
+        torch.onnx.export(net, torch.zeros(*shape), src, opset_version=13,
+                          input_names=["x"], output_names=["y"], **no_dynamo())
+        feeds = [{"x": rng.uniform(-1, 1, shape).astype(np.float32)} for _ in range(8)]
+        report = kiln.quantize.quantize(src, os.path.join(folder, "model.onnx"), feeds,
+                                        **quant_kwargs)
+    return report, [([rng.uniform(-1, 1, shape).astype(np.float32)], None) for _ in range(2)]
+
+
 def qdq_tool_cnn(folder):
     """A float MobileNet-style CNN quantized by kiln.quantize (calibrated on
     8 random inputs); two data sets."""
-    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
-    import kiln.quantize
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -732,15 +749,8 @@ def qdq_tool_cnn(folder):
             return self.fc(x.mean((2, 3)))
 
     torch.manual_seed(5)
-    net = Net().eval()
-    rng = np.random.default_rng(5)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "float.onnx")
-        torch.onnx.export(net, torch.zeros(1, 3, 20, 20), src, opset_version=13,
-                          input_names=["x"], output_names=["y"], **no_dynamo())
-        feeds = [{"x": rng.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)} for _ in range(8)]
-        kiln.quantize.quantize(src, os.path.join(folder, "model.onnx"), feeds)
-    return [([rng.uniform(-1, 1, (1, 3, 20, 20)).astype(np.float32)], None) for _ in range(2)]
+    _, sets = quantize_torch_net(Net().eval(), (1, 3, 20, 20), folder, 5)
+    return sets
 
 
 def qoperator_tool_cnn(folder):
@@ -749,8 +759,6 @@ def qoperator_tool_cnn(folder):
     Sigmoid -> Mul, AveragePool, Concat, LeakyRelu) and a MatMul head,
     quantized by kiln.quantize in the QOperator form (calibrated on 8
     random inputs); two data sets."""
-    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
-    import kiln.quantize
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -772,22 +780,15 @@ def qoperator_tool_cnn(folder):
             return f.adaptive_avg_pool2d(x, 1).flatten(1) @ self.w
 
     torch.manual_seed(7)
-    net = Net().eval()
-    rng = np.random.default_rng(7)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "float.onnx")
-        torch.onnx.export(net, torch.zeros(1, 3, 24, 24), src, opset_version=13,
-                          input_names=["x"], output_names=["y"], **no_dynamo())
-        feeds = [{"x": rng.uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)} for _ in range(8)]
-        report = kiln.quantize.quantize(src, os.path.join(folder, "model.onnx"), feeds,
-                                        quant_format="qoperator")
+    report, sets = quantize_torch_net(Net().eval(), (1, 3, 24, 24), folder, 7,
+                                      quant_format="qoperator")
     kinds = {n.op_type for n in onnx.load(os.path.join(folder, "model.onnx")).graph.node}
     want = {"QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
             "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearConcat", "QLinearLeakyRelu"}
     if not want <= kinds:
         sys.exit(f"qoperator_tool_cnn: the quantizer left {sorted(want - kinds)} out "
                  f"({report['qoperator_ops']} QLinear ops)")
-    return [([rng.uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)], None) for _ in range(2)]
+    return sets
 
 
 def dynamic_quant_mlp(folder):
