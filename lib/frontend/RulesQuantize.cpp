@@ -67,6 +67,8 @@ LogicalResult checkQuantParams(NodeImporter &n, StringRef what, Value scale, Val
   return success();
 }
 
+namespace {
+
 /// The size of `v`'s axis `axis` (negative counts from the end), -1 when
 /// unknown.
 int64_t axisSizeOf(NodeImporter &n, Value v, int64_t axis) {
@@ -101,6 +103,8 @@ Value perVector(NodeImporter &n, Value v, int64_t rank, int64_t axis) {
     return v;
   return n.alongAxis(v, rank, axis);
 }
+
+} // namespace
 
 /// round_half_even(v) + zp, saturated to the range of `to` and cast to it.
 Value saturateCast(NodeImporter &n, Value v, Value zeroPointF, Type to) {
