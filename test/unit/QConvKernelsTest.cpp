@@ -229,6 +229,28 @@ TEST(QConvKernels, RequantizedToU8AndS8) {
   checkQConv({1, 23, 21, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 114, false}, 0, 0, true, 5, &u8);
   checkQConv({3, 28, 28, 64, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 131, false}, 0, 0, false, 6, &s8);
 }
+TEST(QConvKernels, HalfPanelsAndPartialVectors) {
+  // Output channels that fill half a panel or less (MobileNet's 16-channel
+  // projections: the half-panel tile) and ones that end inside a vector
+  // (24, 40: a partial store), requantized and as i32, pointwise (full
+  // tiles plus a partial one: 11 x 13 pixels) and 3x3, u8 and s8, with
+  // output slices of wider tensors (the bytes past each slice must stay).
+  Requant u8{7.0f, 0.0f, 255.0f, 1e-4f, 2e-3f}, s8{-3.0f, -128.0f, 127.0f, 1e-4f, 2e-3f};
+  uint32_t seed = 20;
+  for (int64_t oc : {16, 8, 24, 40, 1}) {
+    SCOPED_TRACE(oc);
+    checkQConv({1, 11, 13, 32, oc, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 9, false}, 0, 3, false, ++seed,
+               &u8);
+    checkQConv({2, 11, 13, 20, oc, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, -9, true}, 2, 5, false, ++seed,
+               &s8);
+    checkQConv({1, 11, 13, 32, oc, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 200, false}, 0, 2, false,
+               ++seed);
+    checkQConv({1, 9, 10, 12, oc, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 30, false}, 0, 1, false, ++seed,
+               &u8);
+    checkQConv({1, 9, 10, 3, oc, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 30, false}, 0, 4, true, ++seed,
+               &u8);
+  }
+}
 TEST(QConvKernels, RequantRoundsHalfToEven) {
   // A scale of exactly 1/256 makes every sum of 128 mod 256 a tie: ties go
   // to the even neighbour (2.5 -> 2, 3.5 -> 4), as QuantizeLinear rounds.
@@ -252,6 +274,7 @@ TEST(QConvKernels, EveryDotProduct) {
     checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, -128, true}, 0, 0, false, 3, &s8);
     checkQConv({1, 7, 7, 2048, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, false});
     checkQConv({1, 23, 21, 3, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 114, false}, 0, 0, true);
+    checkQConv({1, 11, 13, 32, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 9, false}, 0, 3, false, 4, &s8);
   }
   kiln_qconv_test_path = 0;
 }
