@@ -1,5 +1,6 @@
 // QDQ fusion: DequantizeLinear -> Conv/MatMul (-> Relu) -> QuantizeLinear
-// chains imported as one QLinearConv/QLinearMatMul.
+// chains imported as one QLinearConv/QLinearMatMul, and DequantizeLinear ->
+// MaxPool -> QuantizeLinear as a MaxPool on the 8-bit values.
 #ifndef KILN_FRONTEND_QDQFUSION_H
 #define KILN_FRONTEND_QDQFUSION_H
 
@@ -17,7 +18,7 @@ struct QdqFusionPlan {
   /// the node (a Conv, Relu or DequantizeLinear folded into a later one).
   std::map<size_t, std::vector<onnx::NodeProto>> replaced;
   /// Chains fused, for the report.
-  size_t convs = 0, matmuls = 0;
+  size_t convs = 0, matmuls = 0, pools = 0;
 };
 
 /// Finds the chains that ONNX Runtime's quantizer writes around Conv and

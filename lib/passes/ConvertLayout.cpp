@@ -150,13 +150,25 @@ LogicalResult replaceByChannelsLast(PatternRewriter &rw, PoolOp op, Value nhwc) 
   return success();
 }
 
+/// Whether pool `op`'s input has a type the channels_last kernels take:
+/// staticF32Rank4, or for a max pool 8-bit integers (a quantized CNN's
+/// stem pools its u8 activations: kiln_maxpool2d_nhwc_i8).
+template <typename PoolOp>
+bool poolLayoutType(PoolOp op) {
+  if (staticF32Rank4(op.getInput()))
+    return true;
+  auto t = dyn_cast<RankedTensorType>(op.getInput().getType());
+  return std::is_same_v<PoolOp, MaxPoolOp> && t && t.getRank() == 4 &&
+         t.getElementType().isInteger(8) && staticButBatch(t);
+}
+
 /// pool(transpose(x, to NCHW)) -> transpose(pool channels_last(x)).
 template <typename PoolOp>
 struct PoolToNhwc : OpRewritePattern<PoolOp> {
   using OpRewritePattern<PoolOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
     TransposeOp t = transposeWithPerm(op.getInput(), kToNchw);
-    if (op.getChannelsLast() || !t || !staticF32Rank4(op.getInput()))
+    if (op.getChannelsLast() || !t || !poolLayoutType(op))
       return failure();
     return replaceByChannelsLast(rw, op, t.getInput());
   }

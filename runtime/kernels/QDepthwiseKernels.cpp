@@ -58,16 +58,8 @@ INLINE vf loadq(const unsigned char *p, kiln_i64 len) {
 INLINE void qdwStore(const QDwJob &j, const vf (&acc)[kPx], kiln_i64 n, kiln_i64 oy,
                      kiln_i64 ox0, int px, kiln_i64 c0, kiln_i64 len) {
   const kiln_conv2d_params &q = *j.q;
-  // Everything read from the job before the first store (a byte store may
-  // alias it, and each would reload it).
   vi32 b;
   __builtin_memcpy(&b, j.bias + c0, sizeof(b));
-  RequantConstants k;
-  vf scale;
-  if (j.requant) {
-    k = requantConstants(*j.requant);
-    scale = loadv(j.scale + c0);
-  }
   // p up to the constant kPx (stores guarded): a run-time bound would index
   // acc dynamically and keep it in memory, stored after every FMA.
 #pragma clang loop unroll(full)
@@ -77,7 +69,7 @@ INLINE void qdwStore(const QDwJob &j, const vf (&acc)[kPx], kiln_i64 n, kiln_i64
     kiln_i64 pixel = (n * q.oh + oy) * q.ow + ox0 + p;
     vi32 sum = __builtin_convertvector(acc[p], vi32) + b;
     if (j.requant) {
-      vu8 y = requantize(sum, scale, k);
+      vu8 y = requantize(sum, loadv(j.scale + c0), requantConstants(*j.requant));
       unsigned char *o = (unsigned char *)j.out + pixel * j.ldo + c0;
       if (len >= KILN_VEC)
         __builtin_memcpy(o, &y, sizeof(y));

@@ -26,7 +26,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
 | empty_tensors | MatMul/Gemm with K = 0, Concat with an empty part, reductions over an empty axis, Softmax/LayerNormalization/Add on empty tensors |
 | if_sample_rate | If on a scalar sample-rate input whose branches differ in rank (as in Silero VAD): Kiln specialises on the input's value |
-| qdq_tool_cnn | a small MobileNet-style CNN (ReLU6, a depthwise block, a residual Add, a linear head) exported by PyTorch and quantized by Kiln's own kiln-quantize (kiln.quantize, needs PYTHONPATH=build/python): the int8 kernels (direct, flat and depthwise windows, each requantizing its result itself), Clip fused into the requantization; ONNX Runtime runs the same file on its integer kernels |
+| qdq_tool_cnn | a small MobileNet-style CNN (ReLU6, a max pool on the bytes, a depthwise block, a residual Add, a linear head) exported by PyTorch and quantized by Kiln's own kiln-quantize (kiln.quantize, needs PYTHONPATH=build/python): the int8 kernels (direct, flat and depthwise windows, each requantizing its result itself), Clip fused into the requantization; ONNX Runtime runs the same file on its integer kernels |
 | qoperator_tool_cnn | a CNN with a residual Add, a squeeze-excitation gate (GlobalAveragePool, Sigmoid, Mul), AveragePool, Concat, LeakyRelu and a MatMul head, quantized by kiln-quantize in ONNX Runtime's QOperator form (needs PYTHONPATH=build/python): QLinearConv, QLinearMatMul and the com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and QLinearLeakyRelu; ONNX Runtime runs the same file |
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
@@ -744,6 +744,9 @@ def qdq_tool_cnn(folder):
 
         def forward(self, x):
             x = torch.nn.functional.relu6(self.stem(x))
+            # ResNet's stem pool: DQ -> MaxPool -> Q with one scale, pooled
+            # on the bytes.
+            x = torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1)
             x = torch.nn.functional.relu6(self.conv(x))
             x = x + self.pw(torch.nn.functional.relu6(self.dw(x)))
             return self.fc(x.mean((2, 3)))

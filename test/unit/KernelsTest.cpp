@@ -23,6 +23,7 @@ void kiln_dwconv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, in
 void kiln_matmul_f32(intptr_t, intptr_t, intptr_t, intptr_t);
 void kiln_attention_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float);
 void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
+void kiln_maxpool2d_nhwc_i8(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
 }
 
 namespace {
@@ -515,5 +516,51 @@ TEST(Kernels, AvgPoolExcludePad) { checkPool(true, false, 1, 7, 9, 33, 3, 1, 1, 
 TEST(Kernels, AvgPoolCountPad) { checkPool(true, true, 1, 7, 9, 5, 3, 2, 1, 1); }
 TEST(Kernels, PoolParallel) { checkPool(true, false, 2, 61, 59, 70, 5, 1, 2, 0); }
 TEST(Kernels, PoolStridedInputAndOutput) { checkPool(false, false, 1, 11, 11, 19, 3, 2, 1, 0, 4, 13); }
+
+/// kiln_maxpool2d_nhwc_i8 against a plain loop: u8 or s8 values over the
+/// whole range (both ends), padding, dilation, a ceil-mode extra, channel
+/// tails past one register of bytes, strided views (the bytes around each
+/// output slice must stay).
+void checkBytePool(bool isSigned, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
+                   int64_t s, int64_t pad, int64_t dil, int64_t extraEnd, int64_t inExtra = 0,
+                   int64_t outExtra = 0) {
+  int64_t span = (k - 1) * dil + 1;
+  int64_t oh = (h + 2 * pad + extraEnd - span) / s + 1, ow = (w + 2 * pad + extraEnd - span) / s + 1;
+  int64_t ldi = c + inExtra, ldo = c + outExtra;
+  std::mt19937 rng(static_cast<uint32_t>(c * 131 + k));
+  std::vector<uint8_t> in(n * h * w * ldi);
+  for (uint8_t &b : in)
+    b = static_cast<uint8_t>(rng());
+  auto value = [&](uint8_t b) { return isSigned ? static_cast<int>(static_cast<int8_t>(b)) : b; };
+  std::vector<uint8_t> out(n * oh * ow * ldo, 0xA5);
+  int64_t params[] = {n, h, w, c, oh, ow, k, k, s, s, pad, pad, dil, dil, pad, pad,
+                      isSigned ? 4 /* KILN_POOL_SIGNED */ : 0};
+  kiln_maxpool2d_nhwc_i8(addr(params), addr(in.data()), addr(out.data()), ldi, ldo);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t ch = 0; ch < ldo; ++ch) {
+          uint8_t got = out[((b * oh + y) * ow + x) * ldo + ch];
+          if (ch >= c) {
+            ASSERT_EQ(got, 0xA5) << "a byte past the output slice was written";
+            continue;
+          }
+          int want = isSigned ? -128 : 0;
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              int64_t iy = y * s - pad + ky * dil, ix = x * s - pad + kx * dil;
+              if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                want = std::max(want, value(in[((b * h + iy) * w + ix) * ldi + ch]));
+            }
+          ASSERT_EQ(value(got), want) << "image " << b << " at " << y << "," << x << " channel " << ch;
+        }
+}
+
+TEST(Kernels, BytesMaxPoolU8AndS8) {
+  checkBytePool(false, 1, 11, 11, 64, 3, 2, 1, 1, 0);  // ResNet's stem pool
+  checkBytePool(true, 2, 9, 10, 70, 3, 2, 1, 1, 1);    // channel tail, ceil mode
+  checkBytePool(false, 1, 12, 9, 5, 2, 1, 0, 2, 0, 3, 4); // dilated, strided views
+  checkBytePool(true, 1, 7, 7, 130, 5, 1, 2, 1, 0);    // parallel rows, 3 registers
+}
 
 } // namespace

@@ -36,6 +36,7 @@ constexpr const char *kConv = KILN_KERNEL_SYMBOL(kiln_conv2d_nhwc_f32);
 constexpr const char *kDwConv = KILN_KERNEL_SYMBOL(kiln_dwconv2d_nhwc_f32);
 constexpr const char *kMatMul = KILN_KERNEL_SYMBOL(kiln_matmul_f32);
 constexpr const char *kPool = KILN_KERNEL_SYMBOL(kiln_pool2d_nhwc_f32);
+constexpr const char *kBytePool = KILN_KERNEL_SYMBOL(kiln_maxpool2d_nhwc_i8);
 constexpr const char *kQConv = KILN_KERNEL_SYMBOL(kiln_qconv2d_nhwc_u8s8);
 constexpr const char *kQDwConv = KILN_KERNEL_SYMBOL(kiln_qdwconv2d_nhwc_u8s8);
 constexpr const char *kSoftmax = KILN_KERNEL_SYMBOL(kiln_softmax_f32);
@@ -1042,7 +1043,8 @@ struct LowerDynamicMatMul : OpRewritePattern<MatMulOp> {
   }
 };
 
-/// Max/average pooling with channels_last (2-D, f32).
+/// Max/average pooling with channels_last (2-D, f32; max pooling also on
+/// 8-bit integers).
 template <typename PoolOp, bool isAvg>
 struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
   using OpRewritePattern<PoolOp>::OpRewritePattern;
@@ -1051,8 +1053,11 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
       return failure();
     auto inT = tensorType(op.getInput());
     auto outT = cast<RankedTensorType>(op.getType());
-    if (inT.getRank() != 4 || !inT.getElementType().isF32())
-      return op.emitOpError("channels_last pooling needs a 2-D f32 input");
+    Type elem = inT.getElementType();
+    bool bytes = !isAvg && elem.isInteger(8);
+    if (inT.getRank() != 4 || !(elem.isF32() || bytes))
+      return op.emitOpError("channels_last pooling needs a 2-D f32 input (or 8-bit integers "
+                            "for max pooling)");
     ArrayRef<int64_t> k = op.getKernelShape(), s = op.getStrides(), p = op.getPads();
     int64_t dh = 1, dw = 1, flags = 0;
     if constexpr (isAvg) {
@@ -1060,6 +1065,8 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
     } else {
       dh = op.getDilations()[0];
       dw = op.getDilations()[1];
+      if (bytes && !elem.isUnsignedInteger())
+        flags = KILN_POOL_SIGNED;
     }
     kiln_pool2d_params params{inT.getDimSize(0), inT.getDimSize(1),  inT.getDimSize(2),
                               inT.getDimSize(3), outT.getDimSize(1), outT.getDimSize(2),
@@ -1073,10 +1080,13 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
     SmallVector<std::pair<unsigned, Value>> runtime;
     if (inT.isDynamicDim(0))
       runtime.push_back({offsetof(kiln_pool2d_params, n) / 8, dimSize(rw, loc, op.getInput(), 0)});
-    SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), op.getInput(),
+    SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime),
+                            bytes ? asSignless(rw, loc, op.getInput()) : op.getInput(),
                             strideSlot(rw, loc), strideSlot(rw, loc)};
-    rw.replaceOp(op, callWithResult(rw, loc, kPool, outT, args, 2, {1, 2, -1, 3}, 0,
-                                    dynamicSizes(rw, loc, op.getResult())));
+    Value call = callWithResult(rw, loc, bytes ? kBytePool : kPool,
+                                bytes ? signlessType(outT) : outT, args, 2, {1, 2, -1, 3}, 0,
+                                dynamicSizes(rw, loc, op.getResult()));
+    rw.replaceOp(op, bytes ? restoreType(rw, loc, call, outT) : call);
     return success();
   }
 };
@@ -1239,6 +1249,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kDwConv, {i64, i64, i64, i64, i64, i64, f32t, f32t, i64, i64});
   declare(kMatMul, {i64, i64, i64, i64});
   declare(kPool, {i64, i64, i64, i64, i64});
+  declare(kBytePool, {i64, i64, i64, i64, i64});
   declare(kQConv, {i64, i64, i64, i64, i64, i64, i64, i64, i64, i64});
   declare(kQDwConv, {i64, i64, i64, i64, i64, i64, i64, i64, i64});
   declare(kSoftmax, {i64, i64, i64, f32t});

@@ -37,6 +37,7 @@ typedef __INTPTR_TYPE__ kiln_kernel_addr;
   X(kiln_dwconv2d_nhwc_f32) \
   X(kiln_layer_norm_f32) \
   X(kiln_matmul_f32) \
+  X(kiln_maxpool2d_nhwc_i8) \
   X(kiln_nms_f32) \
   X(kiln_nonzero_u8) \
   X(kiln_pool2d_nhwc_f32) \
@@ -80,6 +81,7 @@ typedef struct kiln_pool2d_params {
 } kiln_pool2d_params;
 #define KILN_POOL_AVERAGE 1   /* average, not max */
 #define KILN_POOL_COUNT_PAD 2 /* the average divides by the whole window */
+#define KILN_POOL_SIGNED 4    /* kiln_maxpool2d_nhwc_i8: s8 values, not u8 */
 
 /* kiln_matmul_f32: batched C[b] = A[b] x B[b]; strides and offsets in
  * floats, batch strides 0 to broadcast, trans_b: B given as [N][K]. */
@@ -174,6 +176,10 @@ void kiln_attention_f32(kiln_kernel_addr params, kiln_kernel_addr q, kiln_kernel
                         kiln_kernel_addr v, kiln_kernel_addr out, float scale);
 void kiln_pool2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out,
                           kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
+/* Max pooling of u8 values (s8 with KILN_POOL_SIGNED) over NHWC, the same
+ * windows; strides in bytes. */
+void kiln_maxpool2d_nhwc_i8(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out,
+                            kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
 void kiln_softmax_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out,
                       float scale);
 void kiln_layer_norm_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr scale,

@@ -123,6 +123,23 @@ func.func @max_pool_nhwc(%x: tensor<1x8x8x3xf32>) -> tensor<1x4x4x3xf32> {
 
 // -----
 
+// 8-bit max pooling (a quantized CNN's stem pool, on its bytes): the byte
+// kernel, flagged signed (4) for i8 and not for ui8, whose values pass as
+// signless bytes and come back as ui8.
+// CHECK-LABEL: func.func @max_pool_nhwc_bytes
+// CHECK: arith.constant dense<[1, 8, 8, 3, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0]> : tensor<17xi64>
+// CHECK: kiln.call_kernel @kiln_maxpool2d_nhwc_i8
+// CHECK-SAME: -> tensor<1x4x4x3xi8>
+// CHECK: arith.constant dense<[1, 8, 8, 3, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 4]> : tensor<17xi64>
+// CHECK: kiln.call_kernel @kiln_maxpool2d_nhwc_i8
+func.func @max_pool_nhwc_bytes(%x: tensor<1x8x8x3xui8>, %y: tensor<1x8x8x3xi8>) -> (tensor<1x4x4x3xui8>, tensor<1x4x4x3xi8>) {
+  %0 = kiln.max_pool %x {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x8x8x3xui8>) -> tensor<1x4x4x3xui8>
+  %1 = kiln.max_pool %y {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x8x8x3xi8>) -> tensor<1x4x4x3xi8>
+  return %0, %1 : tensor<1x4x4x3xui8>, tensor<1x4x4x3xi8>
+}
+
+// -----
+
 // Max reduction starts from -inf and reshapes back for keepdims.
 // CHECK-LABEL: func.func @reduce_max_keepdims
 // CHECK: arith.constant 0xFF800000 : f32

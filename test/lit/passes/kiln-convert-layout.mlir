@@ -43,6 +43,25 @@ func.func @pool_and_residual(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
 
 // -----
 
+// An 8-bit max pool between integer convolutions (a quantized ResNet's stem
+// pool, which the importer's QDQ fusion hands the bytes) goes channels_last
+// too: the byte kernel takes NHWC. An 8-bit average pool does not (no
+// kernel for it).
+// CHECK-LABEL: func.func @byte_max_pool
+// CHECK: kiln.max_pool %{{.*}} {channels_last
+// CHECK-SAME: (tensor<1x8x8x4xui8>) -> tensor<1x4x4x4xui8>
+// CHECK: kiln.avg_pool
+// CHECK-NOT: channels_last
+// CHECK-SAME: (tensor<1x4x8x8xui8>) -> tensor<1x4x4x4xui8>
+func.func @byte_max_pool(%x: tensor<1x8x8x4xui8>) -> (tensor<1x4x4x4xui8>, tensor<1x4x4x4xui8>) {
+  %u = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x8x8x4xui8>) -> tensor<1x4x8x8xui8>
+  %p = kiln.max_pool %u {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x8x8xui8>) -> tensor<1x4x4x4xui8>
+  %a = kiln.avg_pool %u {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, ceil_pads = array<i64: 0, 0>, count_include_pad = false} : (tensor<1x4x8x8xui8>) -> tensor<1x4x4x4xui8>
+  return %p, %a : tensor<1x4x4x4xui8>, tensor<1x4x4x4xui8>
+}
+
+// -----
+
 // Global average pooling (a keepdims reduce_mean) runs over NHWC axes 1, 2;
 // the transpose left behind only moves size-1 dims, so it is a reshape.
 // Concatenation along channels becomes concatenation along the last axis.
