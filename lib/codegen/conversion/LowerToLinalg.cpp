@@ -461,6 +461,7 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
         dd->forgetMaterialized();
     }
 
+    codegen::markNanFreeClamps(func);
     RewritePatternSet patterns(&getContext());
     if (useKernels)
       codegen::populateKernelLoweringPatterns(patterns);

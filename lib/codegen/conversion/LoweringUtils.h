@@ -107,6 +107,11 @@ Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim);
 /// Whether `op` is one of the elementwise ops lowered by
 /// populateElementwiseLoweringPatterns.
 bool isElementwiseOp(mlir::Operation *op);
+/// Marks (kNanFreeAttr) the f32 max, min and relu ops under `root` whose
+/// operands can never be NaN (NanFreeClamps.cpp); their lowering then
+/// carries the nnan flag.
+void markNanFreeClamps(mlir::Operation *root);
+inline constexpr const char kNanFreeAttr[] = "kiln.nan_free";
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -382,3 +382,42 @@ func.func @integer_depthwise(%x: tensor<1x3x3x2xi8>) -> tensor<1x3x2x2xi32> {
   %0 = kiln.conv2d_nhwc %x, %w bias %b {clamp_max = 0x7F800000 : f32, clamp_min = 0xFF800000 : f32, dilations = array<i64: 1, 1>, group = 2 : i64, input_zero_point = 10 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x2xi8>, tensor<2x1x1x2xi8>, tensor<2xi32>) -> tensor<1x3x2x2xi32>
   return %0 : tensor<1x3x2x2xi32>
 }
+
+// -----
+
+// Max, min and relu whose operands can never be NaN (a range analysis from
+// integer casts through arithmetic with finite constants: a quantized
+// residual Add -> Relu -> QuantizeLinear) carry the nnan flag, so LLVM
+// emits one max instruction, not three; those with an operand of unknown
+// range (a float input) keep NaN propagation, as does a division by a
+// range that holds zero.
+// CHECK-LABEL: func.func @nan_free_clamps
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} fastmath<nnan> : f32
+// CHECK: arith.divf
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} fastmath<nnan> : f32
+// CHECK: arith.minimumf %{{.*}}, %{{.*}} fastmath<nnan> : f32
+// CHECK: arith.maximumf %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : f32
+// CHECK: arith.maximumf %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : f32
+// CHECK-NOT: fastmath<nnan>
+func.func @nan_free_clamps(%a: tensor<8xui8>, %b: tensor<8xi8>, %f: tensor<8xf32>) -> (tensor<8xui8>, tensor<8xf32>, tensor<8xf32>) {
+  %za = kiln.constant {value = dense<3.0> : tensor<f32>} : () -> tensor<f32>
+  %sa = kiln.constant {value = dense<0.02> : tensor<f32>} : () -> tensor<f32>
+  %lo = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = kiln.constant {value = dense<255.0> : tensor<f32>} : () -> tensor<f32>
+  %af = kiln.cast %a {to = f32} : (tensor<8xui8>) -> tensor<8xf32>
+  %bf = kiln.cast %b {to = f32} : (tensor<8xi8>) -> tensor<8xf32>
+  %as = kiln.sub %af, %za : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %am = kiln.mul %as, %sa : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %bm = kiln.mul %bf, %sa : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %s = kiln.add %am, %bm : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %r = kiln.relu %s : (tensor<8xf32>) -> tensor<8xf32>
+  %q = kiln.div %r, %sa : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %n = kiln.round %q : (tensor<8xf32>) -> tensor<8xf32>
+  %c1 = kiln.max %n, %lo : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %c2 = kiln.min %c1, %hi : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %y = kiln.cast %c2 {to = ui8} : (tensor<8xf32>) -> tensor<8xui8>
+  %g = kiln.relu %f : (tensor<8xf32>) -> tensor<8xf32>
+  %d = kiln.div %sa, %bf : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  %h = kiln.max %d, %lo : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %y, %g, %h : tensor<8xui8>, tensor<8xf32>, tensor<8xf32>
+}
