@@ -52,6 +52,7 @@ struct QConvJob {
   const kiln_requant_params *requant;
   const float *scale;       // per output channel, [panels][KILN_PANEL]
   bool altRows;             // 7-row tiles in blocks of kQAltBlock (direct form)
+  const unsigned char *inEnd; // one past the input's last byte
 };
 
 namespace portable {
@@ -217,7 +218,8 @@ void kiln_qconv2d_nhwc_u8s8(kiln_addr params, kiln_addr in, kiln_addr w, kiln_ad
                outStride,
                rq,
                rq ? (const float *)(rq + 1) : nullptr,
-               false};
+               false,
+               (const unsigned char *)in + ((q.n * q.h * q.w - 1) * inStride + q.c)};
   kiln_i64 pixels = q.oh * q.ow;
   job.altRows = kQAltMR != QMR && !(q.flags & KILN_QCONV_FLAT_K) && pixels % QMR != 0 &&
                 pixels % kQAltMR == 0;
