@@ -183,9 +183,9 @@ template <typename PoolOp>
 struct RunTimeBatchPoolToNhwc : OpRewritePattern<PoolOp> {
   using OpRewritePattern<PoolOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
-    auto t = staticF32Rank4(op.getInput());
-    if (op.getChannelsLast() || !t || !t.isDynamicDim(0) || op->getNumResults() != 1 ||
-        transposeWithPerm(op.getInput(), kToNchw))
+    auto t = dyn_cast<RankedTensorType>(op.getInput().getType());
+    if (op.getChannelsLast() || !poolLayoutType(op) || !t.isDynamicDim(0) ||
+        op->getNumResults() != 1 || transposeWithPerm(op.getInput(), kToNchw))
       return failure();
     return replaceByChannelsLast(rw, op, transpose(rw, op.getLoc(), op.getInput(), kToNhwc));
   }

@@ -1317,9 +1317,11 @@ bool dynamicConvSupported(Operation *conv) {
 bool dynamicPoolSupported(Operation *pool) {
   auto in = dyn_cast<RankedTensorType>(pool->getOperand(0).getType());
   auto out = dyn_cast<RankedTensorType>(pool->getResult(0).getType());
-  // channels_last (the kernel's), the batch the only dim known at run time.
+  // channels_last (the kernel's), the batch the only dim known at run time;
+  // f32, or 8-bit integers for max pooling (kiln_maxpool2d_nhwc_i8).
+  bool bytes = isa<MaxPoolOp>(pool) && in && in.getElementType().isInteger(8);
   return in && out && in.getRank() == 4 && out.getRank() == 4 &&
-         pool->hasAttr("channels_last") && in.getElementType().isF32() &&
+         pool->hasAttr("channels_last") && (in.getElementType().isF32() || bytes) &&
          llvm::count_if(in.getShape(), ShapedType::isDynamic) == in.isDynamicDim(0) &&
          llvm::count_if(out.getShape(), ShapedType::isDynamic) == out.isDynamicDim(0) &&
          sameDims(pool->getOperand(0), pool->getResult(0), 1);

@@ -19,9 +19,11 @@ using namespace mlir;
 namespace kiln::codegen {
 namespace {
 
-/// A closed range holding every value of a tensor (exact arithmetic; the
-/// f32 rounding of each op moves it by a relative 2^-24 at most, which the
-/// bound below leaves ample room for).
+/// A closed range holding every value of a tensor as the f32 ops compute
+/// it: each op's exact range widened outward by more than its rounding can
+/// move it (a relative 2^-23, twice the f32 bound, plus the smallest
+/// subnormal), so that a divisor whose exact range excludes zero but whose
+/// rounded one need not (1 + 2^-30 - 1) is refused.
 struct Range {
   double lo, hi;
 };
@@ -30,6 +32,9 @@ struct Range {
 constexpr double kFiniteBound = 1e30;
 
 std::optional<Range> finite(double lo, double hi) {
+  double slack = std::max(std::fabs(lo), std::fabs(hi)) * 0x1p-23 + 0x1p-149;
+  lo -= slack;
+  hi += slack;
   if (!(lo >= -kFiniteBound && hi <= kFiniteBound && lo <= hi))
     return std::nullopt; // also catches NaN bounds
   return Range{lo, hi};
@@ -55,6 +60,8 @@ std::optional<Range> constantRange(ConstantOp op) {
     return std::nullopt;
   double lo = INFINITY, hi = -INFINITY;
   for (float v : dense.getValues<float>()) {
+    if (!std::isfinite(v)) // std::min/max would skip a NaN
+      return std::nullopt;
     lo = std::min(lo, (double)v);
     hi = std::max(hi, (double)v);
     if (dense.isSplat())
@@ -124,8 +131,8 @@ void markNanFreeClamps(Operation *root) {
           return finite(r.lo, r.hi);
         })
         .Case([&](DivOp) -> std::optional<Range> {
-          // A divisor whose range excludes zero by a margin (a scale).
-          if (!allKnown || in.size() != 2 || !(in[1].lo > 1e-30 || in[1].hi < -1e-30))
+          // A divisor whose range excludes zero (a scale).
+          if (!allKnown || in.size() != 2 || !(in[1].lo > 0 || in[1].hi < 0))
             return std::nullopt;
           Range r = minMax({in[0].lo / in[1].lo, in[0].lo / in[1].hi, in[0].hi / in[1].lo,
                             in[0].hi / in[1].hi});

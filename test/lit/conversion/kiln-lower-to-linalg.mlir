@@ -421,3 +421,26 @@ func.func @nan_free_clamps(%a: tensor<8xui8>, %b: tensor<8xi8>, %f: tensor<8xf32
   %h = kiln.max %d, %lo : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
   return %y, %g, %h : tensor<8xui8>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Not NaN-free: a constant holding a NaN among finite values, and a divisor
+// whose exact range excludes zero but whose f32 value need not ((k + 1) x
+// 2^-30 + 1 - 1 rounds to 0 for every u8 k: 0 / 0 is NaN).
+// CHECK-LABEL: func.func @nan_free_refusals
+// CHECK-NOT: fastmath<nnan>
+// CHECK: return
+func.func @nan_free_refusals(%a: tensor<2xui8>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %nan = kiln.constant {value = dense<[1.0, 0x7FC00000]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %one = kiln.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %tiny = kiln.constant {value = dense<0x30800000> : tensor<f32>} : () -> tensor<f32>
+  %af = kiln.cast %a {to = f32} : (tensor<2xui8>) -> tensor<2xf32>
+  %m = kiln.max %af, %nan : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %k1 = kiln.add %af, %one : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %t = kiln.mul %k1, %tiny : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %u = kiln.add %t, %one : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %d = kiln.sub %u, %one : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %q = kiln.div %af, %d : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %r = kiln.relu %q : (tensor<2xf32>) -> tensor<2xf32>
+  return %m, %r : tensor<2xf32>, tensor<2xf32>
+}
