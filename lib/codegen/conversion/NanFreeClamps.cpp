@@ -103,6 +103,9 @@ void markNanFreeClamps(Operation *root) {
       if (r)
         in.push_back(*r);
     }
+    // An operand of unknown range: nothing is known of the result.
+    if (!allKnown)
+      return;
     std::optional<Range> out = llvm::TypeSwitch<Operation *, std::optional<Range>>(op)
         .Case([&](ConstantOp c) { return constantRange(c); })
         .Case([&](CastOp c) -> std::optional<Range> {
@@ -114,17 +117,17 @@ void markNanFreeClamps(Operation *root) {
           return finite(r.lo, r.hi);
         })
         .Case([&](AddOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 2)
+          if (in.size() != 2)
             return std::nullopt;
           return finite(in[0].lo + in[1].lo, in[0].hi + in[1].hi);
         })
         .Case([&](SubOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 2)
+          if (in.size() != 2)
             return std::nullopt;
           return finite(in[0].lo - in[1].hi, in[0].hi - in[1].lo);
         })
         .Case([&](MulOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 2)
+          if (in.size() != 2)
             return std::nullopt;
           Range r = minMax({in[0].lo * in[1].lo, in[0].lo * in[1].hi, in[0].hi * in[1].lo,
                             in[0].hi * in[1].hi});
@@ -132,39 +135,39 @@ void markNanFreeClamps(Operation *root) {
         })
         .Case([&](DivOp) -> std::optional<Range> {
           // A divisor whose range excludes zero (a scale).
-          if (!allKnown || in.size() != 2 || !(in[1].lo > 0 || in[1].hi < 0))
+          if (in.size() != 2 || !(in[1].lo > 0 || in[1].hi < 0))
             return std::nullopt;
           Range r = minMax({in[0].lo / in[1].lo, in[0].lo / in[1].hi, in[0].hi / in[1].lo,
                             in[0].hi / in[1].hi});
           return finite(r.lo, r.hi);
         })
         .Case([&](MaxOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 2)
+          if (in.size() != 2)
             return std::nullopt;
           return finite(std::max(in[0].lo, in[1].lo), std::max(in[0].hi, in[1].hi));
         })
         .Case([&](MinOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 2)
+          if (in.size() != 2)
             return std::nullopt;
           return finite(std::min(in[0].lo, in[1].lo), std::min(in[0].hi, in[1].hi));
         })
         .Case([&](ReluOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 1)
+          if (in.size() != 1)
             return std::nullopt;
           return finite(std::max(in[0].lo, 0.0), std::max(in[0].hi, 0.0));
         })
         .Case([&](RoundOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 1)
+          if (in.size() != 1)
             return std::nullopt;
           return finite(std::floor(in[0].lo), std::ceil(in[0].hi));
         })
         .Case([&](NegOp) -> std::optional<Range> {
-          if (!allKnown || in.size() != 1)
+          if (in.size() != 1)
             return std::nullopt;
           return finite(-in[0].hi, -in[0].lo);
         })
         .Default([](Operation *) { return std::nullopt; });
-    if (isa<MaxOp, MinOp, ReluOp>(op) && allKnown && !in.empty())
+    if (isa<MaxOp, MinOp, ReluOp>(op) && !in.empty())
       op->setAttr(kNanFreeAttr, UnitAttr::get(op->getContext()));
     if (out)
       ranges[op->getResult(0)] = *out;
