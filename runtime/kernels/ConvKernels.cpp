@@ -11,7 +11,7 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
-  kiln_i64 blocks = (m + kPixelBlock - 1) / kPixelBlock;
+  kiln_i64 blocks = pixelBlocks(m);
   kiln_i64 weightBytes = q.groups * panels * KILN_PANEL * q.kh * q.kw * (q.c / q.groups) * 4;
   bool pixelMajor = blocks >= kMinPixelMajorBlocks && weightBytes <= kMaxPixelMajorWeightBytes;
   bool copyRows = tileRowsAlias(q, j.ldi);
@@ -37,56 +37,73 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       g = rest % q.groups;
       n = rest / q.groups;
     }
-    kiln_i64 stop = (b + 1) * kPixelBlock < m ? (b + 1) * kPixelBlock : m;
-    bool half = fg - p * KILN_PANEL <= KILN_PANEL / 2;
-    int rows;
-    for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += rows) {
-      rows = nextTileRows(stop - m0);
-      auto tile = [&](auto rowsTag) {
-        constexpr int R = decltype(rowsTag)::value;
-        if constexpr (R == MR) {
-          // The first tile of a panel's first block fetches the next panel
-          // into the cache while it works: panel-major items of a large
-          // matrix product stream each panel from memory once.
-          bool prefetch =
-              !pixelMajor && !half && b == 0 && m0 == 0 && p + 1 < panels && q.kh * q.kw == 1;
-          if (pointwise && !copyRows && !half) {
-            if (prefetch)
-              pointwiseTile<R, NV, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                         j.ldo, n, g, p, m0, rows);
-            else
-              pointwiseTile<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
-                                   n, g, p, m0, rows);
-            return;
+    kiln_i64 stop = pixelBlockEnd(b, blocks, m);
+    kiln_i64 panelCols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
+    bool half = panelCols <= KILN_PANEL / 2;
+    // AVX2 covers a panel in two tiles of TNV vectors (KernelSupport.h): all
+    // of the block's rows take the first half, then the second, so that a
+    // pass over the block streams half the panel's weights (a 3x3 layer of
+    // 512 channels: 590 KB a panel, beyond Zen 3's 512 KB L2 in whole
+    // passes, from L2 in halves).
+    kiln_i64 tileCols = TNV < NV ? TNV * KILN_VEC : KILN_PANEL;
+    for (kiln_i64 col = 0; col < panelCols; col += tileCols) {
+      int rows;
+      for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += rows) {
+        rows = nextTileRows(stop - m0);
+        // One register tile of R rows and W vectors at column `col` of the
+        // panel (0 but on AVX2). The full-width tiles (W == TNV) of MR rows
+        // have the forms below; narrower ones (a last panel of at most half
+        // its width) and shorter ones the general one.
+        auto tileAt = [&](auto rowsTag, auto widthTag) {
+          constexpr int R = decltype(rowsTag)::value, W = decltype(widthTag)::value;
+          if constexpr (R == MR && W == TNV) {
+            // The first tile of a panel's first block fetches the next panel
+            // into the cache while it works: panel-major items of a large
+            // matrix product stream each panel from memory once.
+            bool prefetch = !pixelMajor && col == 0 && b == 0 && m0 == 0 && p + 1 < panels &&
+                            q.kh * q.kw == 1;
+            if (pointwise && !copyRows) {
+              if (prefetch)
+                pointwiseTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                          j.ldo, n, g, p, m0, rows, col);
+              else
+                pointwiseTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
+                                    n, g, p, m0, rows, col);
+              return;
+            }
+            if (copyRows) {
+              if (prefetch)
+                convTile<R, W, false, true, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
+                                                  j.ldi, j.ldo, n, g, p, m0, rows, col);
+              else
+                convTile<R, W, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
+                                                   j.ldi, j.ldo, n, g, p, m0, rows, col);
+              return;
+            }
+            if (prefetch) {
+              convTile<R, W, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                          j.ldo, n, g, p, m0, rows, col);
+              return;
+            }
+            if (convWindowRows(q, j.ldi, m0, rows)) {
+              convTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
+                                   n, g, p, m0, rows, col);
+              return;
+            }
           }
-          if (copyRows && !half) {
-            if (prefetch)
-              convTile<R, NV, false, true, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
-                                                 j.ldi, j.ldo, n, g, p, m0, rows);
-            else
-              convTile<R, NV, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
-                                                  j.ldi, j.ldo, n, g, p, m0, rows);
-            return;
-          }
-          if (prefetch) {
-            convTile<R, NV, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                         j.ldo, n, g, p, m0, rows);
-            return;
-          }
-          if (!half && convWindowRows(q, j.ldi, m0, rows)) {
-            convTile<R, NV, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
-                                  n, g, p, m0, rows);
-            return;
-          }
-        }
-        if (half)
-          convTile<R, NV / 2>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n,
-                              g, p, m0, rows);
-        else
-          convTile<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
-                          m0, rows);
-      };
-      forTileRows(rows, tile);
+          convTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
+                         m0, rows, col);
+        };
+        auto tile = [&](auto rowsTag) {
+          if constexpr (TNV < NV)
+            tileAt(rowsTag, Rows<TNV>());
+          else if (half)
+            tileAt(rowsTag, Rows<NV / 2>());
+          else
+            tileAt(rowsTag, Rows<NV>());
+        };
+        forTileRows(rows, tile);
+      }
     }
   }
 }
@@ -111,7 +128,7 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
               (const float *)residual, (float *)out, lo, hi, inStride, outStride};
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
-  kiln_i64 blocks = (q.oh * q.ow + kPixelBlock - 1) / kPixelBlock;
+  kiln_i64 blocks = pixelBlocks(q.oh * q.ow);
   parallelFor<convTask>(q.n * q.groups * panels * blocks,
                         kPixelBlock * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
 }

@@ -272,10 +272,12 @@ INLINE void copyFloats(float *to, const float *from, kiln_i64 n) {
 /// position falls in the padding.
 /// R rows per tile: MR, or fewer for the last pixels of a block (a matrix
 /// product of one row, as in an LSTM step, would otherwise compute MR).
+/// `col`: the tile's first column within the panel (0, or KILN_PANEL / 2
+/// for the second of two tiles of TNV vectors).
 template <int R, int W, bool WindowRows = false, bool Prefetch = false, bool CopyRows = false>
 INLINE void convTile(const ConvParams &q, const float *in, const float *w, const float *bias,
                      const float *res, float *out, float lo, float hi, kiln_i64 ldi, kiln_i64 ldo,
-                     kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0, int rows) {
+                     kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0, int rows, kiln_i64 col) {
   kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
@@ -292,13 +294,13 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
     }
   }
   const float *image = in + n * q.h * q.w * ldi + g * cg;
-  const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL;
-  const float *bp = bias + (g * panels + p) * KILN_PANEL;
+  const float *panel = w + (g * panels + p) * q.kh * q.kw * cg * KILN_PANEL + col;
+  const float *bp = bias + (g * panels + p) * KILN_PANEL + col;
 
   // The output lines are read for ownership while the tile computes: a
   // store into lines not in the cache stalls when the tile ends.
   {
-    kiln_i64 col0 = g * fg + p * KILN_PANEL;
+    kiln_i64 col0 = g * fg + p * KILN_PANEL + col;
     for (int i = 0; i < R; ++i) {
       kiln_i64 pixel = n * q.oh * q.ow + m0 + (i < rows ? i : 0);
       for (int v = 0; v < W; ++v)
@@ -370,8 +372,8 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
 
   chunksFinish(sum, acc, bp);
 
-  kiln_i64 col0 = g * fg + p * KILN_PANEL;
-  kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
+  kiln_i64 col0 = g * fg + p * KILN_PANEL + col;
+  kiln_i64 cols = (fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL) - col;
   float *o[R];
   const float *r[R];
   for (int i = 0; i < R; ++i) {
@@ -397,13 +399,13 @@ template <int R, int W, bool Prefetch = false>
 INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, const float *bias,
                           const float *res, float *out, float lo, float hi, kiln_i64 ldi,
                           kiln_i64 ldo, kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0,
-                          int rows) {
+                          int rows, kiln_i64 col) {
   kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 pixel0 = n * q.oh * q.ow + m0;
-  kiln_i64 col0 = g * fg + p * KILN_PANEL;
-  const float *panel = w + (g * panels + p) * cg * KILN_PANEL;
-  const float *bp = bias + (g * panels + p) * KILN_PANEL;
+  kiln_i64 col0 = g * fg + p * KILN_PANEL + col;
+  const float *panel = w + (g * panels + p) * cg * KILN_PANEL + col;
+  const float *bp = bias + (g * panels + p) * KILN_PANEL + col;
   const float *a[R];
   float *o[R];
   const float *r[R];
@@ -426,7 +428,7 @@ INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, 
     chunkDone(sum, acc, e - c0);
   }
   chunksFinish(sum, acc, bp);
-  kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
+  kiln_i64 cols = (fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL) - col;
   storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
   if (q.flags & kGelu)
     geluTile(o, rows, cols);
@@ -446,6 +448,17 @@ INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, 
 constexpr kiln_i64 kMinPixelMajorBlocks = 8;
 constexpr kiln_i64 kMaxPixelMajorWeightBytes = 128 << 10;
 constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
+
+/// Blocks of a convolution's m output pixels: kPixelBlock each, the last
+/// one taking the remainder too. A remainder block of its own (49 = 48 + 1
+/// pixels in a 7x7 map) streamed each panel's weights once more for one
+/// pixel: ResNet-18's last 3x3 layers (590 KB a panel) read them from L3
+/// for it.
+INLINE kiln_i64 pixelBlocks(kiln_i64 m) { return m < 2 * kPixelBlock ? 1 : m / kPixelBlock; }
+/// One past the last pixel of block b.
+INLINE kiln_i64 pixelBlockEnd(kiln_i64 b, kiln_i64 blocks, kiln_i64 m) {
+  return b + 1 == blocks ? m : (b + 1) * kPixelBlock;
+}
 
 template <int N> struct Rows {
   static constexpr int value = N;

@@ -33,6 +33,19 @@ typedef float vf __attribute__((ext_vector_type(KILN_VEC), aligned(4)));
 #define KILN_PANEL KILN_KERNEL_PANEL
 #define NV (KILN_PANEL / KILN_VEC)
 #define MR KILN_MR
+// Vectors of a panel that one register tile covers: all NV where the
+// register file holds MR x NV accumulators beside a panel row (AVX-512's 32
+// zmm, NEON's 32 q), half of them on AVX2, whose 16 ymm cannot: a 3 x 32
+// tile needs 12 accumulators, 4 panel vectors and a broadcast, and LLVM
+// kept one accumulator on the stack, stored and reloaded at every step (a
+// 1024^3 matrix product at 37 GFLOP/s on Zen 3, 40 % of its FMA peak, ONNX
+// Runtime 60). Tiles of 6 x 16 over each half of the panel need 15
+// registers: 80 GFLOP/s. The panel (the packed weights' layout) stays 32
+// wide on every target.
+#ifndef KILN_TILE_NV
+#define KILN_TILE_NV (KILN_VEC == 8 ? NV / 2 : NV)
+#endif
+#define TNV KILN_TILE_NV
 
 #define INLINE static inline __attribute__((always_inline))
 

@@ -55,10 +55,6 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
           o[i] = C + row * ldc + n0;
           r[i] = o[i];
         }
-        vf acc[R][NV];
-        for (int i = 0; i < R; ++i)
-          for (int v = 0; v < NV; ++v)
-            acc[i][v] = splat(0);
         // See tileRowsAlias. In the tile's scope: a[] points into it.
         alignas(64) float copy[CopyRows ? (R / 3 + 1) * kCopyStride : 1];
         if constexpr (CopyRows) {
@@ -67,9 +63,23 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
             a[i] = copy + i / 3 * kCopyStride;
           }
         }
-        accumulate(acc, a, packed, kc);
-        // Later K blocks add to what the earlier ones stored.
-        storeTile(acc, o, r, rows, cols, k0 > 0, -__builtin_inff(), __builtin_inff());
+        // The panel in register tiles of TNV vectors: one, or two on AVX2
+        // (KernelSupport.h).
+        for (kiln_i64 col = 0; col < cols; col += TNV * KILN_VEC) {
+          vf acc[R][TNV];
+          for (int i = 0; i < R; ++i)
+            for (int v = 0; v < TNV; ++v)
+              acc[i][v] = splat(0);
+          accumulate(acc, a, packed + col, kc);
+          float *oc[R];
+          const float *rc[R];
+          for (int i = 0; i < R; ++i) {
+            oc[i] = o[i] + col;
+            rc[i] = r[i] + col;
+          }
+          // Later K blocks add to what the earlier ones stored.
+          storeTile(acc, oc, rc, rows, cols - col, k0 > 0, -__builtin_inff(), __builtin_inff());
+        }
       });
     }
   }

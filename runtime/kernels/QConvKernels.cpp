@@ -24,6 +24,8 @@ typedef int vi __attribute__((ext_vector_type(KILN_VEC)));
 #ifndef KILN_QMR
 #if KILN_VEC == 16
 #define KILN_QMR 8
+#elif KILN_VEC == 8
+#define KILN_QMR 3 // 3 x 32 (12 ymm): the f32 kernels' 6 rows are for 16-column tiles
 #else
 #define KILN_QMR KILN_MR
 #endif

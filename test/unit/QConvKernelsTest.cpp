@@ -268,6 +268,13 @@ TEST(QConvKernels, EveryDotProduct) {
   Requant s8{-3.0f, -128.0f, 127.0f, 1e-4f, 2e-3f};
   for (int path : {2, 3}) {
     SCOPED_TRACE(path == 2 ? "vpmaddwd" : "portable");
+#if defined(__x86_64__)
+    // vpmaddwd on zmm needs AVX512BW, on ymm AVX2: a machine without it
+    // would stop on an illegal instruction (Zen 3 running the avx512 variant).
+    if (path == 2 && !(KILN_VEC == 16 ? __builtin_cpu_supports("avx512bw")
+                                       : KILN_VEC != 8 || __builtin_cpu_supports("avx2")))
+      continue;
+#endif
     kiln_qconv_test_path = path;
     checkQConv({2, 7, 5, 7, 45, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, false});
     checkQConv({1, 8, 8, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 255, false});
