@@ -154,6 +154,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, const LoweringOptions &given) {
       std::string(opts.codegen.gpuTensorPassesOnCpu ? "convert-vector-to-llvm," : "") +
       // Buffers of run-time size through the runtime's allocator, which
       // recycles them (kiln/runtime.h), not malloc.
+      "func.func(kiln-expand-bf16),"
       "finalize-memref-to-llvm{use-generic-functions=true},convert-arith-to-llvm,"
       "convert-index-to-llvm,"
       "convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"

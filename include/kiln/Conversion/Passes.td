@@ -234,6 +234,26 @@ def KilnApproximateMath : Pass<"kiln-approximate-math", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
+def KilnExpandBf16 : Pass<"kiln-expand-bf16", "mlir::func::FuncOp"> {
+  let summary = "bf16 arithmetic in f32, and bf16 conversions as integer ops";
+  let description = [{
+    Upstream's float emulation (bf16 arithmetic computed in f32 between an
+    `arith.extf` and an `arith.truncf`) followed by its bf16 expansion
+    (`arith.extf` from bf16 a shift, `arith.truncf` to bf16 a rounding to
+    nearest even in integer ops), so that no target needs compiler-rt's
+    `__truncsfbf2`: LLVM calls it for every f32 -> bf16 conversion on CPUs
+    without a bf16 instruction (AVX2 x86-64), which Kiln's JIT and
+    Debian's libgcc do not have.
+
+    ```mlir
+    %y = arith.truncf %x : f32 to bf16
+    // becomes bitcast to i32, add 0x7fff + lsb, shift right by 16, trunc
+    // to i16, bitcast to bf16 (NaN kept quiet)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnEmptyArguments : Pass<"kiln-empty-arguments", "mlir::func::FuncOp"> {
   let summary = "Pass buffers of zero elements to a public function as memref<0xT>";
   let description = [{
