@@ -399,8 +399,11 @@ template <int R, int W, bool Prefetch = false>
 INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, const float *bias,
                           const float *res, float *out, float lo, float hi, kiln_i64 ldi,
                           kiln_i64 ldo, kiln_i64 n, kiln_i64 g, kiln_i64 p, kiln_i64 m0,
-                          int rows, kiln_i64 col) {
+                          int rows, kiln_i64 col, kiln_i64 kBegin = 0, kiln_i64 kEnd = -1,
+                          float *partial = nullptr) {
   kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
+  if (kEnd < 0)
+    kEnd = cg;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 pixel0 = n * q.oh * q.ow + m0;
   kiln_i64 col0 = g * fg + p * KILN_PANEL + col;
@@ -422,10 +425,26 @@ INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, 
     for (int v = 0; v < W; ++v)
       acc[i][v] = splat(0);
   ChunkedSum<R, W> sum;
-  for (kiln_i64 c0 = 0; c0 < cg; c0 += kSumChunk) {
-    kiln_i64 e = cg - c0 < kSumChunk ? cg : c0 + kSumChunk;
+  if (kBegin > 0) { // the running totals of the channels before kBegin
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < W; ++v)
+        sum.total[i][v] = loadv(partial + (i * W + v) * KILN_VEC);
+    sum.flushed = true;
+  }
+  for (kiln_i64 c0 = kBegin; c0 < kEnd; c0 += kSumChunk) {
+    kiln_i64 e = kEnd - c0 < kSumChunk ? kEnd : c0 + kSumChunk;
     accumulateFrom<R, W, Prefetch>(acc, a, panel, c0, e, panel + cg * KILN_PANEL);
     chunkDone(sum, acc, e - c0);
+  }
+  if (kEnd < cg) { // whole chunks so far: all in the totals, acc is zero
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < W; ++v)
+        storev(partial + (i * W + v) * KILN_VEC, sum.total[i][v]);
+    return;
   }
   chunksFinish(sum, acc, bp);
   kiln_i64 cols = (fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL) - col;
