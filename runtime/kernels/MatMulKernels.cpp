@@ -129,7 +129,30 @@ struct AttentionJob {
   const float *qb, *kb, *vb;
   float *out;
   float scale;
+  // kiln_attention_mask_f32's: null without a mask.
+  const kiln_attention_mask_params *mq = nullptr;
+  const float *mask = nullptr;
+  float qkScale = 1.0f;
 };
+
+/// scores[i][j] = qkScale * scores[i][j] + the mask's entry (i, j), for the
+/// block's rows (queries m0 ...) of batch bi.
+void addMask(const AttentionJob &j, float *scores, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
+             kiln_i64 N) {
+  const kiln_attention_mask_params *mq = j.mq;
+  const float *base = j.mask + mq->mask_offset +
+                      (bi / mq->mask_batch_div) % mq->mask_batch_mod * mq->mask_batch_stride;
+  float s = j.qkScale;
+  for (kiln_i64 i = 0; i < rows; ++i) {
+    const float *m = base + (m0 + i) * mq->mask_row_stride;
+    float *row = scores + i * N;
+    kiln_i64 c = 0;
+    for (; c + KILN_VEC <= N; c += KILN_VEC)
+      storev(row + c, splat(s) * loadv(row + c) + loadv(m + c));
+    for (; c < N; ++c)
+      row[c] = s * row[c] + m[c];
+  }
+}
 
 void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   const AttentionJob &j = *(const AttentionJob *)ctx;
@@ -149,6 +172,8 @@ void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       matmulPanel(Q, q->q_row_stride, K, q->k_row_stride, q->k_transposed != 0, scores, N, 0,
                   rows, n0,
                   N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL, D, packed);
+    if (j.mask)
+      addMask(j, scores, bi, m0, rows, N);
     for (kiln_i64 i = 0; i < rows; ++i)
       softmaxRow(scores + i * N, scores + i * N, N, false, j.scale);
     for (kiln_i64 n0 = 0; n0 < DV; n0 += KILN_PANEL)
@@ -201,6 +226,21 @@ void kiln_attention_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln
   }
   AttentionJob job{q, (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
                    (float *)outAddr, scale};
+  kiln_i64 blockRows = attentionRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
+  parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
+}
+
+/// The same with an additive mask; see kiln_attention_mask_params.
+void kiln_attention_mask_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln_addr vAddr,
+                             kiln_addr maskAddr, kiln_addr outAddr, float scale, float qkScale) {
+  const kiln_attention_mask_params *mq = (const kiln_attention_mask_params *)params;
+  const kiln_attention_params *q = &mq->attention;
+  if (q->n <= 0) {
+    zeroMatrices((float *)outAddr, q->batch, q->out_batch_stride, q->m, q->dv, q->out_row_stride);
+    return;
+  }
+  AttentionJob job{q,     (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
+                   (float *)outAddr, scale, mq, (const float *)maskAddr, qkScale};
   kiln_i64 blockRows = attentionRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
   parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
 }

@@ -22,6 +22,8 @@ void kiln_dwconv2d_nhwc_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, in
                             float, int64_t, int64_t);
 void kiln_matmul_f32(intptr_t, intptr_t, intptr_t, intptr_t);
 void kiln_attention_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float);
+void kiln_attention_mask_f32(intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, intptr_t, float,
+                             float);
 void kiln_pool2d_nhwc_f32(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
 void kiln_maxpool2d_nhwc_i8(intptr_t, intptr_t, intptr_t, int64_t, int64_t);
 }
@@ -395,10 +397,24 @@ void checkMatMul(int64_t batch, int64_t M, int64_t N, int64_t K, bool broadcastB
   expectClose(out, want);
 }
 
+/// Additive masks for kiln_attention_mask_f32's tests.
+enum class Mask {
+  None,
+  /// [2, 1, N]: one padding row per half of the heads (two sequences of
+  /// heads / 2 heads each), -inf on the padded keys (the last third of
+  /// the second sequence's); the kernel reads it with div heads / 2.
+  Padding,
+  /// [M, N], the same for every head: causal (-inf above the diagonal
+  /// shifted by N - M) plus a finite bias, and a QK scale of 0.5.
+  CausalBias,
+};
+
 /// softmax(scale * Q K^T) V with Q, K, V as heads of one [tokens, 3 * H * D]
 /// projection (token-major, as exporters cut them), K read transposed or
-/// given as K^T, against a double-precision reference.
-void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransposed) {
+/// given as K^T, against a double-precision reference; with a mask, the
+/// softmax is of scale * (qkScale * Q K^T + mask).
+void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransposed,
+                    Mask maskKind = Mask::None) {
   int64_t width = 3 * heads * D, tokens = std::max(M, N);
   auto qkv = randoms(tokens * width, 13);
   std::vector<float> kt;                  // K^T per head: [heads][D][N]
@@ -409,7 +425,27 @@ void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransp
         for (int64_t n = 0; n < N; ++n)
           kt[(h * D + d) * N + n] = qkv[n * width + heads * D + h * D + d];
   }
-  float scale = 1.0f / std::sqrt((float)D);
+  float scale = 1.0f / std::sqrt((float)D), qkScale = 1.0f;
+  std::vector<float> mask;
+  int64_t maskDiv = 1, maskMod = 1, maskBatchStride = 0, maskRowStride = 0;
+  if (maskKind == Mask::Padding) {
+    mask.assign(2 * N, 0.0f);
+    for (int64_t n = N - N / 3; n < N; ++n)
+      mask[N + n] = -INFINITY;
+    maskDiv = heads / 2, maskMod = 2, maskBatchStride = N;
+  } else if (maskKind == Mask::CausalBias) {
+    mask = randoms(M * N, 29);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = m + (N - M) + 1; n < N; ++n)
+        mask[m * N + n] = -INFINITY;
+    maskRowStride = N;
+    qkScale = 0.5f;
+  }
+  auto maskAt = [&](int64_t h, int64_t m, int64_t n) -> double {
+    if (mask.empty())
+      return 0.0;
+    return mask[(h / maskDiv) % maskMod * maskBatchStride + m * maskRowStride + n];
+  };
   std::vector<double> want(heads * M * D);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t m = 0; m < M; ++m) {
@@ -419,7 +455,7 @@ void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransp
         double acc = 0;
         for (int64_t d = 0; d < D; ++d)
           acc += (double)qkv[m * width + h * D + d] * qkv[n * width + heads * D + h * D + d];
-        s[n] = scale * acc;
+        s[n] = scale * (qkScale * acc + maskAt(h, m, n));
         mx = std::max(mx, s[n]);
       }
       for (int64_t n = 0; n < N; ++n)
@@ -439,8 +475,16 @@ void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransp
                       2 * heads * D, D, width,                      // V
                       M * D, D};                                    // O
   std::vector<float> out(want.size(), std::nanf(""));
-  kiln_attention_f32(addr(params), addr(qkv.data()), addr(kBase), addr(qkv.data()),
-                     addr(out.data()), scale);
+  if (maskKind == Mask::None) {
+    kiln_attention_f32(addr(params), addr(qkv.data()), addr(kBase), addr(qkv.data()),
+                       addr(out.data()), scale);
+  } else {
+    std::vector<int64_t> masked(std::begin(params), std::end(params));
+    masked.insert(masked.end(), {0, maskDiv, maskMod, maskBatchStride, maskRowStride});
+    kiln_attention_mask_f32(addr(masked.data()), addr(qkv.data()), addr(kBase),
+                            addr(qkv.data()), addr(mask.data()), addr(out.data()), scale,
+                            qkScale);
+  }
   expectClose(out, want);
 }
 
@@ -450,6 +494,18 @@ TEST(Kernels, AttentionParallel) { checkAttention(4, 128, 128, 64, true); }
 // 2000 keys: the scores buffer holds only a few dozen query rows, so the
 // 50 queries go in several blocks.
 TEST(Kernels, AttentionLongSequenceInRowBlocks) { checkAttention(2, 50, 2000, 8, true); }
+
+// Masks: a padding mask per sequence shared by its heads (-inf on padded
+// keys), and a causal mask with a bias shared by every head, with tails
+// and several row blocks (2000 keys).
+TEST(Kernels, AttentionPaddingMaskPerSequence) {
+  checkAttention(4, 13, 37, 16, true, Mask::Padding);
+  checkAttention(6, 9, 2000, 8, false, Mask::Padding);
+}
+TEST(Kernels, AttentionCausalMaskWithBias) {
+  checkAttention(3, 13, 37, 16, true, Mask::CausalBias);
+  checkAttention(2, 50, 2000, 8, true, Mask::CausalBias);
+}
 
 // Sizes known only at run time may be 0 (an empty KV cache, an empty
 // sequence): no keys give zeros (a sum of no terms), no queries nothing.

@@ -32,6 +32,7 @@ typedef __INTPTR_TYPE__ kiln_kernel_addr;
  * JIT (which resolves them in the runtime). */
 #define KILN_KERNEL_ENTRIES(X) \
   X(kiln_attention_f32) \
+  X(kiln_attention_mask_f32) \
   X(kiln_conv2d_nhwc_f32) \
   X(kiln_det_f32) \
   X(kiln_dwconv2d_nhwc_f32) \
@@ -99,6 +100,19 @@ typedef struct kiln_attention_params {
       k_batch_stride, k_row_stride, k_transposed, v_offset, v_batch_stride, v_row_stride,
       out_batch_stride, out_row_stride;
 } kiln_attention_params;
+
+/* kiln_attention_mask_f32: softmax(scale * (qk_scale * Q K^T + mask)) V, with
+ * an additive mask (a padding or causal mask, a position bias) read in
+ * place: entry (i, j) of batch b at mask_offset + ((b / mask_batch_div) %
+ * mask_batch_mod) * mask_batch_stride + i * mask_row_stride + j, so that a
+ * [batch, 1, 1, keys] padding mask serves every head (div = heads) and a
+ * [queries, keys] one every batch (stride 0). A separate entry point, so
+ * that kiln_attention_f32's block stays what older bundles pass. */
+typedef struct kiln_attention_mask_params {
+  kiln_attention_params attention;
+  kiln_kernel_i64 mask_offset, mask_batch_div, mask_batch_mod, mask_batch_stride,
+      mask_row_stride;
+} kiln_attention_mask_params;
 
 /* kiln_softmax_f32 and kiln_layer_norm_f32: `rows` rows of n floats. */
 typedef struct kiln_row_params {
@@ -174,6 +188,9 @@ void kiln_matmul_f32(kiln_kernel_addr params, kiln_kernel_addr a, kiln_kernel_ad
                      kiln_kernel_addr c);
 void kiln_attention_f32(kiln_kernel_addr params, kiln_kernel_addr q, kiln_kernel_addr k,
                         kiln_kernel_addr v, kiln_kernel_addr out, float scale);
+void kiln_attention_mask_f32(kiln_kernel_addr params, kiln_kernel_addr q, kiln_kernel_addr k,
+                             kiln_kernel_addr v, kiln_kernel_addr mask, kiln_kernel_addr out,
+                             float scale, float qk_scale);
 void kiln_pool2d_nhwc_f32(kiln_kernel_addr params, kiln_kernel_addr in, kiln_kernel_addr out,
                           kiln_kernel_i64 in_stride, kiln_kernel_i64 out_stride);
 /* Max pooling of u8 values (s8 with KILN_POOL_SIGNED) over NHWC, the same
