@@ -9,8 +9,7 @@
 // each call's shape parameters live in a small constant i64 block that LLVM
 // can propagate into the kernel.
 #include "kiln/Conversion/KernelCalls.h"
-#include "kiln/kernels.h"
-#include "LoweringUtils.h"
+#include "KernelCallSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -26,27 +25,6 @@ using namespace mlir;
 namespace kiln::codegen {
 
 constexpr int64_t kPanel = KILN_KERNEL_PANEL;
-
-namespace {
-
-// The kernels' names, each checked against its prototype in kiln/kernels.h
-// (sizeof: unevaluated, so nothing here links to the kernels).
-#define KILN_KERNEL_SYMBOL(fn) (sizeof(&fn) ? #fn : #fn)
-constexpr const char *kConv = KILN_KERNEL_SYMBOL(kiln_conv2d_nhwc_f32);
-constexpr const char *kDwConv = KILN_KERNEL_SYMBOL(kiln_dwconv2d_nhwc_f32);
-constexpr const char *kMatMul = KILN_KERNEL_SYMBOL(kiln_matmul_f32);
-constexpr const char *kPool = KILN_KERNEL_SYMBOL(kiln_pool2d_nhwc_f32);
-constexpr const char *kBytePool = KILN_KERNEL_SYMBOL(kiln_maxpool2d_nhwc_i8);
-constexpr const char *kQConv = KILN_KERNEL_SYMBOL(kiln_qconv2d_nhwc_u8s8);
-constexpr const char *kQDwConv = KILN_KERNEL_SYMBOL(kiln_qdwconv2d_nhwc_u8s8);
-constexpr const char *kSoftmax = KILN_KERNEL_SYMBOL(kiln_softmax_f32);
-constexpr const char *kLayerNorm = KILN_KERNEL_SYMBOL(kiln_layer_norm_f32);
-constexpr const char *kAttention = KILN_KERNEL_SYMBOL(kiln_attention_f32);
-constexpr const char *kNms = KILN_KERNEL_SYMBOL(kiln_nms_f32);
-constexpr const char *kNonZero = KILN_KERNEL_SYMBOL(kiln_nonzero_u8);
-constexpr const char *kTopK = KILN_KERNEL_SYMBOL(kiln_topk_f32);
-constexpr const char *kDet = KILN_KERNEL_SYMBOL(kiln_det_f32);
-constexpr int64_t kMaxAttentionKeys = KILN_ATTENTION_MAX_KEYS;
 
 Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
@@ -68,16 +46,6 @@ Value i64Block(OpBuilder &b, Location loc, ArrayRef<int64_t> values,
   return tensor::FromElementsOp::create(b, loc, elements);
 }
 
-/// A kernel's parameter struct (kiln/kernels.h) as its block of i64s.
-template <typename Params>
-SmallVector<int64_t> fields(const Params &p) {
-  static_assert(sizeof(Params) % sizeof(int64_t) == 0 &&
-                    alignof(Params) == alignof(kiln_kernel_i64),
-                "kernel parameter structs hold 64-bit integers only");
-  const auto *begin = reinterpret_cast<const kiln_kernel_i64 *>(&p);
-  return SmallVector<int64_t>(begin, begin + sizeof(Params) / sizeof(int64_t));
-}
-
 Value f32Block(OpBuilder &b, Location loc, ArrayRef<float> values) {
   auto t = RankedTensorType::get({(int64_t)values.size()}, b.getF32Type());
   return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t, values));
@@ -91,8 +59,8 @@ Value f32(OpBuilder &b, Location loc, float v) {
 /// `outIndex` once bufferized. `rowStrides`: see the op's `row_strides`.
 /// `flops` (when known) goes into profiles as `kiln.flops`.
 Value callWithResult(OpBuilder &b, Location loc, StringRef kernel, RankedTensorType resultType,
-                     ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides = {},
-                     int64_t flops = 0, ValueRange dynamicSizes = {}) {
+                     ValueRange args, unsigned outIndex, ArrayRef<int64_t> rowStrides,
+                     int64_t flops, ValueRange dynamicSizes) {
   Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), resultType.getElementType(),
                                        dynamicSizes);
   auto call = CallKernelOp::create(
@@ -115,6 +83,206 @@ std::optional<SmallVector<float>> constantFloats(Value v) {
     return std::nullopt;
   return SmallVector<float>(attr.getValues<float>());
 }
+
+
+/// Strides of `to`, a reshape of a tensor of shape `from` with strides
+/// `strides`, when it only splits or merges dimensions that are laid out
+/// contiguously with respect to each other (unit dimensions are free).
+static std::optional<SmallVector<int64_t>> reshapeStrides(ArrayRef<int64_t> from,
+                                                   ArrayRef<int64_t> strides,
+                                                   ArrayRef<int64_t> to) {
+  SmallVector<int64_t> size, stride;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1) {
+      size.push_back(from[i]);
+      stride.push_back(strides[i]);
+    }
+  SmallVector<int64_t> out(to.size(), 0);
+  size_t src = 0;
+  for (size_t d = 0; d < to.size(); ++d) {
+    if (to[d] == 1)
+      continue;
+    if (src == size.size())
+      return std::nullopt;
+    int64_t want = to[d];
+    // Merge source dims until `want` divides what is gathered.
+    int64_t have = size[src], innerStride = stride[src];
+    while (have % want != 0 && want % have == 0 && src + 1 < size.size() &&
+           innerStride == stride[src + 1] * size[src + 1]) {
+      ++src;
+      have *= size[src];
+      innerStride = stride[src];
+    }
+    if (have % want != 0)
+      return std::nullopt;
+    out[d] = innerStride * (have / want);
+    size[src] = have / want;
+    stride[src] = innerStride;
+    if (size[src] == 1)
+      ++src;
+  }
+  return out;
+}
+
+/// The strides of `to`, a reshape of `from` (whose view has `strides`),
+/// where some dims are known only at run time: each such dim must be one
+/// of `from`'s, the same at run time (an expression of the same symbols),
+/// with a static stride; the static dims between them reshape as in
+/// reshapeStrides.
+static std::optional<SmallVector<int64_t>>
+dynamicReshapeStrides(Value from, ArrayRef<int64_t> strides, Value to) {
+  auto ft = cast<RankedTensorType>(from.getType()), tt = cast<RankedTensorType>(to.getType());
+  SmallVector<int64_t> out(tt.getRank(), 0);
+  int64_t i = 0, j = 0;
+  while (true) {
+    // The static runs up to the next dynamic dim on each side.
+    SmallVector<int64_t> fShape, fStrides, tShape, tIndex;
+    for (; i < ft.getRank() && !ft.isDynamicDim(i); ++i) {
+      fShape.push_back(ft.getDimSize(i));
+      fStrides.push_back(strides[i]);
+    }
+    for (; j < tt.getRank() && !tt.isDynamicDim(j); ++j) {
+      tShape.push_back(tt.getDimSize(j));
+      tIndex.push_back(j);
+    }
+    // The runs must hold the same elements (reshapeStrides assumes it of
+    // whole shapes).
+    auto product = [](ArrayRef<int64_t> v) {
+      int64_t p = 1;
+      for (int64_t d : v)
+        p *= d;
+      return p;
+    };
+    if (product(fShape) != product(tShape))
+      return std::nullopt;
+    auto run = reshapeStrides(fShape, fStrides, tShape);
+    if (!run)
+      return std::nullopt;
+    for (size_t k = 0; k < tIndex.size(); ++k)
+      out[tIndex[k]] = (*run)[k];
+    if (i == ft.getRank() || j == tt.getRank())
+      return i == ft.getRank() && j == tt.getRank() ? std::optional(out) : std::nullopt;
+    if (!sameDim(from, i, to, j) || ShapedType::isDynamic(strides[i]))
+      return std::nullopt;
+    out[j++] = strides[i++];
+  }
+}
+
+/// Follows transposes, reshapes and unit-step slices back to the tensor
+/// they read, so that a kernel can read that tensor in place instead of a
+/// copy (attention's Q, K and V are slices of one projection, reshaped to
+/// heads and transposed). With dims known only at run time, as long as
+/// every stride it needs stays static (a dim left of a dynamic one has a
+/// dynamic stride, which only a dim of size 1 may have).
+StridedView stridedViewOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> strides(t.getRank());
+  int64_t stride = 1;
+  for (int64_t d = t.getRank() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    if (!ShapedType::isDynamic(stride))
+      stride = t.isDynamicDim(d) ? ShapedType::kDynamic : stride * t.getDimSize(d);
+  }
+  StridedView self{v, 0, strides};
+  if (auto tr = v.getDefiningOp<TransposeOp>()) {
+    StridedView in = stridedViewOf(tr.getInput());
+    StridedView out{in.base, in.offset, {}};
+    for (int64_t p : tr.getPerm())
+      out.strides.push_back(in.strides[p]);
+    return out;
+  }
+  if (auto r = v.getDefiningOp<ReshapeOp>()) {
+    StridedView in = stridedViewOf(r.getInput());
+    if (auto s = dynamicReshapeStrides(r.getInput(), in.strides, r.getResult()))
+      return {in.base, in.offset, *s};
+    return self;
+  }
+  if (auto sl = v.getDefiningOp<SliceOp>()) {
+    auto inT = cast<RankedTensorType>(sl.getInput().getType());
+    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
+         axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
+    if (!starts || !ends || !axes || !steps)
+      return self;
+    StridedView in = stridedViewOf(sl.getInput());
+    StridedView out = in;
+    for (size_t i = 0; i < axes->size(); ++i) {
+      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
+      if (inT.isDynamicDim(a) || ShapedType::isDynamic(in.strides[a]))
+        return self;
+      auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
+      if (!bounds || bounds->step != 1)
+        return self;
+      out.offset += bounds->start * in.strides[a];
+    }
+    return out;
+  }
+  return self;
+}
+
+/// The batched-matrix view [batch, rows, cols] of `v` as (base, offset,
+/// batch stride, row stride, column stride): all batch dims must fold into
+/// one stride (or be a single batch).
+std::optional<MatrixView> matrixViewOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  StridedView sv = stridedViewOf(v);
+  int64_t rank = t.getRank();
+  if (sv.base == v || rank < 2)
+    return std::nullopt;
+  int64_t batchStride = 0;
+  // Batch dims [0, rank - 2): one stride that walks them in order.
+  int64_t expected = -1;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (t.getDimSize(d) == 1)
+      continue;
+    if (expected >= 0 && sv.strides[d] != expected)
+      return std::nullopt;
+    if (expected < 0)
+      batchStride = sv.strides[d];
+    expected = sv.strides[d] * t.getDimSize(d);
+  }
+  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
+}
+
+/// `v` as `batch` matrices: a strided view of another tensor (see
+/// stridedViewOf) or itself, row-major. Every batch must be distinct (no
+/// broadcast).
+std::optional<MatrixView> batchedMatrix(Value v, int64_t batch) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape() || !t.getElementType().isF32() || t.getRank() < 2)
+    return std::nullopt;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  if (rows * cols == 0 || t.getNumElements() / (rows * cols) != batch)
+    return std::nullopt;
+  if (auto view = matrixViewOf(v))
+    return view;
+  return MatrixView{v, 0, rows * cols, cols, 1};
+}
+/// matrixViewOf for dims known only at run time: the batch dims static,
+/// every stride used static.
+std::optional<MatrixView> dynamicMatrixView(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() < 2 || !t.getElementType().isF32())
+    return std::nullopt;
+  StridedView sv = stridedViewOf(v);
+  int64_t rank = t.getRank(), batchStride = 0, expected = -1;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    if (t.isDynamicDim(d))
+      return std::nullopt;
+    if (t.getDimSize(d) == 1)
+      continue;
+    if (ShapedType::isDynamic(sv.strides[d]) || (expected >= 0 && sv.strides[d] != expected))
+      return std::nullopt;
+    if (expected < 0)
+      batchStride = sv.strides[d];
+    expected = sv.strides[d] * t.getDimSize(d);
+  }
+  if (ShapedType::isDynamic(sv.strides[rank - 2]) || ShapedType::isDynamic(sv.strides[rank - 1]))
+    return std::nullopt;
+  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
+}
+
+namespace {
+
 
 struct ConvShape {
   int64_t n, h, w, c, oh, ow, oc, kh, kw, groups;
@@ -436,405 +604,6 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
                             dynamicSizes(rw, op.getLoc(), op.getResult()), batch));
   return success();
 }
-
-/// A tensor as a strided view of another: v[i0, ..., ik] =
-/// base[offset + sum(i_d * strides[d])] in base's row-major storage.
-struct StridedView {
-  Value base;
-  int64_t offset = 0;
-  SmallVector<int64_t> strides;
-};
-
-/// Strides of `to`, a reshape of a tensor of shape `from` with strides
-/// `strides`, when it only splits or merges dimensions that are laid out
-/// contiguously with respect to each other (unit dimensions are free).
-std::optional<SmallVector<int64_t>> reshapeStrides(ArrayRef<int64_t> from,
-                                                   ArrayRef<int64_t> strides,
-                                                   ArrayRef<int64_t> to) {
-  SmallVector<int64_t> size, stride;
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1) {
-      size.push_back(from[i]);
-      stride.push_back(strides[i]);
-    }
-  SmallVector<int64_t> out(to.size(), 0);
-  size_t src = 0;
-  for (size_t d = 0; d < to.size(); ++d) {
-    if (to[d] == 1)
-      continue;
-    if (src == size.size())
-      return std::nullopt;
-    int64_t want = to[d];
-    // Merge source dims until `want` divides what is gathered.
-    int64_t have = size[src], innerStride = stride[src];
-    while (have % want != 0 && want % have == 0 && src + 1 < size.size() &&
-           innerStride == stride[src + 1] * size[src + 1]) {
-      ++src;
-      have *= size[src];
-      innerStride = stride[src];
-    }
-    if (have % want != 0)
-      return std::nullopt;
-    out[d] = innerStride * (have / want);
-    size[src] = have / want;
-    stride[src] = innerStride;
-    if (size[src] == 1)
-      ++src;
-  }
-  return out;
-}
-
-/// The strides of `to`, a reshape of `from` (whose view has `strides`),
-/// where some dims are known only at run time: each such dim must be one
-/// of `from`'s, the same at run time (an expression of the same symbols),
-/// with a static stride; the static dims between them reshape as in
-/// reshapeStrides.
-std::optional<SmallVector<int64_t>> dynamicReshapeStrides(Value from, ArrayRef<int64_t> strides,
-                                                          Value to) {
-  auto ft = cast<RankedTensorType>(from.getType()), tt = cast<RankedTensorType>(to.getType());
-  SmallVector<int64_t> out(tt.getRank(), 0);
-  int64_t i = 0, j = 0;
-  while (true) {
-    // The static runs up to the next dynamic dim on each side.
-    SmallVector<int64_t> fShape, fStrides, tShape, tIndex;
-    for (; i < ft.getRank() && !ft.isDynamicDim(i); ++i) {
-      fShape.push_back(ft.getDimSize(i));
-      fStrides.push_back(strides[i]);
-    }
-    for (; j < tt.getRank() && !tt.isDynamicDim(j); ++j) {
-      tShape.push_back(tt.getDimSize(j));
-      tIndex.push_back(j);
-    }
-    // The runs must hold the same elements (reshapeStrides assumes it of
-    // whole shapes).
-    auto product = [](ArrayRef<int64_t> v) {
-      int64_t p = 1;
-      for (int64_t d : v)
-        p *= d;
-      return p;
-    };
-    if (product(fShape) != product(tShape))
-      return std::nullopt;
-    auto run = reshapeStrides(fShape, fStrides, tShape);
-    if (!run)
-      return std::nullopt;
-    for (size_t k = 0; k < tIndex.size(); ++k)
-      out[tIndex[k]] = (*run)[k];
-    if (i == ft.getRank() || j == tt.getRank())
-      return i == ft.getRank() && j == tt.getRank() ? std::optional(out) : std::nullopt;
-    if (!sameDim(from, i, to, j) || ShapedType::isDynamic(strides[i]))
-      return std::nullopt;
-    out[j++] = strides[i++];
-  }
-}
-
-/// Follows transposes, reshapes and unit-step slices back to the tensor
-/// they read, so that a kernel can read that tensor in place instead of a
-/// copy (attention's Q, K and V are slices of one projection, reshaped to
-/// heads and transposed). With dims known only at run time, as long as
-/// every stride it needs stays static (a dim left of a dynamic one has a
-/// dynamic stride, which only a dim of size 1 may have).
-StridedView stridedViewOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> strides(t.getRank());
-  int64_t stride = 1;
-  for (int64_t d = t.getRank() - 1; d >= 0; --d) {
-    strides[d] = stride;
-    if (!ShapedType::isDynamic(stride))
-      stride = t.isDynamicDim(d) ? ShapedType::kDynamic : stride * t.getDimSize(d);
-  }
-  StridedView self{v, 0, strides};
-  if (auto tr = v.getDefiningOp<TransposeOp>()) {
-    StridedView in = stridedViewOf(tr.getInput());
-    StridedView out{in.base, in.offset, {}};
-    for (int64_t p : tr.getPerm())
-      out.strides.push_back(in.strides[p]);
-    return out;
-  }
-  if (auto r = v.getDefiningOp<ReshapeOp>()) {
-    StridedView in = stridedViewOf(r.getInput());
-    if (auto s = dynamicReshapeStrides(r.getInput(), in.strides, r.getResult()))
-      return {in.base, in.offset, *s};
-    return self;
-  }
-  if (auto sl = v.getDefiningOp<SliceOp>()) {
-    auto inT = cast<RankedTensorType>(sl.getInput().getType());
-    auto starts = getConstantInts(sl.getStarts()), ends = getConstantInts(sl.getEnds()),
-         axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
-    if (!starts || !ends || !axes || !steps)
-      return self;
-    StridedView in = stridedViewOf(sl.getInput());
-    StridedView out = in;
-    for (size_t i = 0; i < axes->size(); ++i) {
-      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + inT.getRank() : (*axes)[i];
-      if (inT.isDynamicDim(a) || ShapedType::isDynamic(in.strides[a]))
-        return self;
-      auto bounds = computeSliceBounds(inT.getDimSize(a), (*starts)[i], (*ends)[i], (*steps)[i]);
-      if (!bounds || bounds->step != 1)
-        return self;
-      out.offset += bounds->start * in.strides[a];
-    }
-    return out;
-  }
-  return self;
-}
-
-/// The batched-matrix view [batch, rows, cols] of `v` as (base, offset,
-/// batch stride, row stride, column stride): all batch dims must fold into
-/// one stride (or be a single batch).
-struct MatrixView {
-  Value base;
-  int64_t offset, batchStride, rowStride, colStride;
-};
-std::optional<MatrixView> matrixViewOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  StridedView sv = stridedViewOf(v);
-  int64_t rank = t.getRank();
-  if (sv.base == v || rank < 2)
-    return std::nullopt;
-  int64_t batchStride = 0;
-  // Batch dims [0, rank - 2): one stride that walks them in order.
-  int64_t expected = -1;
-  for (int64_t d = rank - 3; d >= 0; --d) {
-    if (t.getDimSize(d) == 1)
-      continue;
-    if (expected >= 0 && sv.strides[d] != expected)
-      return std::nullopt;
-    if (expected < 0)
-      batchStride = sv.strides[d];
-    expected = sv.strides[d] * t.getDimSize(d);
-  }
-  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
-}
-
-/// `v` as `batch` matrices: a strided view of another tensor (see
-/// stridedViewOf) or itself, row-major. Every batch must be distinct (no
-/// broadcast).
-std::optional<MatrixView> batchedMatrix(Value v, int64_t batch) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape() || !t.getElementType().isF32() || t.getRank() < 2)
-    return std::nullopt;
-  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
-  if (rows * cols == 0 || t.getNumElements() / (rows * cols) != batch)
-    return std::nullopt;
-  if (auto view = matrixViewOf(v))
-    return view;
-  return MatrixView{v, 0, rows * cols, cols, 1};
-}
-
-/// matmul(softmax(matmul(Q, K')), V), the softmax over the last axis and
-/// each intermediate used once: one kiln_attention_f32 call, so the scores
-/// stay on the stack (see attentionTask). Q, K' and V may be strided views
-/// of other tensors (heads of one projection), read in place.
-struct LowerAttention : OpRewritePattern<MatMulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
-    auto sm = op.getLhs().getDefiningOp<SoftmaxOp>();
-    auto outT = dyn_cast<RankedTensorType>(op.getType());
-    if (!sm || !sm->hasOneUse() || sm.getLog() || !outT || !outT.hasStaticShape() ||
-        !outT.getElementType().isF32() || outT.getRank() < 2 ||
-        sm.getAxis() != outT.getRank() - 1)
-      return failure();
-    auto scores = sm.getInput().getDefiningOp<MatMulOp>();
-    if (!scores || !scores->hasOneUse())
-      return failure();
-    auto sT = cast<RankedTensorType>(scores.getType());
-    if (sT.getRank() != outT.getRank())
-      return failure();
-    int64_t r = outT.getRank(), M = outT.getDimSize(r - 2), DV = outT.getDimSize(r - 1);
-    int64_t N = sT.getDimSize(r - 1);
-    auto qT = dyn_cast<RankedTensorType>(scores.getLhs().getType());
-    if (!qT || qT.getRank() < 2 || N > kMaxAttentionKeys || M * DV * N == 0)
-      return failure();
-    int64_t D = qT.getDimSize(qT.getRank() - 1), batch = outT.getNumElements() / (M * DV);
-    auto qv = batchedMatrix(scores.getLhs(), batch);
-    auto kv = batchedMatrix(scores.getRhs(), batch);
-    auto vv = batchedMatrix(op.getRhs(), batch);
-    if (!qv || !kv || !vv || D == 0 || qv->colStride != 1 || vv->colStride != 1 ||
-        (kv->colStride != 1 && kv->rowStride != 1))
-      return failure();
-    bool kTransposed = kv->colStride != 1;
-    kiln_attention_params params{batch, M, N, D, DV,
-                                 qv->offset, qv->batchStride, qv->rowStride,
-                                 kv->offset, kv->batchStride,
-                                 kTransposed ? kv->colStride : kv->rowStride, kTransposed ? 1 : 0,
-                                 vv->offset, vv->batchStride, vv->rowStride,
-                                 M * DV, DV};
-    Location loc = op.getLoc();
-    SmallVector<Value> args{i64Block(rw, loc, fields(params)), qv->base, kv->base, vv->base,
-                            f32(rw, loc, sm.getScale().convertToFloat())};
-    rw.replaceOp(op, callWithResult(rw, loc, kAttention, outT, args, 4, {},
-                                    2 * batch * M * N * (D + DV)));
-    return success();
-  }
-};
-
-/// matrixViewOf for dims known only at run time: the batch dims static,
-/// every stride used static.
-std::optional<MatrixView> dynamicMatrixView(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() < 2 || !t.getElementType().isF32())
-    return std::nullopt;
-  StridedView sv = stridedViewOf(v);
-  int64_t rank = t.getRank(), batchStride = 0, expected = -1;
-  for (int64_t d = rank - 3; d >= 0; --d) {
-    if (t.isDynamicDim(d))
-      return std::nullopt;
-    if (t.getDimSize(d) == 1)
-      continue;
-    if (ShapedType::isDynamic(sv.strides[d]) || (expected >= 0 && sv.strides[d] != expected))
-      return std::nullopt;
-    if (expected < 0)
-      batchStride = sv.strides[d];
-    expected = sv.strides[d] * t.getDimSize(d);
-  }
-  if (ShapedType::isDynamic(sv.strides[rank - 2]) || ShapedType::isDynamic(sv.strides[rank - 1]))
-    return std::nullopt;
-  return MatrixView{sv.base, sv.offset, batchStride, sv.strides[rank - 2], sv.strides[rank - 1]};
-}
-
-/// LowerAttention where the query and key lengths are known only at run
-/// time (compiled once for every shape): the same kernel, its lengths and
-/// the output's batch stride computed at the call. The kernel keeps a block
-/// of scores on the stack, so it takes at most KILN_ATTENTION_MAX_KEYS
-/// keys: a run-time test picks it, and longer key sequences take three
-/// kernel calls (matrix product, softmax, matrix product) on the same
-/// views, with the scores in memory.
-struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
-    auto sm = op.getLhs().getDefiningOp<SoftmaxOp>();
-    auto outT = dyn_cast<RankedTensorType>(op.getType());
-    if (!sm || !sm->hasOneUse() || sm.getLog() || !outT ||
-        outT.hasStaticShape() || !outT.getElementType().isF32() || outT.getRank() < 2 ||
-        sm.getAxis() != outT.getRank() - 1 || !hasRuntimeDims(op.getResult()))
-      return failure();
-    auto scores = sm.getInput().getDefiningOp<MatMulOp>();
-    if (!scores || !scores->hasOneUse())
-      return failure();
-    auto sT = cast<RankedTensorType>(scores.getType());
-    auto qT = dyn_cast<RankedTensorType>(scores.getLhs().getType());
-    int64_t r = outT.getRank();
-    if (sT.getRank() != r || !qT || qT.getRank() != r || qT.isDynamicDim(r - 1) ||
-        outT.isDynamicDim(r - 1) || !hasRuntimeDims(scores.getResult()))
-      return failure();
-    // Batch dims static (heads), the same on every operand.
-    int64_t batch = 1;
-    for (int64_t d = 0; d + 2 < r; ++d) {
-      if (outT.isDynamicDim(d))
-        return failure();
-      batch *= outT.getDimSize(d);
-    }
-    int64_t D = qT.getDimSize(r - 1), DV = outT.getDimSize(r - 1);
-    auto qv = dynamicMatrixView(scores.getLhs());
-    auto kv = dynamicMatrixView(scores.getRhs());
-    auto vv = dynamicMatrixView(op.getRhs());
-    auto full = [&](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      return t.getRank() == r && t.getShape().drop_back(2) == outT.getShape().drop_back(2);
-    };
-    if (!qv || !kv || !vv || D == 0 || DV == 0 || qv->colStride != 1 || vv->colStride != 1 ||
-        (kv->colStride != 1 && kv->rowStride != 1) || !full(scores.getLhs()) ||
-        !full(scores.getRhs()) || !full(op.getRhs()))
-      return failure();
-    bool kTransposed = kv->colStride != 1;
-    // Heads back next to each other ([heads, M, DV] -> [M, heads, DV], what
-    // an exporter's output projection reads): the kernels write that
-    // layout directly, through the output's strides, and the transpose goes.
-    auto merge = op->hasOneUse() ? dyn_cast<TransposeOp>(*op->getUsers().begin()) : TransposeOp();
-    bool headsLast = r == 3 && merge && merge.getPerm() == ArrayRef<int64_t>{1, 0, 2};
-    Value result = headsLast ? merge.getResult() : op.getResult();
-    auto resultT = cast<RankedTensorType>(result.getType());
-    Location loc = op.getLoc();
-    rw.setInsertionPoint(headsLast ? merge.getOperation() : op.getOperation());
-    Value M = runtimeDim(rw, loc, scores.getResult(), r - 2);
-    Value N = runtimeDim(rw, loc, scores.getResult(), r - 1);
-    Value dvIndex = arith::ConstantIndexOp::create(rw, loc, DV);
-    // Where output row i of batch b starts: b * outBatch + i * outRow.
-    Value outBatch = headsLast ? dvIndex : arith::MulIOp::create(rw, loc, M, dvIndex).getResult();
-    int64_t outRow = headsLast ? batch * DV : DV;
-    Value fits = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ule, N,
-                                       arith::ConstantIndexOp::create(rw, loc, kMaxAttentionKeys));
-    auto ifOp = scf::IfOp::create(rw, loc, TypeRange{resultT}, fits, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rw);
-      rw.setInsertionPointToStart(ifOp.thenBlock());
-      kiln_attention_params params{batch, 0, 0, D, DV,
-                                   qv->offset, qv->batchStride, qv->rowStride,
-                                   kv->offset, kv->batchStride,
-                                   kTransposed ? kv->colStride : kv->rowStride,
-                                   kTransposed ? 1 : 0,
-                                   vv->offset, vv->batchStride, vv->rowStride,
-                                   0, outRow};
-      using P = kiln_attention_params;
-      SmallVector<std::pair<unsigned, Value>> runtime{
-          {offsetof(P, m) / 8, M}, {offsetof(P, n) / 8, N},
-          {offsetof(P, out_batch_stride) / 8, outBatch}};
-      SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime), qv->base, kv->base,
-                              vv->base, f32(rw, loc, sm.getScale().convertToFloat())};
-      Value fused = callWithResult(rw, loc, kAttention, resultT, args, 4, {}, 0,
-                                   dynamicSizes(rw, loc, result));
-      scf::YieldOp::create(rw, loc, fused);
-    }
-    // Longer keys: the same product, softmax and product as three kernel
-    // calls on the same views (kiln_matmul_f32 takes offsets and strides),
-    // the scores in a buffer of their own.
-    {
-      OpBuilder::InsertionGuard guard(rw);
-      rw.setInsertionPointToStart(ifOp.elseBlock());
-      using MP = kiln_matmul_params;
-      auto mm = [&](const MatrixView &a, const MatrixView &b, Value m, Value n, int64_t k,
-                    Value ldc, Value resultBatchStride) {
-        bool trans = b.colStride != 1;
-        kiln_matmul_params p{batch,           0, 0, k, a.batchStride, b.batchStride, 0,
-                             a.rowStride,     trans ? b.colStride : b.rowStride,     0,
-                             trans ? 1 : 0,   a.offset, b.offset};
-        SmallVector<std::pair<unsigned, Value>> rt{{offsetof(MP, m) / 8, m},
-                                                   {offsetof(MP, n) / 8, n},
-                                                   {offsetof(MP, stride_c) / 8, resultBatchStride},
-                                                   {offsetof(MP, ldc) / 8, ldc}};
-        return i64Block(rw, loc, fields(p), rt);
-      };
-      // Scores [batch, M, N], dense.
-      SmallVector<int64_t> sShape(outT.getShape().drop_back(2));
-      sShape.append({ShapedType::kDynamic, ShapedType::kDynamic});
-      auto scoresT = RankedTensorType::get(sShape, rw.getF32Type());
-      Value mn = arith::MulIOp::create(rw, loc, M, N);
-      Value s = callWithResult(rw, loc, kMatMul, scoresT,
-                               {mm(*qv, *kv, M, N, D, N, mn), qv->base, kv->base}, 3, {}, 0,
-                               ValueRange{M, N});
-      Value rows = arith::MulIOp::create(rw, loc, M, arith::ConstantIndexOp::create(rw, loc, batch));
-      kiln_row_params rp{0, 0, 0};
-      SmallVector<std::pair<unsigned, Value>> rrt{{offsetof(kiln_row_params, rows) / 8, rows},
-                                                  {offsetof(kiln_row_params, n) / 8, N}};
-      Value p = callWithResult(rw, loc, kSoftmax, scoresT,
-                               {i64Block(rw, loc, fields(rp), rrt), s,
-                                f32(rw, loc, sm.getScale().convertToFloat())},
-                               2, {}, 0, ValueRange{M, N});
-      kiln_matmul_params p2{batch, 0, DV, 0, 0, vv->batchStride, 0, 0,
-                            vv->rowStride, outRow, 0, 0, vv->offset};
-      SmallVector<std::pair<unsigned, Value>> rt2{
-          {offsetof(MP, m) / 8, M},
-          {offsetof(MP, k) / 8, N},
-          {offsetof(MP, stride_a) / 8, mn},
-          {offsetof(MP, lda) / 8, N},
-          {offsetof(MP, stride_c) / 8, outBatch}};
-      Value o = callWithResult(rw, loc, kMatMul, resultT,
-                               {i64Block(rw, loc, fields(p2), rt2), p, vv->base}, 3, {}, 0,
-                               dynamicSizes(rw, loc, result));
-      scf::YieldOp::create(rw, loc, o);
-    }
-    if (headsLast) {
-      rw.replaceOp(merge, ifOp.getResults());
-      rw.eraseOp(op);
-    } else {
-      rw.replaceOp(op, ifOp.getResults());
-    }
-    rw.eraseOp(sm);
-    rw.eraseOp(scores);
-    return success();
-  }
-};
 
 /// f32 matrix products. A constant right operand [K, N] is a 1x1
 /// convolution over the rows of the left operand (weights packed now); a
@@ -1255,6 +1024,7 @@ void declareKernelFunctions(ModuleOp module) {
   declare(kSoftmax, {i64, i64, i64, f32t});
   declare(kLayerNorm, {i64, i64, i64, i64, i64, f32t});
   declare(kAttention, {i64, i64, i64, i64, i64, f32t});
+  declare(kAttentionMask, {i64, i64, i64, i64, i64, i64, f32t, f32t});
   declare(kNms, {i64, i64, i64, i64, f32t, f32t});
   declare(kNonZero, {i64, i64, i64});
   declare(kTopK, {i64, i64, i64, i64, i64});
@@ -1338,10 +1108,6 @@ void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add(lowerDet);
   patterns.add<LowerMatMul, LowerDynamicMatMul, LowerPoolNhwc<MaxPoolOp, false>,
                LowerPoolNhwc<AvgPoolOp, true>>(patterns.getContext(), /*benefit=*/2);
-}
-
-void populateFusedKernelPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttention, LowerDynamicAttention>(patterns.getContext());
 }
 
 } // namespace kiln::codegen

@@ -94,6 +94,96 @@ func.func @attention(%q: tensor<2x4x3xf32>, %kt: tensor<2x3x5xf32>, %v: tensor<2
 
 // -----
 
+// With an additive mask before the softmax (a padding mask per sequence,
+// [batch 2, 1, 1, keys], against scores [2, heads 3, 4, 5]) and the scores
+// times a constant: kiln_attention_mask_f32, which reads the mask in place.
+// The block: the 17 fields above (batch 6), then mask offset 0, batch div 3
+// (the heads share a sequence's mask), mod 2, batch stride 5 (one row of 5
+// keys), row stride 0 (every query row reads the same one).
+// CHECK-LABEL: func.func @attention_padding_mask
+// CHECK-DAG: %[[P:.*]] = arith.constant dense<[6, 4, 5, 3, 3, 0, 12, 3, 0, 15, 5, 0, 0, 15, 3, 12, 3, 0, 3, 2, 5, 0]> : tensor<22xi64>
+// CHECK-DAG: %[[S:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-DAG: %[[QK:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NOT: kiln_matmul_f32
+// CHECK-NOT: kiln_softmax_f32
+// CHECK: kiln.call_kernel @kiln_attention_mask_f32(%[[P]], %arg0, %arg1, %arg2, %arg3, %[[S]], %[[QK]]) into %{{.*}} {kiln.flops = 1440 : i64, result_position = 5 : i64}
+func.func @attention_padding_mask(%q: tensor<2x3x4x3xf32>, %kt: tensor<2x3x3x5xf32>, %v: tensor<2x3x5x3xf32>, %mask: tensor<2x1x1x5xf32>) -> tensor<2x3x4x3xf32> {
+  %half = kiln.constant {value = dense<5.000000e-01> : tensor<f32>} : () -> tensor<f32>
+  %s = kiln.matmul %q, %kt : (tensor<2x3x4x3xf32>, tensor<2x3x3x5xf32>) -> tensor<2x3x4x5xf32>
+  %h = kiln.mul %s, %half : (tensor<2x3x4x5xf32>, tensor<f32>) -> tensor<2x3x4x5xf32>
+  %m = kiln.add %mask, %h : (tensor<2x1x1x5xf32>, tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %p = kiln.softmax %m {axis = 3 : i64, log = false, scale = 0.25 : f32} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x3x4x5xf32>, tensor<2x3x5x3xf32>) -> tensor<2x3x4x3xf32>
+  return %o : tensor<2x3x4x3xf32>
+}
+
+// -----
+
+// A mask per head but shared by the batch ([1, heads 3, 4, 5], a position
+// bias): div 1, mod 3, batch stride 20, row stride 5. A mask that
+// broadcasts along the heads but not the batch between them (not one
+// run of batch dims, [2, 1, 3, 4, 5] against [2, 2, 3, 4, 5]) stays three
+// kernel calls.
+// CHECK-LABEL: func.func @attention_bias_per_head
+// CHECK: arith.constant dense<[6, 4, 5, 3, 3, 0, 12, 3, 0, 15, 5, 0, 0, 15, 3, 12, 3, 0, 1, 3, 20, 5]> : tensor<22xi64>
+// CHECK: kiln.call_kernel @kiln_attention_mask_f32
+func.func @attention_bias_per_head(%q: tensor<2x3x4x3xf32>, %kt: tensor<2x3x3x5xf32>, %v: tensor<2x3x5x3xf32>, %bias: tensor<3x4x5xf32>) -> tensor<2x3x4x3xf32> {
+  %s = kiln.matmul %q, %kt : (tensor<2x3x4x3xf32>, tensor<2x3x3x5xf32>) -> tensor<2x3x4x5xf32>
+  %m = kiln.add %s, %bias : (tensor<2x3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %p = kiln.softmax %m {axis = 3 : i64, log = false} : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x3x4x5xf32>, tensor<2x3x5x3xf32>) -> tensor<2x3x4x3xf32>
+  return %o : tensor<2x3x4x3xf32>
+}
+
+// -----
+
+// masked_fill(cond, -inf) before the softmax (ONNX Where, as a causal mask
+// is exported): the mask kernel, with a float mask made of the condition
+// (-inf where it holds, 0 elsewhere) and shared by both heads (div 1, mod
+// 1, batch stride 0, row stride 5). A Where whose fill is not far below
+// any score (0 here) changes the softmax another way and is not fused.
+// CHECK-LABEL: func.func @attention_where_mask
+// CHECK-DAG: %[[P:.*]] = arith.constant dense<[2, 4, 5, 3, 3, 0, 12, 3, 0, 15, 5, 0, 0, 15, 3, 12, 3, 0, 1, 1, 0, 5]> : tensor<22xi64>
+// CHECK: %[[MASK:.*]] = linalg.generic {{.*}} ins(%arg3 : tensor<4x5xi1>)
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: kiln.call_kernel @kiln_attention_mask_f32(%[[P]], %arg0, %arg1, %arg2, %[[MASK]],
+func.func @attention_where_mask(%q: tensor<2x4x3xf32>, %kt: tensor<2x3x5xf32>, %v: tensor<2x5x3xf32>, %cond: tensor<4x5xi1>) -> tensor<2x4x3xf32> {
+  %ninf = kiln.constant {value = dense<0xFF800000> : tensor<f32>} : () -> tensor<f32>
+  %s = kiln.matmul %q, %kt : (tensor<2x4x3xf32>, tensor<2x3x5xf32>) -> tensor<2x4x5xf32>
+  %m = kiln.select %cond, %ninf, %s : (tensor<4x5xi1>, tensor<f32>, tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  %p = kiln.softmax %m {axis = 2 : i64, log = false} : (tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x5xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
+  return %o : tensor<2x4x3xf32>
+}
+// CHECK-LABEL: func.func @attention_where_zero
+// CHECK-NOT: kiln_attention
+// CHECK: kiln.call_kernel @kiln_softmax_f32
+func.func @attention_where_zero(%q: tensor<2x4x3xf32>, %kt: tensor<2x3x5xf32>, %v: tensor<2x5x3xf32>, %cond: tensor<4x5xi1>) -> tensor<2x4x3xf32> {
+  %zero = kiln.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %s = kiln.matmul %q, %kt : (tensor<2x4x3xf32>, tensor<2x3x5xf32>) -> tensor<2x4x5xf32>
+  %m = kiln.select %cond, %zero, %s : (tensor<4x5xi1>, tensor<f32>, tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  %p = kiln.softmax %m {axis = 2 : i64, log = false} : (tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x5xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
+  return %o : tensor<2x4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_mask_split_run
+// CHECK-NOT: kiln_attention
+// CHECK: kiln.call_kernel @kiln_matmul_f32
+// CHECK: kiln.call_kernel @kiln_softmax_f32
+// CHECK: kiln.call_kernel @kiln_matmul_f32
+func.func @attention_mask_split_run(%q: tensor<2x2x3x4x3xf32>, %kt: tensor<2x2x3x3x5xf32>, %v: tensor<2x2x3x5x3xf32>, %mask: tensor<2x1x3x4x5xf32>) -> tensor<2x2x3x4x3xf32> {
+  %s = kiln.matmul %q, %kt : (tensor<2x2x3x4x3xf32>, tensor<2x2x3x3x5xf32>) -> tensor<2x2x3x4x5xf32>
+  %m = kiln.add %s, %mask : (tensor<2x2x3x4x5xf32>, tensor<2x1x3x4x5xf32>) -> tensor<2x2x3x4x5xf32>
+  %p = kiln.softmax %m {axis = 4 : i64, log = false} : (tensor<2x2x3x4x5xf32>) -> tensor<2x2x3x4x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x2x3x4x5xf32>, tensor<2x2x3x5x3xf32>) -> tensor<2x2x3x4x3xf32>
+  return %o : tensor<2x2x3x4x3xf32>
+}
+
+// -----
+
 // A constant right operand is a 1x1 convolution over the 8 rows: its
 // weights are packed at compile time into a zero-padded 32-wide panel
 // (B[k][n] lands at k * 32 + n).
