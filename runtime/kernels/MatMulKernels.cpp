@@ -22,7 +22,7 @@ constexpr kiln_i64 KC = 256; // K block of the matrix products
 template <bool CopyRows = false>
 INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 ldb, bool transB,
                         float *C, kiln_i64 ldc, kiln_i64 m0Begin, kiln_i64 mStop, kiln_i64 n0,
-                        kiln_i64 cols, kiln_i64 K, float *packed) {
+                        kiln_i64 cols, kiln_i64 K, float *packed, bool addToC = false) {
   for (kiln_i64 k0 = 0; k0 < K; k0 += KC) {
     kiln_i64 kc = K - k0 < KC ? K - k0 : KC;
     // The common case as whole-vector copies: in a task function the
@@ -78,7 +78,8 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
             rc[i] = r[i] + col;
           }
           // Later K blocks add to what the earlier ones stored.
-          storeTile(acc, oc, rc, rows, cols - col, k0 > 0, -__builtin_inff(), __builtin_inff());
+          storeTile(acc, oc, rc, rows, cols - col, addToC || k0 > 0, -__builtin_inff(),
+                    __builtin_inff());
         }
       });
     }
@@ -138,13 +139,13 @@ struct AttentionJob {
 /// scores[i][j] = qkScale * scores[i][j] + the mask's entry (i, j), for the
 /// block's rows (queries m0 ...) of batch bi.
 void addMask(const AttentionJob &j, float *scores, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
-             kiln_i64 N) {
+             kiln_i64 N, kiln_i64 firstKey = 0) {
   const kiln_attention_mask_params *mq = j.mq;
   const float *base = j.mask + mq->mask_offset +
                       (bi / mq->mask_batch_div) % mq->mask_batch_mod * mq->mask_batch_stride;
   float s = j.qkScale;
   for (kiln_i64 i = 0; i < rows; ++i) {
-    const float *m = base + (m0 + i) * mq->mask_row_stride;
+    const float *m = base + (m0 + i) * mq->mask_row_stride + firstKey;
     float *row = scores + i * N;
     kiln_i64 c = 0;
     for (; c + KILN_VEC <= N; c += KILN_VEC)
@@ -154,16 +155,103 @@ void addMask(const AttentionJob &j, float *scores, kiln_i64 bi, kiln_i64 m0, kil
   }
 }
 
+/// Softmax over keys in chunks ("online", as flash attention does it), for
+/// one row of one chunk: x (n scores) becomes exp(c * x - m') with m' =
+/// max(m, c * max(x)); m and l (the row's running max and sum) follow.
+/// Returns exp(m - m'), the factor by which what the earlier chunks added
+/// to the row's output must shrink. A row whose keys so far are all masked
+/// (-inf) keeps m = -inf and adds nothing (l stays 0: the end divides 0 by
+/// 0, the NaN that the whole softmax gives too).
+INLINE float onlineSoftmaxRow(float *x, kiln_i64 n, float c, float &m, float &l) {
+  kiln_i64 full = n - n % KILN_VEC, tail = n - full;
+  vf mx = splat(-kInf);
+  for (kiln_i64 i = 0; i < full; i += KILN_VEC)
+    mx = __builtin_elementwise_max(mx, loadv(x + i));
+  if (tail)
+    mx = __builtin_elementwise_max(mx, loadPartial(x + full, tail, -kInf));
+  float chunkMax = maxLanes(mx) * c;
+  float next = chunkMax > m ? chunkMax : m;
+  if (next == -kInf) {
+    for (kiln_i64 i = 0; i < n; ++i)
+      x[i] = 0.0f;
+    return 1.0f;
+  }
+  float shrink = m == -kInf ? 0.0f : expv(splat(m - next))[0];
+  vf vc = splat(c), vnext = splat(next), sum = splat(0.0f);
+  for (kiln_i64 i = 0; i < full; i += KILN_VEC) {
+    vf e = expv(loadv(x + i) * vc - vnext);
+    storev(x + i, e);
+    sum += e;
+  }
+  if (tail) {
+    vf e = expv(loadPartial(x + full, tail, -kInf) * vc - vnext);
+    storePartial(x + full, e, tail);
+    sum += e;
+  }
+  l = l * shrink + sumLanes(sum);
+  m = next;
+  return shrink;
+}
+
+/// Attention over more keys than a block of scores holds (N >
+/// KILN_ATTENTION_MAX_KEYS): the keys in chunks of that many, the output
+/// rows accumulating each chunk's P V, rescaled as the running max grows
+/// (onlineSoftmaxRow), and divided by the sum at the end. Summed in
+/// another order than the one-chunk path, so not bit-identical to it.
+void attentionChunked(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
+                      float *scores, float *packed) {
+  const kiln_attention_params *q = j.q;
+  kiln_i64 N = q->n, D = q->d, DV = q->dv;
+  const float *Q = j.qb + q->q_offset + bi * q->q_batch_stride + m0 * q->q_row_stride;
+  const float *K = j.kb + q->k_offset + bi * q->k_batch_stride;
+  const float *V = j.vb + q->v_offset + bi * q->v_batch_stride;
+  float *O = j.out + bi * q->out_batch_stride + m0 * q->out_row_stride;
+  float rowMax[kMatMulRows], rowSum[kMatMulRows];
+  for (kiln_i64 i = 0; i < rows; ++i) {
+    rowMax[i] = -kInf;
+    rowSum[i] = 0.0f;
+  }
+  bool transK = q->k_transposed != 0;
+  for (kiln_i64 c0 = 0; c0 < N; c0 += KILN_ATTENTION_MAX_KEYS) {
+    kiln_i64 L = N - c0 < KILN_ATTENTION_MAX_KEYS ? N - c0 : KILN_ATTENTION_MAX_KEYS;
+    // K's chunk: rows c0... of K (transK), else columns c0... of K^T.
+    const float *Kc = K + (transK ? c0 * q->k_row_stride : c0);
+    for (kiln_i64 n0 = 0; n0 < L; n0 += KILN_PANEL)
+      matmulPanel(Q, q->q_row_stride, Kc, q->k_row_stride, transK, scores, L, 0, rows, n0,
+                  L - n0 < KILN_PANEL ? L - n0 : KILN_PANEL, D, packed);
+    if (j.mask)
+      addMask(j, scores, bi, m0, rows, L, c0);
+    for (kiln_i64 i = 0; i < rows; ++i) {
+      float shrink = onlineSoftmaxRow(scores + i * L, L, j.scale, rowMax[i], rowSum[i]);
+      if (c0 > 0 && shrink != 1.0f)
+        for (kiln_i64 d = 0; d < DV; ++d)
+          O[i * q->out_row_stride + d] *= shrink;
+    }
+    for (kiln_i64 n0 = 0; n0 < DV; n0 += KILN_PANEL)
+      matmulPanel(scores, L, V + c0 * q->v_row_stride, q->v_row_stride, false, O,
+                  q->out_row_stride, 0, rows, n0, DV - n0 < KILN_PANEL ? DV - n0 : KILN_PANEL,
+                  L, packed, /*addToC=*/c0 > 0);
+  }
+  for (kiln_i64 i = 0; i < rows; ++i)
+    for (kiln_i64 d = 0; d < DV; ++d)
+      O[i * q->out_row_stride + d] /= rowSum[i];
+}
+
 void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   const AttentionJob &j = *(const AttentionJob *)ctx;
   const kiln_attention_params *q = j.q;
   kiln_i64 M = q->m, N = q->n, D = q->d, DV = q->dv;
-  kiln_i64 blockRows = attentionRows(N), blocks = (M + blockRows - 1) / blockRows;
+  kiln_i64 chunk = N < KILN_ATTENTION_MAX_KEYS ? N : KILN_ATTENTION_MAX_KEYS;
+  kiln_i64 blockRows = attentionRows(chunk), blocks = (M + blockRows - 1) / blockRows;
   alignas(64) float packed[KC * KILN_PANEL];
   alignas(64) float scores[kAttentionScoreFloats];
   for (kiln_i64 item = begin; item < end; ++item) {
     kiln_i64 bi = item / blocks, m0 = (item % blocks) * blockRows;
     kiln_i64 rows = M - m0 < blockRows ? M - m0 : blockRows;
+    if (N > chunk) {
+      attentionChunked(j, bi, m0, rows, scores, packed);
+      continue;
+    }
     const float *Q = j.qb + q->q_offset + bi * q->q_batch_stride + m0 * q->q_row_stride;
     const float *K = j.kb + q->k_offset + bi * q->k_batch_stride;
     const float *V = j.vb + q->v_offset + bi * q->v_batch_stride;
@@ -226,7 +314,8 @@ void kiln_attention_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln
   }
   AttentionJob job{q, (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
                    (float *)outAddr, scale};
-  kiln_i64 blockRows = attentionRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
+  kiln_i64 chunk = q->n < KILN_ATTENTION_MAX_KEYS ? q->n : KILN_ATTENTION_MAX_KEYS;
+  kiln_i64 blockRows = attentionRows(chunk), blocks = (q->m + blockRows - 1) / blockRows;
   parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
 }
 
@@ -241,7 +330,8 @@ void kiln_attention_mask_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr,
   }
   AttentionJob job{q,     (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
                    (float *)outAddr, scale, mq, (const float *)maskAddr, qkScale};
-  kiln_i64 blockRows = attentionRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
+  kiln_i64 chunk = q->n < KILN_ATTENTION_MAX_KEYS ? q->n : KILN_ATTENTION_MAX_KEYS;
+  kiln_i64 blockRows = attentionRows(chunk), blocks = (q->m + blockRows - 1) / blockRows;
   parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
 }
 

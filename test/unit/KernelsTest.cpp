@@ -5,6 +5,7 @@
 // The weight packing here is written from the layout contract in
 // the kernels, independently of the compiler's packer.
 #include "kiln/runtime.h"
+#include "kiln/kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -505,6 +506,17 @@ TEST(Kernels, AttentionPaddingMaskPerSequence) {
 TEST(Kernels, AttentionCausalMaskWithBias) {
   checkAttention(3, 13, 37, 16, true, Mask::CausalBias);
   checkAttention(2, 50, 2000, 8, true, Mask::CausalBias);
+}
+
+// More keys than one block of scores holds (KILN_ATTENTION_MAX_KEYS): the
+// keys in chunks with a running max and sum, with and without masks (a
+// padding mask that hides the last chunk's keys of one sequence, a causal
+// mask that hides a whole chunk from the first queries).
+TEST(Kernels, AttentionBeyondOneBlockOfScores) {
+  checkAttention(2, 3, 2 * KILN_ATTENTION_MAX_KEYS + 7, 8, true);
+  checkAttention(2, 13, KILN_ATTENTION_MAX_KEYS + 1, 8, false);
+  checkAttention(4, 5, KILN_ATTENTION_MAX_KEYS + 300, 8, true, Mask::Padding);
+  checkAttention(2, 7, 2 * KILN_ATTENTION_MAX_KEYS + 3, 8, false, Mask::CausalBias);
 }
 
 // Sizes known only at run time may be 0 (an empty KV cache, an empty

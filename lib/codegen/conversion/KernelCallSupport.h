@@ -34,7 +34,6 @@ inline constexpr const char *kNms = KILN_KERNEL_SYMBOL(kiln_nms_f32);
 inline constexpr const char *kNonZero = KILN_KERNEL_SYMBOL(kiln_nonzero_u8);
 inline constexpr const char *kTopK = KILN_KERNEL_SYMBOL(kiln_topk_f32);
 inline constexpr const char *kDet = KILN_KERNEL_SYMBOL(kiln_det_f32);
-inline constexpr int64_t kMaxAttentionKeys = KILN_ATTENTION_MAX_KEYS;
 
 /// A constant parameter block of i64s.
 mlir::Value i64Block(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> values);

@@ -9,7 +9,6 @@
 #include "KernelCallSupport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cstddef>
@@ -234,7 +233,7 @@ struct LowerAttention : OpRewritePattern<MatMulOp> {
     int64_t r = outT.getRank(), M = outT.getDimSize(r - 2), DV = outT.getDimSize(r - 1);
     int64_t N = sT.getDimSize(r - 1);
     auto qT = dyn_cast<RankedTensorType>(scores.getLhs().getType());
-    if (!qT || qT.getRank() < 2 || N > kMaxAttentionKeys || M * DV * N == 0)
+    if (!qT || qT.getRank() < 2 || M * DV * N == 0)
       return failure();
     int64_t D = qT.getDimSize(qT.getRank() - 1), batch = outT.getNumElements() / (M * DV);
     auto qv = batchedMatrix(scores.getLhs(), batch);
@@ -425,12 +424,9 @@ Value runtimeBlock(OpBuilder &b, Location loc, ArrayRef<Value> fields) {
 
 /// LowerAttention where dims are known only at run time (compiled once for
 /// every shape): the same kernels, with the lengths, the batch (heads, or
-/// batch x heads) and the strides computed at the call. The kernels keep a
-/// block of scores on the stack, so they take at most
-/// KILN_ATTENTION_MAX_KEYS keys: a run-time test picks them, and longer key
-/// sequences take three kernel calls (matrix product, softmax, matrix
-/// product) on the same operands, with the scores (and the mask added to
-/// them) in memory.
+/// batch x heads) and the strides computed at the call. The kernels take
+/// any number of keys (beyond one block of scores, in chunks), so there is
+/// one call and no run-time choice of path.
 struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
@@ -502,118 +498,45 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
     Value scale = f32(rw, loc, sm.getScale().convertToFloat());
     Value qkScale = f32(rw, loc, found->qkScale);
     Value mask = found->masked() ? floatMask(rw, loc, *found) : Value();
-    Value fits = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ule, N,
-                                       indexConstant(rw, loc, kMaxAttentionKeys));
-    auto ifOp = scf::IfOp::create(rw, loc, TypeRange{resultT}, fits, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rw);
-      rw.setInsertionPointToStart(ifOp.thenBlock());
-      // kiln_attention_params, field by field.
-      SmallVector<Value> params{batch,
-                                M,
-                                N,
-                                indexConstant(rw, loc, D),
-                                dvIndex,
-                                indexConstant(rw, loc, qv.offset),
-                                qv.batchStride,
-                                qv.rowStride,
-                                indexConstant(rw, loc, kv.offset),
-                                kv.batchStride,
-                                kTransposed ? kv.colStride : kv.rowStride,
-                                indexConstant(rw, loc, kTransposed ? 1 : 0),
-                                indexConstant(rw, loc, vv.offset),
-                                vv.batchStride,
-                                vv.rowStride,
-                                outBatch,
-                                outRow};
-      static_assert(sizeof(kiln_attention_params) == 17 * sizeof(int64_t),
+    // kiln_attention_params, field by field.
+    SmallVector<Value> params{batch,
+                              M,
+                              N,
+                              indexConstant(rw, loc, D),
+                              dvIndex,
+                              indexConstant(rw, loc, qv.offset),
+                              qv.batchStride,
+                              qv.rowStride,
+                              indexConstant(rw, loc, kv.offset),
+                              kv.batchStride,
+                              kTransposed ? kv.colStride : kv.rowStride,
+                              indexConstant(rw, loc, kTransposed ? 1 : 0),
+                              indexConstant(rw, loc, vv.offset),
+                              vv.batchStride,
+                              vv.rowStride,
+                              outBatch,
+                              outRow};
+    static_assert(sizeof(kiln_attention_params) == 17 * sizeof(int64_t),
+                  "the block above lists every field");
+    Value fused;
+    if (!mask) {
+      SmallVector<Value> args{runtimeBlock(rw, loc, params), qv.base, kv.base, vv.base, scale};
+      fused = callWithResult(rw, loc, kAttention, resultT, args, 4, {}, 0,
+                             dynamicSizes(rw, loc, result));
+    } else {
+      params.append(*runtimeMaskLayout(&rw, loc, found->maskShape(), scores.getResult()));
+      static_assert(sizeof(kiln_attention_mask_params) == 22 * sizeof(int64_t),
                     "the block above lists every field");
-      Value fused;
-      if (!mask) {
-        SmallVector<Value> args{runtimeBlock(rw, loc, params), qv.base, kv.base, vv.base, scale};
-        fused = callWithResult(rw, loc, kAttention, resultT, args, 4, {}, 0,
-                               dynamicSizes(rw, loc, result));
-      } else {
-        params.append(*runtimeMaskLayout(&rw, loc, found->maskShape(), scores.getResult()));
-        static_assert(sizeof(kiln_attention_mask_params) == 22 * sizeof(int64_t),
-                      "the block above lists every field");
-        SmallVector<Value> args{runtimeBlock(rw, loc, params), qv.base, kv.base, vv.base, mask,
-                                scale, qkScale};
-        fused = callWithResult(rw, loc, kAttentionMask, resultT, args, 5, {}, 0,
-                               dynamicSizes(rw, loc, result));
-      }
-      scf::YieldOp::create(rw, loc, fused);
-    }
-    // Longer keys: the same product, softmax and product as three kernel
-    // calls on the same operands (kiln_matmul_f32 takes offsets and
-    // strides), the scores in a buffer of their own.
-    {
-      OpBuilder::InsertionGuard guard(rw);
-      rw.setInsertionPointToStart(ifOp.elseBlock());
-      // kiln_matmul_params, field by field: C = A B over k.
-      auto matmulBlock = [&](const RuntimeMatrix &a, const RuntimeMatrix &b, Value m, Value n,
-                             Value k, Value strideC, Value ldc) {
-        bool trans = !b.unitCols;
-        SmallVector<Value> p{batch,
-                             m,
-                             n,
-                             k,
-                             a.batchStride,
-                             b.batchStride,
-                             strideC,
-                             a.rowStride,
-                             trans ? b.colStride : b.rowStride,
-                             ldc,
-                             indexConstant(rw, loc, trans ? 1 : 0),
-                             indexConstant(rw, loc, a.offset),
-                             indexConstant(rw, loc, b.offset)};
-        static_assert(sizeof(kiln_matmul_params) == 13 * sizeof(int64_t),
-                      "the block above lists every field");
-        return runtimeBlock(rw, loc, p);
-      };
-      // Scores [batch dims..., M, N], dense.
-      SmallVector<int64_t> sShape(outT.getShape().drop_back(2));
-      sShape.append({ShapedType::kDynamic, ShapedType::kDynamic});
-      auto scoresT = RankedTensorType::get(sShape, rw.getF32Type());
-      SmallVector<Value> sSizes;
-      for (int64_t d = 0; d + 2 < r; ++d)
-        if (outT.isDynamicDim(d))
-          sSizes.push_back(batchDims[d]);
-      sSizes.append({M, N});
-      Value mn = arith::MulIOp::create(rw, loc, M, N);
-      Value s = callWithResult(rw, loc, kMatMul, scoresT,
-                               {matmulBlock(qv, kv, M, N, indexConstant(rw, loc, D), mn, N),
-                                qv.base, kv.base},
-                               3, {}, 0, sSizes);
-      if (mask) {
-        float c = found->qkScale;
-        s = buildElementwise(
-            rw, loc, scoresT, {s, mask},
-            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-              Value x = args[0];
-              if (c != 1.0f)
-                x = arith::MulFOp::create(b, l, x, f32(b, l, c));
-              return arith::AddFOp::create(b, l, x, args[1]);
-            },
-            sSizes);
-      }
-      Value rows = arith::MulIOp::create(rw, loc, M, batch);
-      kiln_row_params rp{0, 0, 0};
-      SmallVector<std::pair<unsigned, Value>> rrt{{offsetof(kiln_row_params, rows) / 8, rows},
-                                                  {offsetof(kiln_row_params, n) / 8, N}};
-      Value p = callWithResult(rw, loc, kSoftmax, scoresT,
-                               {i64Block(rw, loc, fields(rp), rrt), s, scale}, 2, {}, 0, sSizes);
-      RuntimeMatrix pv{p, 0, mn, N, indexConstant(rw, loc, 1), true, false};
-      Value o = callWithResult(rw, loc, kMatMul, resultT,
-                               {matmulBlock(pv, vv, M, dvIndex, N, outBatch, outRow), p, vv.base},
-                               3, {}, 0, dynamicSizes(rw, loc, result));
-      scf::YieldOp::create(rw, loc, o);
+      SmallVector<Value> args{runtimeBlock(rw, loc, params), qv.base, kv.base, vv.base, mask,
+                              scale, qkScale};
+      fused = callWithResult(rw, loc, kAttentionMask, resultT, args, 5, {}, 0,
+                             dynamicSizes(rw, loc, result));
     }
     if (headsLast) {
-      rw.replaceOp(merge, ifOp.getResults());
+      rw.replaceOp(merge, fused);
       rw.eraseOp(op);
     } else {
-      rw.replaceOp(op, ifOp.getResults());
+      rw.replaceOp(op, fused);
     }
     rw.eraseOp(sm);
     for (Operation *between : found->between)

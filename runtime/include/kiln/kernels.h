@@ -23,7 +23,8 @@ typedef __INTPTR_TYPE__ kiln_kernel_addr;
 #define KILN_KERNEL_PANEL 32
 
 /* kiln_attention_f32 keeps one block of scores on the stack: at most this
- * many keys (longer sequences take the unfused path). */
+ * many keys at a time (longer sequences go in chunks of this many, with a
+ * running max and sum per query row). */
 #define KILN_ATTENTION_MAX_KEYS 4096
 
 /* Every entry point, once: X(name). Read by runtime/kernels/CMakeLists.txt
@@ -92,7 +93,7 @@ typedef struct kiln_matmul_params {
 } kiln_matmul_params;
 
 /* kiln_attention_f32: softmax(scale * Q K^T) V per batch, M queries, N keys
- * (<= KILN_ATTENTION_MAX_KEYS), head size D (DV for V); for Q, K and V their
+ * (any number), head size D (DV for V); for Q, K and V their
  * offset, batch stride and row stride in floats; k_transposed: K given as
  * K^T [D][N] (its row stride is then the stride along N). */
 typedef struct kiln_attention_params {

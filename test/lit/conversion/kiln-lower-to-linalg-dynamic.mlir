@@ -151,3 +151,35 @@ func.func @scores_of_transposed_keys(%q: tensor<?x?x16xf32> {kiln.dim_names = ["
   %s = kiln.matmul %q, %kt : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
   return %s : tensor<?x?x?xf32>
 }
+
+// -----
+
+// Attention over a run-time batch of heads and run-time lengths, with a
+// padding mask [batch * heads, 1, keys] added before the softmax: one call
+// of kiln_attention_mask_f32 (the kernel takes any number of keys, so there
+// is no run-time choice of path). Its block holds the batch bh, the
+// lengths, strides computed from them (Q's and the output's batch stride
+// m * 4, K^T's and V's n * 4, K^T's row stride n) and the mask's fields
+// (offset 0, div 1, mod bh, batch stride n, row stride 0).
+// CHECK-LABEL: func.func @masked_attention
+// CHECK-NOT: scf.if
+// CHECK-NOT: kiln_softmax_f32
+// CHECK: %[[BH:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[M:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[N:.*]] = tensor.dim %arg1, %c2
+// CHECK: %[[M4:.*]] = arith.muli %[[M]], %c4
+// CHECK: %[[N4:.*]] = arith.muli %[[N]], %c4
+// CHECK: %[[BH64:.*]] = arith.index_cast %[[BH]]
+// CHECK: %[[M64:.*]] = arith.index_cast %[[M]]
+// CHECK: %[[N64:.*]] = arith.index_cast %[[N]]
+// CHECK: %[[M4_64:.*]] = arith.index_cast %[[M4]]
+// CHECK: %[[N4_64:.*]] = arith.index_cast %[[N4]]
+// CHECK: %[[P:.*]] = tensor.from_elements %[[BH64]], %[[M64]], %[[N64]], %c4_i64, %c4_i64, %c0_i64, %[[M4_64]], %c4_i64, %c0_i64, %[[N4_64]], %[[N64]], %c0_i64, %c0_i64, %[[N4_64]], %c4_i64, %[[M4_64]], %c4_i64, %c0_i64, %c1_i64, %[[BH64]], %[[N64]], %c0_i64 : tensor<22xi64>
+// CHECK: kiln.call_kernel @kiln_attention_mask_f32(%[[P]], %arg0, %arg1, %arg2, %arg3, %{{.*}}, %{{.*}}) into
+func.func @masked_attention(%q: tensor<?x?x4xf32> {kiln.dim_names = ["bh", "m", ""]}, %kt: tensor<?x4x?xf32> {kiln.dim_names = ["bh", "", "n"]}, %v: tensor<?x?x4xf32> {kiln.dim_names = ["bh", "n", ""]}, %mask: tensor<?x1x?xf32> {kiln.dim_names = ["bh", "", "n"]}) -> tensor<?x?x4xf32> {
+  %s = kiln.matmul %q, %kt : (tensor<?x?x4xf32>, tensor<?x4x?xf32>) -> tensor<?x?x?xf32>
+  %m = kiln.add %s, %mask : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
+  %p = kiln.softmax %m {axis = 2 : i64, log = false} : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x?x?xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  return %o : tensor<?x?x4xf32>
+}
