@@ -288,9 +288,6 @@ struct RuntimeMatrix {
   Value base;
   int64_t offset = 0;
   Value batchStride, rowStride, colStride;
-  /// Whether the column (row) stride is 1: known while compiling, since the
-  /// kernels take one of two layouts.
-  bool unitCols = false, unitRows = false;
 };
 
 /// How a run-time-shaped operand is read, decided before any IR is built
@@ -305,6 +302,15 @@ struct MatrixReading {
   std::optional<MatrixView> view;
   Value base;
   SmallVector<int64_t> perm; // view dim -> base dim
+
+  /// Whether the column (row) stride is 1: known while compiling, since the
+  /// kernels take one of two layouts.
+  bool unitCols() const {
+    return view ? view->colStride == 1 : perm.back() == (int64_t)perm.size() - 1;
+  }
+  bool unitRows() const {
+    return view ? view->rowStride == 1 : perm[perm.size() - 2] == (int64_t)perm.size() - 1;
+  }
 };
 
 std::optional<MatrixReading> readingOf(Value v) {
@@ -337,9 +343,7 @@ RuntimeMatrix materializeReading(OpBuilder &b, Location loc, const MatrixReading
             m.view->offset,
             indexConstant(b, loc, m.view->batchStride),
             indexConstant(b, loc, m.view->rowStride),
-            indexConstant(b, loc, m.view->colStride),
-            m.view->colStride == 1,
-            m.view->rowStride == 1};
+            indexConstant(b, loc, m.view->colStride)};
   int64_t r = cast<RankedTensorType>(m.base.getType()).getRank();
   // The dense base's strides.
   SmallVector<Value> strides(r);
@@ -349,7 +353,7 @@ RuntimeMatrix materializeReading(OpBuilder &b, Location loc, const MatrixReading
     stride = arith::MulIOp::create(b, loc, stride, runtimeDim(b, loc, m.base, d));
   }
   RuntimeMatrix out{m.base, 0, indexConstant(b, loc, 0), strides[m.perm[r - 2]],
-                    strides[m.perm[r - 1]], m.perm[r - 1] == r - 1, m.perm[r - 2] == r - 1};
+                    strides[m.perm[r - 1]]};
   if (r == 2)
     return out;
   if (m.base == m.value) {
@@ -457,17 +461,7 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
          vr = readingOf(op.getRhs());
     if (!qr || !kr || !vr)
       return failure();
-    auto unitCols = [](const MatrixReading &m) {
-      if (m.view)
-        return m.view->colStride == 1;
-      return m.perm.back() == (int64_t)m.perm.size() - 1;
-    };
-    auto unitRows = [](const MatrixReading &m) {
-      if (m.view)
-        return m.view->rowStride == 1;
-      return m.perm[m.perm.size() - 2] == (int64_t)m.perm.size() - 1;
-    };
-    if (!unitCols(*qr) || !unitCols(*vr) || (!unitCols(*kr) && !unitRows(*kr)))
+    if (!qr->unitCols() || !vr->unitCols() || (!kr->unitCols() && !kr->unitRows()))
       return failure();
     if (found->masked() &&
         !runtimeMaskLayout(nullptr, op.getLoc(), found->maskShape(), scores.getResult()))
@@ -484,7 +478,7 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
     rw.setInsertionPoint(headsLast ? merge.getOperation() : op.getOperation());
     RuntimeMatrix qv = materializeReading(rw, loc, *qr), kv = materializeReading(rw, loc, *kr),
                   vv = materializeReading(rw, loc, *vr);
-    bool kTransposed = !kv.unitCols;
+    bool kTransposed = !kr->unitCols();
     SmallVector<Value> batchDims;
     for (int64_t d = 0; d + 2 < r; ++d)
       batchDims.push_back(runtimeDim(rw, loc, op.getResult(), d));
