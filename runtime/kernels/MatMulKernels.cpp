@@ -124,6 +124,12 @@ INLINE kiln_i64 attentionRows(kiln_i64 keys) {
   kiln_i64 rows = kAttentionScoreFloats / keys / MR * MR;
   return rows > kMatMulRows ? kMatMulRows : rows;
 }
+/// Query rows per work item for N keys: as many as a block of scores holds
+/// for the keys of one pass (all of them, or a chunk of
+/// KILN_ATTENTION_MAX_KEYS: attentionChunked).
+INLINE kiln_i64 attentionBlockRows(kiln_i64 N) {
+  return attentionRows(N < KILN_ATTENTION_MAX_KEYS ? N : KILN_ATTENTION_MAX_KEYS);
+}
 
 struct AttentionJob {
   const kiln_attention_params *q;
@@ -198,14 +204,12 @@ INLINE float onlineSoftmaxRow(float *x, kiln_i64 n, float c, float &m, float &l)
 /// rows accumulating each chunk's P V, rescaled as the running max grows
 /// (onlineSoftmaxRow), and divided by the sum at the end. Summed in
 /// another order than the one-chunk path, so not bit-identical to it.
+/// Q, K, V and O: batch bi's, from query row m0.
 void attentionChunked(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
-                      float *scores, float *packed) {
+                      const float *Q, const float *K, const float *V, float *O, float *scores,
+                      float *packed) {
   const kiln_attention_params *q = j.q;
   kiln_i64 N = q->n, D = q->d, DV = q->dv;
-  const float *Q = j.qb + q->q_offset + bi * q->q_batch_stride + m0 * q->q_row_stride;
-  const float *K = j.kb + q->k_offset + bi * q->k_batch_stride;
-  const float *V = j.vb + q->v_offset + bi * q->v_batch_stride;
-  float *O = j.out + bi * q->out_batch_stride + m0 * q->out_row_stride;
   float rowMax[kMatMulRows], rowSum[kMatMulRows];
   for (kiln_i64 i = 0; i < rows; ++i) {
     rowMax[i] = -kInf;
@@ -241,21 +245,20 @@ void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   const AttentionJob &j = *(const AttentionJob *)ctx;
   const kiln_attention_params *q = j.q;
   kiln_i64 M = q->m, N = q->n, D = q->d, DV = q->dv;
-  kiln_i64 chunk = N < KILN_ATTENTION_MAX_KEYS ? N : KILN_ATTENTION_MAX_KEYS;
-  kiln_i64 blockRows = attentionRows(chunk), blocks = (M + blockRows - 1) / blockRows;
+  kiln_i64 blockRows = attentionBlockRows(N), blocks = (M + blockRows - 1) / blockRows;
   alignas(64) float packed[KC * KILN_PANEL];
   alignas(64) float scores[kAttentionScoreFloats];
   for (kiln_i64 item = begin; item < end; ++item) {
     kiln_i64 bi = item / blocks, m0 = (item % blocks) * blockRows;
     kiln_i64 rows = M - m0 < blockRows ? M - m0 : blockRows;
-    if (N > chunk) {
-      attentionChunked(j, bi, m0, rows, scores, packed);
-      continue;
-    }
     const float *Q = j.qb + q->q_offset + bi * q->q_batch_stride + m0 * q->q_row_stride;
     const float *K = j.kb + q->k_offset + bi * q->k_batch_stride;
     const float *V = j.vb + q->v_offset + bi * q->v_batch_stride;
     float *O = j.out + bi * q->out_batch_stride + m0 * q->out_row_stride;
+    if (N > KILN_ATTENTION_MAX_KEYS) {
+      attentionChunked(j, bi, m0, rows, Q, K, V, O, scores, packed);
+      continue;
+    }
     for (kiln_i64 n0 = 0; n0 < N; n0 += KILN_PANEL)
       matmulPanel(Q, q->q_row_stride, K, q->k_row_stride, q->k_transposed != 0, scores, N, 0,
                   rows, n0,
@@ -304,35 +307,32 @@ void kiln_matmul_f32(kiln_addr params, kiln_addr aAddr, kiln_addr bAddr, kiln_ad
   parallelFor<matmulTask>(items, kMatMulRows * KILN_PANEL * K, &job);
 }
 
+/// Both attention entry points: the work items of attentionTask.
+static void runAttention(AttentionJob job) {
+  const kiln_attention_params *q = job.q;
+  if (q->n <= 0) { // no keys: softmax of nothing times nothing
+    zeroMatrices(job.out, q->batch, q->out_batch_stride, q->m, q->dv, q->out_row_stride);
+    return;
+  }
+  kiln_i64 blockRows = attentionBlockRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
+  parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
+}
+
 /// softmax(scale * Q K^T) V for each batch; see attentionTask for params.
 void kiln_attention_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln_addr vAddr,
                         kiln_addr outAddr, float scale) {
   const kiln_attention_params *q = (const kiln_attention_params *)params;
-  if (q->n <= 0) { // no keys: softmax of nothing times nothing
-    zeroMatrices((float *)outAddr, q->batch, q->out_batch_stride, q->m, q->dv, q->out_row_stride);
-    return;
-  }
-  AttentionJob job{q, (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
-                   (float *)outAddr, scale};
-  kiln_i64 chunk = q->n < KILN_ATTENTION_MAX_KEYS ? q->n : KILN_ATTENTION_MAX_KEYS;
-  kiln_i64 blockRows = attentionRows(chunk), blocks = (q->m + blockRows - 1) / blockRows;
-  parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
+  runAttention(AttentionJob{q, (const float *)qAddr, (const float *)kAddr,
+                            (const float *)vAddr, (float *)outAddr, scale});
 }
 
 /// The same with an additive mask; see kiln_attention_mask_params.
 void kiln_attention_mask_f32(kiln_addr params, kiln_addr qAddr, kiln_addr kAddr, kiln_addr vAddr,
                              kiln_addr maskAddr, kiln_addr outAddr, float scale, float qkScale) {
   const kiln_attention_mask_params *mq = (const kiln_attention_mask_params *)params;
-  const kiln_attention_params *q = &mq->attention;
-  if (q->n <= 0) {
-    zeroMatrices((float *)outAddr, q->batch, q->out_batch_stride, q->m, q->dv, q->out_row_stride);
-    return;
-  }
-  AttentionJob job{q,     (const float *)qAddr, (const float *)kAddr, (const float *)vAddr,
-                   (float *)outAddr, scale, mq, (const float *)maskAddr, qkScale};
-  kiln_i64 chunk = q->n < KILN_ATTENTION_MAX_KEYS ? q->n : KILN_ATTENTION_MAX_KEYS;
-  kiln_i64 blockRows = attentionRows(chunk), blocks = (q->m + blockRows - 1) / blockRows;
-  parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
+  runAttention(AttentionJob{&mq->attention, (const float *)qAddr, (const float *)kAddr,
+                            (const float *)vAddr, (float *)outAddr, scale, mq,
+                            (const float *)maskAddr, qkScale});
 }
 
 } // extern "C"

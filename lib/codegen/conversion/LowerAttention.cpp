@@ -1,5 +1,6 @@
-// Attention -> one kernel call: matmul(softmax(matmul(Q, K') [* c] [+ mask]),
-// V) becomes kiln_attention_f32 or kiln_attention_mask_f32 (runtime/kernels/
+// Attention -> one kernel call: matmul(softmax(mask(matmul(Q, K') [* c])), V),
+// the mask an additive one or a Where (masked_fill), or none, becomes
+// kiln_attention_f32 or kiln_attention_mask_f32 (runtime/kernels/
 // MatMulKernels.cpp), which keep the scores on the stack instead of writing
 // them to memory and reading them back twice. Q, K', V and the mask are read
 // in place where they are views of other tensors (heads of one projection).
@@ -161,11 +162,45 @@ Value floatMask(OpBuilder &b, Location loc, const AttentionScores &a) {
       dynamicSizes(b, loc, a.cond));
 }
 
-/// How kiln_attention_mask_f32 reads a mask of static shape `maskT` that
-/// broadcasts against scores of shape `scoresT` ([batch dims..., M, N]):
-/// its last dim is N, its row dim M or 1, and the batch dims it does not
-/// broadcast along are adjacent (each batch index b then finds its mask
-/// at (b / div) % mod). Fills the mask fields of `p`.
+/// Which dims of the scores ([batch dims..., M, N], rank r) a mask that
+/// broadcasts against them has: its last dim must be N and its row dim M
+/// or 1, and the batch dims it does not broadcast along must be adjacent
+/// (each batch index b then finds its mask at (b / div) % mod). `unit(d)`:
+/// the mask's dim aligned to scores dim d is 1 (or missing); `own(d)`: it
+/// is the scores' own; `scoresUnit(d)`: the scores' dim is 1. Shared by
+/// the static and run-time layouts, which differ only in how they know
+/// dims are equal.
+struct MaskDims {
+  bool rowsUnit;
+  int64_t first = -1, last = -1; // the run of batch dims the mask has
+};
+std::optional<MaskDims> maskDims(int64_t r, function_ref<bool(int64_t)> unit,
+                                 function_ref<bool(int64_t)> own,
+                                 function_ref<bool(int64_t)> scoresUnit) {
+  if (!own(r - 1) || (!unit(r - 2) && !own(r - 2)))
+    return std::nullopt;
+  MaskDims m{unit(r - 2)};
+  for (int64_t d = 0; d + 2 < r; ++d) {
+    if (!unit(d) && !own(d))
+      return std::nullopt;
+    if (scoresUnit(d) || unit(d))
+      continue;
+    // Dims between the run and this one must all be of size 1 in the
+    // scores (then they do not split the run).
+    if (m.first >= 0)
+      for (int64_t e = m.last + 1; e < d; ++e)
+        if (!scoresUnit(e))
+          return std::nullopt;
+    if (m.first < 0)
+      m.first = d;
+    m.last = d;
+  }
+  return m;
+}
+
+/// How kiln_attention_mask_f32 reads a mask of static shape `maskT`
+/// against scores of shape `scoresT` (maskDims' rules). Fills the mask
+/// fields of `p`.
 bool maskLayout(RankedTensorType maskT, RankedTensorType scoresT,
                 kiln_attention_mask_params &p) {
   int64_t r = scoresT.getRank(), mr = maskT.getRank();
@@ -173,37 +208,22 @@ bool maskLayout(RankedTensorType maskT, RankedTensorType scoresT,
     return false;
   // The mask's dims aligned to the scores' (missing leading ones are 1).
   auto maskDim = [&](int64_t d) { return d < r - mr ? 1 : maskT.getDimSize(d - (r - mr)); };
-  int64_t M = scoresT.getDimSize(r - 2), N = scoresT.getDimSize(r - 1);
-  if (maskDim(r - 1) != N || (maskDim(r - 2) != M && maskDim(r - 2) != 1))
+  auto m = maskDims(
+      r, [&](int64_t d) { return maskDim(d) == 1; },
+      [&](int64_t d) { return maskDim(d) == scoresT.getDimSize(d); },
+      [&](int64_t d) { return scoresT.getDimSize(d) == 1; });
+  if (!m)
     return false;
-  int64_t rows = maskDim(r - 2);
-  int64_t first = -1, last = -1; // the run of batch dims the mask has
-  for (int64_t d = 0; d + 2 < r; ++d) {
-    int64_t s = scoresT.getDimSize(d), m = maskDim(d);
-    if (m != s && m != 1)
-      return false;
-    if (s == 1 || m == 1)
-      continue;
-    if (first >= 0 && last != d - 1) {
-      // Dims between the run and this one must all be of size 1 in the
-      // scores (then they do not split the run).
-      for (int64_t e = last + 1; e < d; ++e)
-        if (scoresT.getDimSize(e) != 1)
-          return false;
-    }
-    if (first < 0)
-      first = d;
-    last = d;
-  }
+  int64_t N = scoresT.getDimSize(r - 1), rows = m->rowsUnit ? 1 : scoresT.getDimSize(r - 2);
   p.mask_offset = 0;
   p.mask_batch_div = 1;
   p.mask_batch_mod = 1;
   p.mask_batch_stride = 0;
   p.mask_row_stride = rows == 1 ? 0 : N;
-  if (first >= 0) {
-    for (int64_t d = last + 1; d + 2 < r; ++d)
+  if (m->first >= 0) {
+    for (int64_t d = m->last + 1; d + 2 < r; ++d)
       p.mask_batch_div *= scoresT.getDimSize(d);
-    for (int64_t d = first; d <= last; ++d)
+    for (int64_t d = m->first; d <= m->last; ++d)
       p.mask_batch_mod *= scoresT.getDimSize(d);
     p.mask_batch_stride = rows * N;
   }
@@ -271,12 +291,8 @@ struct LowerAttention : OpRewritePattern<MatMulOp> {
 
 // ---- Dims known only at run time ----
 
-Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 Value product(OpBuilder &b, Location loc, ArrayRef<Value> factors) {
-  Value p = indexConstant(b, loc, 1);
+  Value p = indexConst(b, loc, 1);
   for (Value f : factors)
     p = arith::MulIOp::create(b, loc, p, f);
   return p;
@@ -341,18 +357,18 @@ RuntimeMatrix materializeReading(OpBuilder &b, Location loc, const MatrixReading
   if (m.view)
     return {m.base,
             m.view->offset,
-            indexConstant(b, loc, m.view->batchStride),
-            indexConstant(b, loc, m.view->rowStride),
-            indexConstant(b, loc, m.view->colStride)};
+            indexConst(b, loc, m.view->batchStride),
+            indexConst(b, loc, m.view->rowStride),
+            indexConst(b, loc, m.view->colStride)};
   int64_t r = cast<RankedTensorType>(m.base.getType()).getRank();
   // The dense base's strides.
   SmallVector<Value> strides(r);
-  Value stride = indexConstant(b, loc, 1);
+  Value stride = indexConst(b, loc, 1);
   for (int64_t d = r - 1; d >= 0; --d) {
     strides[d] = stride;
     stride = arith::MulIOp::create(b, loc, stride, runtimeDim(b, loc, m.base, d));
   }
-  RuntimeMatrix out{m.base, 0, indexConstant(b, loc, 0), strides[m.perm[r - 2]],
+  RuntimeMatrix out{m.base, 0, indexConst(b, loc, 0), strides[m.perm[r - 2]],
                     strides[m.perm[r - 1]]};
   if (r == 2)
     return out;
@@ -367,10 +383,11 @@ RuntimeMatrix materializeReading(OpBuilder &b, Location loc, const MatrixReading
   return out;
 }
 
-/// maskLayout for dims known only at run time: the same rules, each dim of
-/// the mask a static 1 or the scores' own (the same expression), with the
-/// fields as index values at `b`'s insertion point: (offset, div, mod,
-/// batch stride, row stride). checkOnly: only say whether it applies.
+/// maskLayout for dims known only at run time: the same rules (maskDims),
+/// each dim of the mask a static 1 or the scores' own (the same
+/// expression), with the fields as index values at `b`'s insertion point:
+/// (offset, div, mod, batch stride, row stride). With a null `b`, only
+/// whether the mask can be read this way (an empty list).
 std::optional<SmallVector<Value>> runtimeMaskLayout(OpBuilder *b, Location loc, Value mask,
                                                     Value scores) {
   auto maskT = cast<RankedTensorType>(mask.getType());
@@ -378,44 +395,32 @@ std::optional<SmallVector<Value>> runtimeMaskLayout(OpBuilder *b, Location loc, 
   int64_t r = sT.getRank(), mr = maskT.getRank();
   if (mr > r || mr < 1 || !hasRuntimeDims(mask))
     return std::nullopt;
-  auto unit = [&](int64_t d) {
-    return d < r - mr || (!maskT.isDynamicDim(d - (r - mr)) && maskT.getDimSize(d - (r - mr)) == 1);
-  };
-  auto own = [&](int64_t d) { return d >= r - mr && sameDim(mask, d - (r - mr), scores, d); };
-  if (!own(r - 1) || (!unit(r - 2) && !own(r - 2)))
+  auto m = maskDims(
+      r,
+      [&](int64_t d) {
+        return d < r - mr ||
+               (!maskT.isDynamicDim(d - (r - mr)) && maskT.getDimSize(d - (r - mr)) == 1);
+      },
+      [&](int64_t d) { return d >= r - mr && sameDim(mask, d - (r - mr), scores, d); },
+      [&](int64_t d) { return !sT.isDynamicDim(d) && sT.getDimSize(d) == 1; });
+  if (!m)
     return std::nullopt;
-  bool rowsUnit = unit(r - 2);
-  int64_t first = -1, last = -1;
-  auto scoresUnit = [&](int64_t d) { return !sT.isDynamicDim(d) && sT.getDimSize(d) == 1; };
-  for (int64_t d = 0; d + 2 < r; ++d) {
-    if (scoresUnit(d) || unit(d))
-      continue;
-    if (!own(d))
-      return std::nullopt;
-    if (first >= 0 && last != d - 1)
-      for (int64_t e = last + 1; e < d; ++e)
-        if (!scoresUnit(e))
-          return std::nullopt;
-    if (first < 0)
-      first = d;
-    last = d;
-  }
   if (!b)
     return SmallVector<Value>{};
   SmallVector<Value> div, mod;
-  if (first >= 0) {
-    for (int64_t d = last + 1; d + 2 < r; ++d)
+  if (m->first >= 0) {
+    for (int64_t d = m->last + 1; d + 2 < r; ++d)
       div.push_back(runtimeDim(*b, loc, scores, d));
-    for (int64_t d = first; d <= last; ++d)
+    for (int64_t d = m->first; d <= m->last; ++d)
       mod.push_back(runtimeDim(*b, loc, scores, d));
   }
   Value N = runtimeDim(*b, loc, scores, r - 1);
-  Value rows = rowsUnit ? indexConstant(*b, loc, 1) : runtimeDim(*b, loc, scores, r - 2);
-  Value batchStride = first >= 0 ? arith::MulIOp::create(*b, loc, rows, N).getResult()
-                                 : indexConstant(*b, loc, 0);
-  return SmallVector<Value>{indexConstant(*b, loc, 0), product(*b, loc, div),
+  Value rows = m->rowsUnit ? indexConst(*b, loc, 1) : runtimeDim(*b, loc, scores, r - 2);
+  Value batchStride = m->first >= 0 ? arith::MulIOp::create(*b, loc, rows, N).getResult()
+                                    : indexConst(*b, loc, 0);
+  return SmallVector<Value>{indexConst(*b, loc, 0), product(*b, loc, div),
                             product(*b, loc, mod), batchStride,
-                            rowsUnit ? indexConstant(*b, loc, 0) : N};
+                            m->rowsUnit ? indexConst(*b, loc, 0) : N};
 }
 
 /// A parameter block from index values (tensor.from_elements of i64s).
@@ -485,7 +490,7 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
     Value batch = product(rw, loc, batchDims);
     Value M = runtimeDim(rw, loc, scores.getResult(), r - 2);
     Value N = runtimeDim(rw, loc, scores.getResult(), r - 1);
-    Value dvIndex = indexConstant(rw, loc, DV);
+    Value dvIndex = indexConst(rw, loc, DV);
     // Where output row i of batch b starts: b * outBatch + i * outRow.
     Value outBatch = headsLast ? dvIndex : arith::MulIOp::create(rw, loc, M, dvIndex).getResult();
     Value outRow = headsLast ? arith::MulIOp::create(rw, loc, batch, dvIndex).getResult() : dvIndex;
@@ -496,16 +501,16 @@ struct LowerDynamicAttention : OpRewritePattern<MatMulOp> {
     SmallVector<Value> params{batch,
                               M,
                               N,
-                              indexConstant(rw, loc, D),
+                              indexConst(rw, loc, D),
                               dvIndex,
-                              indexConstant(rw, loc, qv.offset),
+                              indexConst(rw, loc, qv.offset),
                               qv.batchStride,
                               qv.rowStride,
-                              indexConstant(rw, loc, kv.offset),
+                              indexConst(rw, loc, kv.offset),
                               kv.batchStride,
                               kTransposed ? kv.colStride : kv.rowStride,
-                              indexConstant(rw, loc, kTransposed ? 1 : 0),
-                              indexConstant(rw, loc, vv.offset),
+                              indexConst(rw, loc, kTransposed ? 1 : 0),
+                              indexConst(rw, loc, vv.offset),
                               vv.batchStride,
                               vv.rowStride,
                               outBatch,
