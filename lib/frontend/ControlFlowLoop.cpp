@@ -11,6 +11,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace kiln {
@@ -81,11 +83,19 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
                    typeName(condScalar.getType()));
 
   // Scan outputs are preallocated with one row per iteration, so their
-  // number must be known now.
+  // number must be known now, or at least its bound: then the scan outputs
+  // have that many rows, of which the iterations run are valid (a count of
+  // rows, RowCounts.h).
   int64_t iterations = 0;
+  bool countedScans = false;
+  if (numScan > 0 && !trip && n.tripCountBound && condInit) {
+    trip = *n.tripCountBound;
+    countedScans = true;
+  }
   if (numScan > 0) {
     if (!trip)
-      return n.error("a Loop with scan outputs needs its trip count M; it must be a constant");
+      return n.error("a Loop with scan outputs needs its trip count M; it must be a constant "
+                     "or a number of rows (detections) whose bound is known");
     if (!condInit)
       return n.error("a Loop with scan outputs needs its initial condition; it must be a "
                      "constant");
@@ -172,6 +182,12 @@ LogicalResult importLoop(NodeImporter &n, SubgraphImporter sub, const onnx::Grap
     moveBody(bodyBlock.get(), after);
   }
   llvm::append_range(outputs, whileOp.getResults().drop_front(2));
+  if (countedScans) {
+    // The scan outputs' valid rows: the iterations that ran.
+    Value ran = toTensor(n, whileOp.getResult(0));
+    for (int64_t j = 0; j < numScan; ++j)
+      n.setRowCount(numCarried + j, ran);
+  }
   return success();
 }
 
@@ -292,6 +308,129 @@ LogicalResult importLoopCarryingSequences(NodeImporter &n, SubgraphImporter sub,
   }
   for (size_t j = 0; j < numScan; ++j)
     outputs.push_back(results[plainCarried + j]);
+  return failure(n.failed());
+}
+
+/// The tensor the body appends to its carried value i, in the form
+/// exporters write for `t = torch.cat([t, row])`: the body's output is a
+/// Concat along axis 0 of its input (through Identity or Cast nodes that
+/// nothing else reads) and one more tensor, and the body reads that input
+/// nowhere else. The appender and the nodes between are added to `nodes`;
+/// empty when the body does something else.
+std::string tensorAppended(const onnx::GraphProto &body, size_t i,
+                           SmallVectorImpl<const onnx::NodeProto *> &nodes) {
+  if ((size_t)body.input_size() <= 2 + i || (size_t)body.output_size() <= 1 + i)
+    return {};
+  auto readers = [&](const std::string &name) {
+    SmallVector<const onnx::NodeProto *> r;
+    for (const onnx::NodeProto &node : body.node())
+      if (llvm::is_contained(node.input(), name))
+        r.push_back(&node);
+    for (const auto &out : body.output())
+      if (out.name() == name)
+        r.push_back(nullptr);
+    return r;
+  };
+  std::string at = body.input(2 + i).name();
+  for (;;) {
+    auto r = readers(at);
+    if (r.size() != 1 || !r[0])
+      return {};
+    const onnx::NodeProto &node = *r[0];
+    if (node.op_type() == "Identity" || node.op_type() == "Cast") {
+      nodes.push_back(&node);
+      at = node.output(0);
+      continue;
+    }
+    int64_t axis = -1;
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.name() == "axis")
+        axis = a.i();
+    if (node.op_type() != "Concat" || axis != 0 || node.input_size() != 2 ||
+        node.input(0) != at || node.output(0) != body.output(1 + i).name() ||
+        readers(node.output(0)).size() != 1)
+      return {};
+    nodes.push_back(&node);
+    return node.input(1);
+  }
+}
+
+/// A Loop whose carried tensors that change shape only grow by one part per
+/// iteration along axis 0, from empty (torchvision's keypoint decoding:
+/// `xy_preds = torch.cat([xy_preds, row])` over the detections): each such
+/// value becomes a scan output (the appended parts stacked), reshaped after
+/// the loop so that the parts follow one another along axis 0. With a trip
+/// count computed from a number of rows, the result is counted too.
+LogicalResult importLoopAppendingTensors(NodeImporter &n, SubgraphImporter sub,
+                                         ArrayRef<size_t> slots, ArrayRef<std::string> appended,
+                                         ArrayRef<SmallVector<const onnx::NodeProto *>> nodes,
+                                         SmallVectorImpl<Value> &outputs) {
+  size_t numCarried;
+  const onnx::GraphProto *body = checkedLoopBody(n, numCarried);
+  if (!body)
+    return failure();
+  onnx::GraphProto rewritten = *body;
+  SmallVector<Value> inputs{n.input(0), n.input(1)};
+  for (size_t i = 0, k = 0; i < numCarried; ++i)
+    if (k < slots.size() && slots[k] == i)
+      ++k;
+    else
+      inputs.push_back(n.input(2 + i));
+  // Drop the appended values' body inputs and outputs and the nodes that
+  // appended (from the back, so indices stay valid); the parts become scans.
+  std::set<const onnx::NodeProto *> dropped;
+  for (const auto &list : nodes)
+    dropped.insert(list.begin(), list.end());
+  for (size_t k = slots.size(); k-- > 0;) {
+    rewritten.mutable_input()->DeleteSubrange(2 + slots[k], 1);
+    rewritten.mutable_output()->DeleteSubrange(1 + slots[k], 1);
+  }
+  for (int j = body->node_size(); j-- > 0;)
+    if (dropped.count(&body->node(j)))
+      rewritten.mutable_node()->DeleteSubrange(j, 1);
+  for (const std::string &name : appended)
+    rewritten.add_output()->set_name(name);
+
+  NodeImporter inner(n.b, n.loc, n.node, n.opset, inputs);
+  inner.loopRecurrences = n.loopRecurrences;
+  inner.tripCountBound = n.tripCountBound;
+  SmallVector<Value> results;
+  if (failed(importLoop(inner, sub, &rewritten, results)) || inner.failed())
+    return failure();
+  size_t plainCarried = numCarried - slots.size();
+  size_t numScan = body->output_size() - 1 - numCarried;
+  auto countOf = [&](size_t result) {
+    return result < inner.rowCounts.size() ? inner.rowCounts[result] : CountedAxis();
+  };
+  for (size_t i = 0, plain = 0, k = 0; i < numCarried; ++i) {
+    if (!(k < slots.size() && slots[k] == i)) {
+      outputs.push_back(results[plain++]);
+      continue;
+    }
+    size_t result = plainCarried + numScan + k++;
+    Value stacked = results[result];
+    auto st = NodeImporter::rankedType(stacked);
+    auto init = NodeImporter::rankedType(n.input(2 + i));
+    if (!st || st.getRank() < 2 || !st.hasStaticShape())
+      return n.error("loop-carried value '" + body->input(2 + i).name() +
+                     "' grows by parts of unknown shape");
+    if (init && init.getRank() != st.getRank() - 1)
+      return n.error("loop-carried value '" + body->input(2 + i).name() + "' of rank " +
+                     Twine(init.getRank()) + " grows by parts of rank " +
+                     Twine(st.getRank() - 1));
+    // [iterations, part, ...] -> [iterations * part, ...]
+    int64_t part = st.getDimSize(1);
+    SmallVector<int64_t> shape{st.getDimSize(0) * part};
+    llvm::append_range(shape, st.getShape().drop_front(2));
+    outputs.push_back(n.make<ReshapeOp>(stacked, n.i64Tensor(shape), n.b.getBoolAttr(false)));
+    if (CountedAxis c = countOf(result))
+      n.setRowCount(i, part == 1 ? c.count : n.make<MulOp>(c.count, n.i64Scalar(part)));
+  }
+  for (size_t j = 0; j < numScan; ++j) {
+    outputs.push_back(results[plainCarried + j]);
+    if (CountedAxis c = countOf(plainCarried + j))
+      n.setRowCount(numCarried + j, c.count);
+  }
   return failure(n.failed());
 }
 
@@ -445,6 +584,27 @@ LogicalResult importLoopNode(NodeImporter &n, SubgraphImporter importSubgraph,
     if (allStartEmpty && appendsOnly(*body, seqInputs) && !shortKnownLoop(n))
       return importLoopCarryingSequences(n, importSubgraph, seqInputs, outputs, seqOutputs);
     return unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs);
+  }
+  // Carried tensors that grow by a part per iteration from empty become
+  // scan outputs (short loops of known count are unrolled instead, below).
+  if (!shortKnownLoop(n) && body->input_size() >= 2) {
+    SmallVector<size_t> slots;
+    SmallVector<std::string> appended;
+    SmallVector<SmallVector<const onnx::NodeProto *>> nodes;
+    for (size_t i = 0; i + 2 < n.numInputs() && i + 2 < (size_t)body->input_size(); ++i) {
+      auto init = NodeImporter::rankedType(n.input(2 + i));
+      if (!init || init.getRank() == 0 || !init.hasStaticShape() || init.getDimSize(0) != 0)
+        continue;
+      SmallVector<const onnx::NodeProto *> chain;
+      std::string part = tensorAppended(*body, i, chain);
+      if (part.empty())
+        continue;
+      slots.push_back(i);
+      appended.push_back(part);
+      nodes.push_back(std::move(chain));
+    }
+    if (!slots.empty())
+      return importLoopAppendingTensors(n, importSubgraph, slots, appended, nodes, outputs);
   }
   // A short Loop with a known count whose carried values change shape
   // from one iteration to the next (a Slice at the iteration number) has

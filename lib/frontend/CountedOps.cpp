@@ -81,6 +81,29 @@ LogicalResult countedShape(NodeImporter &n, CountedAxis c, SmallVectorImpl<Value
   return failure(n.failed());
 }
 
+} // namespace
+
+void sortedTopK(NodeImporter &n, Value x, int64_t axis, Value k, int64_t capacity, Value valid,
+                SmallVectorImpl<Value> &outputs) {
+  auto t = NodeImporter::rankedType(x);
+  Value buffer = n.make<TopKOp>(x, k, valid, n.b.getI64IntegerAttr(axis),
+                                n.b.getI64IntegerAttr(capacity),
+                                n.b.getBoolAttr(n.getInt("largest", 1) != 0));
+  SmallVector<int64_t> shape(t.getShape());
+  shape[axis] = capacity;
+  int64_t positions = 1;
+  for (int64_t d : shape)
+    positions *= d;
+  Value indices = n.make<ReshapeOp>(
+      n.make<SliceOp>(buffer, n.i64Tensor({0}), n.i64Tensor({positions}), n.i64Tensor({0}),
+                      n.i64Tensor({1})),
+      n.i64Tensor(shape), n.b.getBoolAttr(false));
+  outputs.push_back(n.make<GatherElementsOp>(x, indices, n.b.getI64IntegerAttr(axis)));
+  outputs.push_back(indices);
+}
+
+namespace {
+
 /// TopK whose k is bounded (not constant) or whose input is counted along
 /// the TopK axis: kiln.top_k over the valid entries, counted by min(k, valid).
 LogicalResult countedTopK(NodeImporter &n, CountedAxis in, const BoundedInts &kBounds,
@@ -109,21 +132,7 @@ LogicalResult countedTopK(NodeImporter &n, CountedAxis in, const BoundedInts &kB
     return n.error("TopK's k must be a constant or a bounded count");
   }
   Value valid = in && in.axis == *axis ? in.count : n.i64Scalar(dim);
-  int64_t capacity = std::clamp<int64_t>(kMax, 0, dim);
-  Value buffer = n.make<TopKOp>(x, k, valid, n.b.getI64IntegerAttr(*axis),
-                                n.b.getI64IntegerAttr(capacity),
-                                n.b.getBoolAttr(n.getInt("largest", 1) != 0));
-  SmallVector<int64_t> shape(t.getShape());
-  shape[*axis] = capacity;
-  int64_t positions = 1;
-  for (int64_t d : shape)
-    positions *= d;
-  Value indices = n.make<ReshapeOp>(
-      n.make<SliceOp>(buffer, n.i64Tensor({0}), n.i64Tensor({positions}), n.i64Tensor({0}),
-                      n.i64Tensor({1})),
-      n.i64Tensor(shape), n.b.getBoolAttr(false));
-  outputs.push_back(n.make<GatherElementsOp>(x, indices, n.b.getI64IntegerAttr(*axis)));
-  outputs.push_back(indices);
+  sortedTopK(n, x, *axis, k, std::clamp<int64_t>(kMax, 0, dim), valid, outputs);
   Value count = n.make<MinOp>(k, valid);
   counts.assign(2, CountedAxis{count, *axis});
   return failure(n.failed());

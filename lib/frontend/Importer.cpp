@@ -584,6 +584,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   if (controlFlowOp) {
     NodeImporter ni(b, loc, node, nodeOpset, inputs);
     ni.loopRecurrences = opts.loopRecurrences;
+    if (node.op_type() == "Loop" && node.input_size() > 0 && !node.input(0).empty())
+      if (BoundedInts trip = boundsOf(node.input(0)); trip.entries.size() == 1)
+        ni.tripCountBound = trip.entries[0].max;
     SmallVector<Value> outputs;
     std::map<size_t, SmallVector<Value>> seqOutputs;
     auto sub = [&](const onnx::GraphProto &g, ArrayRef<Value> args, SmallVectorImpl<Value> &outs,

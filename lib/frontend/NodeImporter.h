@@ -34,6 +34,10 @@ public:
   const int64_t opset;
   /// ImportOptions::loopRecurrences.
   bool loopRecurrences = true;
+  /// A Loop's trip count M, when it is computed at run time from a number
+  /// of rows known only then (a detector's detections, RowCounts.h): the
+  /// most it can be.
+  std::optional<int64_t> tripCountBound;
 
   /// Set by a rule whose output i has a number of valid entries along one
   /// axis known only at run time (RowCounts.h).

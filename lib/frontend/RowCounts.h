@@ -42,6 +42,14 @@ struct BoundedInts {
   explicit operator bool() const { return !entries.empty(); }
 };
 
+/// TopK of the float32 `x` (static shape) along `axis` by the sorting
+/// kernel (kiln.top_k): the values and positions of the min(k, valid) best
+/// of each line's first `valid` entries, in `capacity` slots, appended to
+/// `outputs`. For a run-time k or valid length, and for a large constant k
+/// (the importer's k rounds of arg-max cost O(k * n), and as many ops).
+void sortedTopK(NodeImporter &n, mlir::Value x, int64_t axis, mlir::Value k, int64_t capacity,
+                mlir::Value valid, llvm::SmallVectorImpl<mlir::Value> &outputs);
+
 /// NonZero of `x` computed at run time by kiln_nonzero_u8: coordinates
 /// [rank, elements] whose valid columns (axis 1) number `count`.
 mlir::LogicalResult runTimeNonZero(NodeImporter &n, mlir::Value x, mlir::Value &coords,

@@ -2,6 +2,7 @@
 // LogSum, LogSumExp, SumSquare) become an elementwise op plus a kiln
 // reduction.
 #include "NodeImporter.h"
+#include "RowCounts.h"
 
 using namespace mlir;
 
@@ -108,7 +109,10 @@ LogicalResult argExtreme(NodeImporter &n, Outs &out) {
 /// TopK as k rounds of arg-max (arg-min for the smallest): each round
 /// gathers the winner and masks it out. Ties resolve to the lower index, as
 /// ONNX requires, because arg-max keeps the first maximum. O(k * n), meant
-/// for the small k of detection and decoding heads.
+/// for the small k of decoding heads; a larger k of float32 values (a
+/// region proposal network's 1000 best anchors of 19200) goes to the
+/// sorting kernel, whose order is the same.
+constexpr int64_t kMaxUnrolledTopK = 8;
 LogicalResult topK(NodeImporter &n, Outs &out) {
   Value x = n.required(0);
   auto t = NodeImporter::rankedType(x);
@@ -124,10 +128,15 @@ LogicalResult topK(NodeImporter &n, Outs &out) {
   int64_t k = (*kv)[0], dim = t.getDimSize(axis);
   if (k <= 0 || k > dim)
     return n.error("TopK k = " + Twine(k) + " is outside [1, " + Twine(dim) + "]");
+  Type elt = t.getElementType();
+  if (k > kMaxUnrolledTopK && elt.isF32()) {
+    // sorted=0 leaves the order to the implementation: sorted is one.
+    sortedTopK(n, x, axis, n.i64Scalar(k), k, n.i64Scalar(dim), out);
+    return failure(n.failed());
+  }
   if (!n.getInt("sorted", 1))
     return n.error("TopK with sorted=0 is not supported");
   bool largest = n.getInt("largest", 1) != 0;
-  Type elt = t.getElementType();
   if (!isa<FloatType>(elt))
     return n.error("TopK supports floating-point inputs");
   double worst = largest ? -std::numeric_limits<double>::infinity()

@@ -211,6 +211,186 @@ LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<Smal
   return success();
 }
 
+/// Element `i` of a 1-D integer tensor, seen through the Concat, Cast and
+/// Unsqueeze that shape arithmetic builds sizes with, so that the entries
+/// known while compiling (a Resize's batch and channels, from a Shape) are
+/// constants even where others are computed at run time.
+Value elementOf(NodeImporter &n, Value v, int64_t i) {
+  Operation *def = v.getDefiningOp();
+  if (auto c = dyn_cast_if_present<ConcatOp>(def)) {
+    for (Value part : c.getInputs()) {
+      auto t = NodeImporter::rankedType(part);
+      if (!t || t.getRank() != 1 || t.isDynamicDim(0))
+        break;
+      if (i < t.getDimSize(0))
+        return elementOf(n, part, i);
+      i -= t.getDimSize(0);
+    }
+  } else if (auto c = dyn_cast_if_present<CastOp>(def);
+             c && c.getTo() == NodeImporter::elementType(v) &&
+             NodeImporter::elementType(c.getInput()).isSignlessInteger(64)) {
+    return elementOf(n, c.getInput(), i);
+  } else if (auto u = dyn_cast_if_present<UnsqueezeOp>(def);
+             u && NodeImporter::rankedType(u.getInput()) &&
+             NodeImporter::rankedType(u.getInput()).getRank() == 0 && i == 0) {
+    return u.getInput();
+  }
+  return n.make<GatherOp>(v, n.i64Scalar(i), n.b.getI64IntegerAttr(0));
+}
+
+/// Resizes `x` along `axis` (of static size `in`) to `size` positions, a
+/// scalar i64 known only at run time (a detector's box size): the taps of
+/// computeTaps, as tensors over the output positions computed in float32
+/// (as ONNX Runtime does) by kiln ops, whose result dim along `axis` is a
+/// value-defined dim.
+Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, int64_t in, Value size,
+                       const ResizeParams &p) {
+  auto t = NodeImporter::rankedType(x);
+  Type f32 = n.b.getF32Type();
+  auto f = [&](double v) {
+    return n.constant(DenseElementsAttr::get(RankedTensorType::get({}, f32), (float)v));
+  };
+  auto i64 = [&](int64_t v) { return n.i64Scalar(v); };
+  auto cast = [&](Value v, Type to) { return n.make<CastOp>(v, TypeAttr::get(to)); };
+  Value outF = cast(size, f32);
+  Value pos = cast(n.make<RangeOp>(i64(0), size, i64(1)), f32);
+  Value scale = n.make<DivOp>(outF, f(in));
+  Value half = n.make<AddOp>(pos, f(0.5));
+  Value xo;
+  const std::string &tr = p.transform;
+  if (tr == "align_corners")
+    xo = n.make<SelectOp>(n.make<GreaterOp>(outF, f(1)),
+                          n.make<DivOp>(n.make<MulOp>(pos, f(in - 1)), n.make<SubOp>(outF, f(1))),
+                          f(0));
+  else if (tr == "asymmetric")
+    xo = n.make<DivOp>(pos, scale);
+  else if (tr == "tf_half_pixel_for_nearest" || tr == "tf_half_pixel_for_nn")
+    xo = n.make<DivOp>(half, scale);
+  else if (tr == "pytorch_half_pixel")
+    xo = n.make<SelectOp>(n.make<GreaterOp>(outF, f(1)),
+                          n.make<SubOp>(n.make<DivOp>(half, scale), f(0.5)), f(-0.5));
+  else // half_pixel
+    xo = n.make<SubOp>(n.make<DivOp>(half, scale), f(0.5));
+  // The pixel left of xo, an integer xo counting as ratio 1 from the one
+  // before it (as computeTaps).
+  Value x0f = n.make<FloorOp>(xo);
+  Value ratio = n.make<SubOp>(xo, x0f);
+  Value atPixel = n.make<EqualOp>(ratio, f(0));
+  ratio = n.make<SelectOp>(atPixel, f(1), ratio);
+  Value x0 = cast(n.make<SelectOp>(atPixel, n.make<SubOp>(x0f, f(1)), x0f), n.b.getI64Type());
+  auto clamped = [&](Value idx) { return n.make<MinOp>(n.make<MaxOp>(idx, i64(0)), i64(in - 1)); };
+  SmallVector<int64_t> weightAxes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (d != axis)
+      weightAxes.push_back(d);
+  auto gather = [&](Value idx) { return n.make<GatherOp>(x, clamped(idx), n.b.getI64IntegerAttr(axis)); };
+  if (p.mode == "nearest") {
+    // One tap: the pixel after x0 where the rounding says so (ratio 1 is
+    // the pixel at xo itself).
+    Value after = n.make<EqualOp>(ratio, f(1));
+    if (p.nearestMode == "round_prefer_ceil")
+      after = n.make<OrOp>(after, n.make<GreaterEqualOp>(ratio, f(0.5)));
+    else if (p.nearestMode == "ceil")
+      after = n.make<GreaterOp>(ratio, f(-1)); // every position
+    else if (p.nearestMode != "floor")
+      after = n.make<OrOp>(after, n.make<GreaterOp>(ratio, f(0.5)));
+    return gather(n.make<AddOp>(x0, cast(after, n.b.getI64Type())));
+  }
+  SmallVector<Value> weights;
+  if (p.mode == "linear") {
+    weights = {n.make<SubOp>(f(1), ratio), ratio};
+  } else {
+    // cubic, with r = ratio and s = 1 - ratio (coefficients() above).
+    double A = p.cubicA;
+    Value r = ratio, s = n.make<SubOp>(f(1), ratio);
+    auto outer = [&](Value v) { // ((A(v+1) - 5A)(v+1) + 8A)(v+1) - 4A
+      Value v1 = n.make<AddOp>(v, f(1));
+      Value e = n.make<SubOp>(n.make<MulOp>(v1, f(A)), f(5 * A));
+      e = n.make<AddOp>(n.make<MulOp>(e, v1), f(8 * A));
+      return n.make<SubOp>(n.make<MulOp>(e, v1), f(4 * A));
+    };
+    auto inner = [&](Value v) { // ((A+2)v - (A+3)) v v + 1
+      Value e = n.make<SubOp>(n.make<MulOp>(v, f(A + 2)), f(A + 3));
+      return n.make<AddOp>(n.make<MulOp>(n.make<MulOp>(e, v), v), f(1));
+    };
+    weights = {outer(r), inner(r), inner(s), outer(s)};
+  }
+  Value first = p.mode == "cubic" ? n.make<SubOp>(x0, i64(1)) : x0;
+  SmallVector<Value> index;
+  for (size_t k = 0; k < weights.size(); ++k)
+    index.push_back(k == 0 ? first : n.make<AddOp>(first, i64(k)));
+  if (p.excludeOutside) {
+    Value sum;
+    for (size_t k = 0; k < weights.size(); ++k) {
+      Value inside = n.make<AndOp>(n.make<GreaterEqualOp>(index[k], i64(0)),
+                                   n.make<LessOp>(index[k], i64(in)));
+      weights[k] = n.make<SelectOp>(inside, weights[k], f(0));
+      sum = sum ? n.make<AddOp>(sum, weights[k]) : weights[k];
+    }
+    Value zero = n.make<EqualOp>(sum, f(0));
+    for (Value &w : weights)
+      w = n.make<SelectOp>(zero, f(0), n.make<DivOp>(w, sum));
+  }
+  Value acc;
+  for (size_t k = 0; k < weights.size(); ++k) {
+    Value w = weights[k];
+    if (t.getElementType() != f32)
+      w = cast(w, t.getElementType());
+    if (!weightAxes.empty())
+      w = n.make<UnsqueezeOp>(w, n.b.getDenseI64ArrayAttr(weightAxes));
+    Value term = n.make<MulOp>(gather(index[k]), w);
+    acc = acc ? n.make<AddOp>(acc, term) : term;
+  }
+  return acc;
+}
+
+/// Resize to sizes computed at run time (from data, or from dims unknown
+/// while compiling): along each axis whose size is a constant, the taps
+/// computed here; along the others, taps computed at run time.
+LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value sizes,
+                                   const ResizeParams &p) {
+  auto t = NodeImporter::rankedType(x);
+  auto st = NodeImporter::rankedType(sizes);
+  if (!t || !t.hasStaticShape())
+    return n.error("Resize needs an input of static shape");
+  if (!isa<FloatType>(t.getElementType()))
+    return n.error("Resize supports floating-point inputs only");
+  if (!st || st.getRank() != 1 || st.isDynamicDim(0) || st.getDimSize(0) != t.getRank() ||
+      !st.getElementType().isSignlessInteger(64))
+    return n.error("Resize sizes must be an int64 tensor of one entry per dimension");
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    return n.error("unknown Resize mode '" + p.mode + "'");
+  if (p.transform == "tf_crop_and_resize")
+    return n.error("Resize with tf_crop_and_resize needs constant sizes");
+  Value y = x;
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    int64_t in = t.getDimSize(d);
+    Value size = elementOf(n, sizes, d);
+    if (auto c = getConstantInts(size); c && c->size() == 1) {
+      int64_t outDim = (*c)[0];
+      if (outDim < 0 || outDim > (int64_t(1) << 32))
+        return n.error("Resize output dimension " + Twine(outDim) + " along axis " + Twine(d) +
+                       " is out of range");
+      if (outDim == in)
+        continue; // sizes: the identity along this axis
+      if (!NodeImporter::rankedType(y).hasStaticShape()) {
+        // Taps of a constant size along an axis after one of run-time size.
+        y = applyRunTimeTaps(n, y, d, in, size, p);
+        continue;
+      }
+      y = applyTaps(n, y, d, computeTaps(p, in, outDim, (double)outDim / in, 0, 1));
+      continue;
+    }
+    if (in == 0)
+      return n.error("Resize of an empty axis " + Twine(d) + " to a run-time size");
+    y = applyRunTimeTaps(n, y, d, in, n.make<MaxOp>(size, n.i64Scalar(0)), p);
+    if (n.failed())
+      return failure();
+  }
+  out.push_back(y);
+  return success();
+}
+
 LogicalResult resize(NodeImporter &n, Outs &out) {
   ResizeParams p{n.getString("mode", "nearest"),
                  n.getString("coordinate_transformation_mode", "half_pixel"),
@@ -233,8 +413,10 @@ LogicalResult resize(NodeImporter &n, Outs &out) {
     if (scales && scales->empty()) // an empty scales tensor means "use sizes"
       scales.reset();
   }
+  if (!scales && !sizes && n.opset >= 11 && n.hasInput(3))
+    return resizeToRunTimeSizes(n, out, n.required(0), n.input(3), p);
   if (!scales && !sizes)
-    return n.error("Resize scales or sizes must be a constant");
+    return n.error("Resize scales must be a constant (sizes may be computed at run time)");
   return resizeWith(n, out, n.required(0), scales, sizes, roi, p);
 }
 

@@ -19,7 +19,8 @@ namespace kiln {
 /// Shape values longer than this are not tracked element by element.
 constexpr int64_t kMaxContents = 64;
 
-SymbolicDims::SymbolicDims(func::FuncOp func) : ctx(func.getContext()) {
+SymbolicDims::SymbolicDims(func::FuncOp func, bool valueSymbols)
+    : ctx(func.getContext()), valueSymbols(valueSymbols) {
   for (BlockArgument arg : func.getArguments()) {
     auto t = dyn_cast<RankedTensorType>(arg.getType());
     if (!t)
@@ -52,6 +53,29 @@ AffineExpr SymbolicDims::symbolFor(const std::string &name) {
       return getAffineSymbolExpr(i, ctx);
   names.push_back(name);
   return getAffineSymbolExpr(names.size() - 1, ctx);
+}
+
+std::optional<SymbolicDims::Exprs> SymbolicDims::contentsOrValues(Value shape) {
+  auto t = dyn_cast<RankedTensorType>(shape.getType());
+  std::optional<Exprs> c = contentsOf(shape);
+  if (!valueSymbols || !t || !t.getElementType().isSignlessInteger() || t.getRank() > 1 ||
+      !t.hasStaticShape() || t.getNumElements() > kMaxContents)
+    return c;
+  if (!c)
+    c = Exprs(t.getNumElements());
+  for (auto [i, e] : llvm::enumerate(*c)) {
+    if (e)
+      continue;
+    // One symbol per element of a value, however many ops read it.
+    for (auto &[pos, src] : valueSources)
+      if (src.tensor == shape && src.index == (int64_t)i)
+        e = getAffineSymbolExpr(pos, ctx);
+    if (e)
+      continue;
+    e = symbolFor("(value " + std::to_string(valueSources.size()) + ")");
+    valueSources[cast<AffineSymbolExpr>(e).getPosition()] = {shape, (int64_t)i};
+  }
+  return c;
 }
 
 AffineExpr SymbolicDims::constant(int64_t c) const { return getAffineConstantExpr(c, ctx); }
@@ -485,7 +509,7 @@ void SymbolicDims::visit(Operation *op) {
         setIfKnown(i, b[i]);
     }
   } else if (auto c = dyn_cast<ConstantOfShapeOp>(op)) {
-    if (auto target = fromContents(c.getShape()))
+    if (auto target = contentsOrValues(c.getShape()); target && target->size() == d.size())
       for (size_t i = 0; i < d.size(); ++i)
         setIfKnown(i, (*target)[i]);
   } else if (auto t = dyn_cast<TileOp>(op)) {
@@ -495,7 +519,7 @@ void SymbolicDims::visit(Operation *op) {
         if (in[i] && (*reps)[i] && (constantOf(in[i]) || constantOf((*reps)[i])))
           setIfKnown(i, in[i] * (*reps)[i]);
   } else if (auto rg = dyn_cast<RangeOp>(op)) {
-    auto s = contentsOf(rg.getStart()), l = contentsOf(rg.getLimit());
+    auto s = contentsOrValues(rg.getStart()), l = contentsOrValues(rg.getLimit());
     auto delta = getConstantInts(rg.getDelta());
     if (s && l && delta && s->size() == 1 && l->size() == 1 && (*s)[0] && (*l)[0] &&
         delta->size() == 1 && (*delta)[0] > 0 && d.size() == 1) {
@@ -548,6 +572,17 @@ void SymbolicDims::visit(Operation *op) {
         for (size_t i = 0; i < d.size(); ++i)
           setIfKnown(i, out[i]);
     }
+  } else if (auto am = dyn_cast<ArgMaxOp>(op)) {
+    Exprs in = dimsOf(am.getInput());
+    Exprs out;
+    for (size_t i = 0; i < in.size(); ++i)
+      if ((int64_t)i != am.getAxis())
+        out.push_back(in[i]);
+      else if (am.getKeepdims())
+        out.push_back(constant(1));
+    if (out.size() == d.size())
+      for (size_t i = 0; i < d.size(); ++i)
+        setIfKnown(i, out[i]);
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
     // The axes not sliced keep their dims; a sliced one of a constant dim
     // with bounds known as constants (often computed from other dims, which

@@ -29,6 +29,8 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | qdq_tool_cnn | a small MobileNet-style CNN (ReLU6, a max pool on the bytes, a depthwise block, a residual Add, a linear head) exported by PyTorch and quantized by Kiln's own kiln-quantize (kiln.quantize, needs PYTHONPATH=build/python): the int8 kernels (direct, flat and depthwise windows, each requantizing its result itself), Clip fused into the requantization; ONNX Runtime runs the same file on its integer kernels |
 | qoperator_tool_cnn | a CNN with a residual Add, a squeeze-excitation gate (GlobalAveragePool, Sigmoid, Mul), AveragePool, Concat, LeakyRelu and a MatMul head, quantized by kiln-quantize in ONNX Runtime's QOperator form (needs PYTHONPATH=build/python): QLinearConv, QLinearMatMul and the com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and QLinearLeakyRelu; ONNX Runtime runs the same file |
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
+| keypoint_decode | torchvision's keypoint decoding (`heatmaps_to_keypoints`, as Keypoint R-CNN exports it) after a small detector: NonMaxSuppression picks the boxes, then a Loop over the detections resizes each one's heatmaps (bicubic) to its box's size, computed from the box, takes ArgMax positions and appends a row per detection to two tensors: shapes computed from data inside a loop, and 9 or 10 detections |
+| resize_runtime_sizes | Resize (linear align_corners, nearest asymmetric, cubic with exclude_outside) to sizes computed from the input's values, so neither the sizes nor the result's dims are known while compiling |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -830,6 +832,95 @@ def dynamic_quant_mlp(folder):
     return [([rng.uniform(-2, 2, (2, s, 64)).astype(np.float32)], None) for s in (5, 9)]
 
 
+class KeypointDecode(torch.nn.Module):
+    """A 4x4 grid of boxes from a conv head (sizes 1.5 to 13.5 pixels),
+    NonMaxSuppression (IoU 0.3, the first 10 kept), each kept box's three
+    8x8 heatmaps, and torchvision's heatmaps_to_keypoints on them."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.box = torch.nn.Conv2d(8, 4, 4, stride=4)
+        self.score = torch.nn.Conv2d(8, 1, 4, stride=4)
+        self.heat = torch.nn.Conv2d(8, 3, 1)
+        self.maps = torch.nn.Parameter(torch.randn(16, 3, 8, 8, generator=g))
+        ys, xs = torch.meshgrid(torch.arange(4.0), torch.arange(4.0), indexing="ij")
+        self.register_buffer("anchors", torch.stack([xs * 4, ys * 4], -1).reshape(16, 2))
+
+    def forward(self, x):
+        import torchvision
+        from torchvision.models.detection.roi_heads import heatmaps_to_keypoints
+        f = torch.relu(self.conv(x))
+        d = self.box(f).flatten(2).transpose(1, 2)[0]
+        xy = self.anchors + 2 * torch.tanh(d[:, :2])
+        wh = 1.5 + 12 * torch.sigmoid(d[:, 2:])
+        boxes = torch.cat([xy, xy + wh], 1)
+        scores = torch.sigmoid(self.score(f).flatten())
+        keep = torchvision.ops.nms(boxes, scores, 0.3)[:10]
+        rois = boxes[keep]
+        maps = torch.nn.functional.interpolate(self.heat(f), size=(8, 8), mode="bilinear",
+                                               align_corners=False) + self.maps
+        kp, kp_scores = heatmaps_to_keypoints(maps[keep], rois)
+        return rois, kp, kp_scores
+
+
+def keypoint_decode(folder):
+    torch.manual_seed(0)
+    model = KeypointDecode().eval()
+    xs = [torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(s)) * (1 + k)
+          for k, s in enumerate((1, 2, 5))]
+    with torch.no_grad():
+        torch.onnx.export(model, (xs[0],), os.path.join(folder, "model.onnx"), opset_version=17,
+                          input_names=["x"], output_names=["rois", "keypoints", "keypoint_scores"],
+                          dynamic_axes={"rois": {0: "K"}, "keypoints": {0: "K"},
+                                        "keypoint_scores": {0: "K"}}, **no_dynamo())
+        return [([x.numpy()], [t.numpy() for t in model(x)]) for x in xs]
+
+
+def resize_runtime_sizes(folder):
+    """Built with ONNX's helpers: sizes = ceil(5 * |x[0, 0, 0, 0:2]|), so
+    that they are computed from the input's values (x has 72 elements, more
+    than Kiln specialises on), then three Resizes to [1, 2] + sizes, each
+    reduced to a sum per channel and the ArgMax of each channel's map."""
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    inits = [helper.make_tensor("nc", I, [2], [1, 2]), helper.make_tensor("ax", I, [2], [2, 3]),
+             helper.make_tensor("rows", I, [2], [2, -1]),
+             helper.make_tensor("s0", I, [4], [0, 0, 0, 0]),
+             helper.make_tensor("s1", I, [4], [1, 1, 1, 2]),
+             helper.make_tensor("s2", I, [4], [0, 1, 2, 3]),
+             helper.make_tensor("two", I, [1], [2]), helper.make_tensor("five", F, [], [5.0])]
+    nodes = [helper.make_node("Slice", ["x", "s0", "s1", "s2"], ["corner"]),
+             helper.make_node("Reshape", ["corner", "two"], ["pair"]),
+             helper.make_node("Abs", ["pair"], ["mag"]),
+             helper.make_node("Mul", ["mag", "five"], ["hw"]),
+             helper.make_node("Ceil", ["hw"], ["hw_up"]),
+             helper.make_node("Cast", ["hw_up"], ["hw_int"], to=I),
+             helper.make_node("Concat", ["nc", "hw_int"], ["sizes"], axis=0)]
+    outputs = []
+    for k, (mode, transform, extra) in enumerate([
+            ("linear", "align_corners", {}), ("nearest", "asymmetric", {"nearest_mode": "floor"}),
+            ("cubic", "half_pixel", {"exclude_outside": 1})]):
+        nodes += [helper.make_node("Resize", ["x", "", "", "sizes"], [f"r{k}"], mode=mode,
+                                   coordinate_transformation_mode=transform, **extra),
+                  helper.make_node("ReduceSum", [f"r{k}", "ax"], [f"sum{k}"], keepdims=0),
+                  helper.make_node("Reshape", [f"r{k}", "rows"], [f"flat{k}"]),
+                  helper.make_node("ArgMax", [f"flat{k}"], [f"at{k}"], axis=1, keepdims=0)]
+        outputs += [helper.make_tensor_value_info(f"sum{k}", F, [1, 2]),
+                    helper.make_tensor_value_info(f"at{k}", I, [2])]
+    graph = helper.make_graph(nodes, "resize_runtime_sizes",
+                              [helper.make_tensor_value_info("x", F, [1, 2, 6, 6])], outputs,
+                              initializer=inits)
+    save_model(folder, graph, 17)
+    rng = np.random.default_rng(23)
+    sets = []
+    for hw in ([1.44, 2.7], [0.6, 0.4], [0.1, 0.1], [2.0, 0.9]):
+        x = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)
+        x[0, 0, 0, 0:2] = hw
+        sets.append(([x], None))
+    return sets
+
+
 def no_dynamo():
     import inspect
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
@@ -841,7 +932,8 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
           "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn,
           "qoperator_tool_cnn": qoperator_tool_cnn,
-          "dynamic_quant_mlp": dynamic_quant_mlp}
+          "dynamic_quant_mlp": dynamic_quant_mlp, "keypoint_decode": keypoint_decode,
+          "resize_runtime_sizes": resize_runtime_sizes}
 
 
 def write_sets(folder, sets, ort):

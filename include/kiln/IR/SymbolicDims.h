@@ -36,8 +36,12 @@ public:
   /// A null expression is a dim (or value) nothing is known of.
   using Exprs = llvm::SmallVector<mlir::AffineExpr, 4>;
 
-  /// Symbols for `func`'s arguments' unknown dims.
-  explicit SymbolicDims(mlir::func::FuncOp func);
+  /// Symbols for `func`'s arguments' unknown dims. With `valueSymbols`,
+  /// a dim given by an integer computed at run time (Range's limit, a
+  /// ConstantOfShape's shape, from data rather than from the inputs' dims:
+  /// a box's size in a detector's loop) gets a symbol of its own too, whose
+  /// value is that element (valueSourceOf).
+  explicit SymbolicDims(mlir::func::FuncOp func, bool valueSymbols = false);
 
   /// Computes what `op`'s results are from what its operands are; ops are
   /// visited in order (operands first), as kiln-infer-shapes does.
@@ -62,9 +66,23 @@ public:
   /// `e` with the symbols' names: "batch", "past + new", "12".
   std::string print(mlir::AffineExpr e) const;
 
+  /// Where a value-defined symbol's value is: element `index` of the
+  /// integer tensor `tensor` (rank 0 or 1). Null for an input's dim.
+  struct ValueSource {
+    mlir::Value tensor;
+    int64_t index = 0;
+  };
+  const ValueSource *valueSourceOf(size_t symbol) const {
+    auto it = valueSources.find(symbol);
+    return it == valueSources.end() ? nullptr : &it->second;
+  }
+
 private:
   void setDims(mlir::Value v, Exprs dims);
   mlir::AffineExpr symbolFor(const std::string &name);
+  /// contentsOf(shape), each unknown element a value-defined symbol when
+  /// those are on (and `shape` a small static integer tensor).
+  std::optional<Exprs> contentsOrValues(mlir::Value shape);
   mlir::AffineExpr constant(int64_t c) const;
   mlir::AffineExpr simplify(mlir::AffineExpr e) const;
   Exprs typeDims(mlir::Value v) const;
@@ -76,6 +94,8 @@ private:
   mlir::MLIRContext *ctx;
   llvm::DenseMap<mlir::Value, Exprs> dims, contents;
   std::vector<std::string> names; // symbol position -> name
+  bool valueSymbols = false;
+  llvm::DenseMap<size_t, ValueSource> valueSources; // symbol position -> where
 };
 
 } // namespace kiln

@@ -15,10 +15,12 @@ namespace {
 thread_local DynamicDims *current = nullptr;
 } // namespace
 
-DynamicDims::DynamicDims(func::FuncOp func) : func(func), dims(func) {
-  if (!func.getBody().empty())
-    for (Operation &op : func.getBody().front())
-      dims.visit(&op);
+DynamicDims::DynamicDims(func::FuncOp func) : func(func), dims(func, /*valueSymbols=*/true) {
+  inputSymbols = dims.numSymbols(); // the analysis makes the inputs' first
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op != func.getOperation())
+      dims.visit(op);
+  });
   sources.assign(dims.numSymbols(), {~0u, -1});
   for (BlockArgument arg : func.getArguments()) {
     SymbolicDims::Exprs d = dims.dimsOf(arg);
@@ -47,11 +49,14 @@ std::optional<SymbolicDims::Exprs> DynamicDims::exprsOf(Value v) const {
     if (!d[i])
       return std::nullopt;
     // A symbol that no input's dim gives (a fresh one, for a dim the
-    // analysis could not relate to the inputs) has no value at run time.
+    // analysis could not relate to the inputs) has no value at run time,
+    // unless it is read from a value.
     bool unread = false;
     d[i].walk([&](AffineExpr e) {
       if (auto s = dyn_cast<AffineSymbolExpr>(e))
-        unread |= s.getPosition() >= sources.size() || sources[s.getPosition()].first == ~0u;
+        unread |= s.getPosition() >= sources.size() ||
+                  (sources[s.getPosition()].first == ~0u &&
+                   !dims.valueSourceOf(s.getPosition()));
     });
     if (unread)
       return std::nullopt;
@@ -59,23 +64,60 @@ std::optional<SymbolicDims::Exprs> DynamicDims::exprsOf(Value v) const {
   return d;
 }
 
+Value DynamicDims::symbolValue(size_t i) {
+  symbolValues.resize(sources.size());
+  if (symbolValues[i])
+    return symbolValues[i];
+  if (sources[i].first != ~0u) {
+    // The inputs' dims, each read once at the entry from the first input
+    // that has it (all of them at once, in order).
+    OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+    for (auto [j, src] : llvm::enumerate(sources))
+      if (src.first != ~0u && !symbolValues[j])
+        symbolValues[j] =
+            tensor::DimOp::create(entry, func.getLoc(), func.getArgument(src.first), src.second);
+    return symbolValues[i];
+  }
+  const SymbolicDims::ValueSource *src = dims.valueSourceOf(i);
+  if (!src)
+    return Value();
+  // Read right where the tensor is defined, which dominates every op whose
+  // dims use it (they are computed from it). A negative number there would
+  // be a negative size: ONNX makes that an empty Range (or an error).
+  OpBuilder b(func.getContext());
+  if (Operation *def = src->tensor.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(cast<BlockArgument>(src->tensor).getOwner());
+  Location loc = src->tensor.getLoc();
+  auto t = cast<RankedTensorType>(src->tensor.getType());
+  SmallVector<Value> at;
+  if (t.getRank() == 1)
+    at.push_back(arith::ConstantIndexOp::create(b, loc, src->index));
+  Value element = tensor::ExtractOp::create(b, loc, src->tensor, at);
+  Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+  return symbolValues[i] = arith::MaxSIOp::create(
+             b, loc, index, arith::ConstantIndexOp::create(b, loc, 0));
+}
+
 Value DynamicDims::materialize(OpBuilder &b, Location loc, AffineExpr e) {
   if (auto c = dyn_cast<AffineConstantExpr>(e))
     return arith::ConstantIndexOp::create(b, loc, c.getValue());
-  if (symbolValues.empty()) {
-    // Every symbol's value, read once at the entry from the first input
-    // that has it.
-    OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
-    for (auto [arg, k] : sources)
-      symbolValues.push_back(
-          arg == ~0u ? Value()
-                     : (Value)tensor::DimOp::create(entry, func.getLoc(),
-                                                    func.getArgument(arg), k));
-  }
   if (auto s = dyn_cast<AffineSymbolExpr>(e))
-    return symbolValues[s.getPosition()];
-  auto map = AffineMap::get(0, symbolValues.size(), e);
-  return affine::AffineApplyOp::create(b, loc, map, symbolValues);
+    return symbolValue(s.getPosition());
+  // The expression's own symbols, the others as zeros (affine.apply takes
+  // one operand per symbol of the map).
+  SmallVector<Value> operands(sources.size());
+  e.walk([&](AffineExpr x) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(x))
+      operands[s.getPosition()] = symbolValue(s.getPosition());
+  });
+  Value zero;
+  for (Value &v : operands)
+    if (!v)
+      v = zero ? zero : (zero = arith::ConstantIndexOp::create(b, loc, 0));
+  auto map = AffineMap::get(0, operands.size(), e);
+  return affine::AffineApplyOp::create(b, loc, map, operands);
 }
 
 SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, Value original) {

@@ -79,6 +79,14 @@ Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim) {
   return arith::MinSIOp::create(b, loc, idx, indexConst(b, loc, dim - 1));
 }
 
+Value wrapIndex(OpBuilder &b, Location loc, Value i, Value dim) {
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, indexConst(b, loc, 0));
+  Value idx = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, i, dim), i);
+  idx = arith::MinSIOp::create(b, loc, idx,
+                               arith::SubIOp::create(b, loc, dim, indexConst(b, loc, 1)));
+  return arith::MaxSIOp::create(b, loc, idx, indexConst(b, loc, 0));
+}
+
 namespace {
 
 template <typename OpTy>
@@ -357,11 +365,17 @@ LogicalResult lowerGather(GatherOp op, PatternRewriter &rw) {
   for (int64_t k = 0; k < q; ++k)
     e.push_back(getAffineDimExpr(axis + k, ctx));
   AffineMap idxMap = AffineMap::get(outT.getRank(), 0, e, ctx);
+  // A gathered dim known only at run time (a loop body's map resized to a
+  // box): indices wrap and clamp against its size there.
+  Value runTimeDim =
+      inT.isDynamicDim(axis) ? dimSize(rw, loc, op.getInput(), axis) : Value();
   rw.replaceOp(op, gatherGeneric(rw, loc, outT, op.getInput(), op.getIndices(), idxMap,
                                  [&](OpBuilder &b, Location l, ValueRange idx, ValueRange in) {
                                    SmallVector<Value> src(idx.take_front(axis));
-                                   src.push_back(wrapIndex(b, l, toIndex(b, l, in[0]),
-                                                           inT.getDimSize(axis)));
+                                   Value i = toIndex(b, l, in[0]);
+                                   src.push_back(runTimeDim ? wrapIndex(b, l, i, runTimeDim)
+                                                            : wrapIndex(b, l, i,
+                                                                        inT.getDimSize(axis)));
                                    llvm::append_range(src, idx.drop_front(axis + q));
                                    return src;
                                  },

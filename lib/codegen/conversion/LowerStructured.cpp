@@ -435,11 +435,18 @@ LogicalResult lowerArgMax(ArgMaxOp op, PatternRewriter &rw) {
   auto idxT = RankedTensorType::get(space.keptShape, rw.getI64Type());
   Value initVal = isMin ? highestValue(rw, loc, elt, u) : lowestValue(rw, loc, elt, u);
   Value initIdx = scalarConstant(rw, loc, rw.getI64Type(), -1);
+  // Dims known only at run time: the kept ones sized from the input (as
+  // lowerReduce).
+  SmallVector<Value> keptSizes;
+  for (int64_t i = 0; i < inT.getRank(); ++i)
+    if (i != axis && inT.isDynamicDim(i))
+      keptSizes.push_back(dimSize(rw, loc, input, i));
   SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(inT.getRank(), ctx),
                               space.outMap, space.outMap};
   auto g = linalg::GenericOp::create(
       rw, loc, TypeRange{valT, idxT}, ValueRange{input},
-      ValueRange{filledTensor(rw, loc, valT, initVal), filledTensor(rw, loc, idxT, initIdx)},
+      ValueRange{filledTensor(rw, loc, valT, initVal, keptSizes),
+                 filledTensor(rw, loc, idxT, initIdx, keptSizes)},
       maps, space.iters, [&](OpBuilder &b, Location l, ValueRange a) {
         Value x = a[0], best = a[1], bestIdx = a[2];
         Value i = arith::IndexCastOp::create(b, l, b.getI64Type(),
@@ -461,7 +468,8 @@ LogicalResult lowerArgMax(ArgMaxOp op, PatternRewriter &rw) {
                                 ValueRange{arith::SelectOp::create(b, l, take, x, best),
                                            arith::SelectOp::create(b, l, take, i, bestIdx)});
       });
-  rw.replaceOp(op, reshapeTo(rw, loc, g.getResult(1), outT));
+  rw.replaceOp(op, reshapeTo(rw, loc, g.getResult(1), outT,
+                             dynamicSizes(rw, loc, op.getResult())));
   return success();
 }
 

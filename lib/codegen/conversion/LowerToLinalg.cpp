@@ -174,7 +174,8 @@ bool keepsElementCount(Operation *op, const codegen::DynamicDims &dd) {
 bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims &dd) {
   if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp>(op))
     return keepsElementCount(op, dd);
-  if (isa<TransposeOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op))
+  if (isa<TransposeOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp,
+          ArgMaxOp>(op))
     return true;
   if (isa<RangeOp, ConstantOfShapeOp>(op))
     return true;
@@ -195,12 +196,8 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
     }
     return true;
   }
-  if (auto g = dyn_cast<GatherOp>(op)) {
-    // Indices wrap and clamp against the gathered dim: a static one.
-    auto inT = cast<RankedTensorType>(g.getInput().getType());
-    int64_t axis = g.getAxis() < 0 ? g.getAxis() + inT.getRank() : g.getAxis();
-    return !inT.isDynamicDim(axis);
-  }
+  if (isa<GatherOp>(op)) // indices wrap and clamp against the gathered dim's size
+    return true;
   if (isa<MatMulOp>(op))
     return useKernels && codegen::dynamicMatMulSupported(op);
   if (isa<Conv2DNhwcOp>(op))
@@ -253,9 +250,10 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
 /// takes its target from its result's dims anyway.
 void materializeShapeValues(func::FuncOp func, codegen::DynamicDims &dd) {
   SmallVector<Operation *> ops;
-  for (Operation &op : func.getBody().front())
-    if (isa<KilnDialect>(op.getDialect()) && !isa<ConstantOp>(op) && op.getNumResults() == 1)
-      ops.push_back(&op);
+  func.walk([&](Operation *op) {
+    if (isa<KilnDialect>(op->getDialect()) && !isa<ConstantOp>(op) && op->getNumResults() == 1)
+      ops.push_back(op);
+  });
   for (Operation *op : ops) {
     auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!t || !t.hasStaticShape() || t.getRank() > 1 || !t.getElementType().isSignlessInteger())
@@ -285,12 +283,16 @@ void materializeShapeValues(func::FuncOp func, codegen::DynamicDims &dd) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
-      if (isa<KilnDialect>(op.getDialect()) && op.use_empty() && op.getNumRegions() == 0 &&
-          !isa<LoopGuardOp, CallKernelOp>(op)) {
-        op.erase();
-        changed = true;
-      }
+    SmallVector<Operation *> dead;
+    func.walk([&](Operation *op) {
+      if (isa<KilnDialect>(op->getDialect()) && op->use_empty() && op->getNumRegions() == 0 &&
+          !isa<LoopGuardOp, CallKernelOp>(op))
+        dead.push_back(op);
+    });
+    for (Operation *op : dead) {
+      op->erase();
+      changed = true;
+    }
   }
 }
 
@@ -300,7 +302,7 @@ void materializeShapeValues(func::FuncOp func, codegen::DynamicDims &dd) {
 /// affine map with no dims and one symbol per symbol).
 void describeRuntimeDims(func::FuncOp func, const codegen::DynamicDims &dd) {
   Builder b(func.getContext());
-  size_t n = dd.symbolic().numSymbols();
+  size_t n = dd.numInputSymbols(); // outputs sized from data are refused before
   SmallVector<Attribute> sources, names;
   for (size_t i = 0; i < n; ++i) {
     auto [arg, dim] = dd.sourceOf(i);
@@ -401,20 +403,29 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
   }
 
   LogicalResult lowerFunction(func::FuncOp func) {
-    bool dynamic = llvm::any_of(func.getArgumentTypes(), [](Type t) {
+    auto isDynamic = [](Type t) {
       auto r = dyn_cast<RankedTensorType>(t);
       return r && !r.hasStaticShape();
-    });
+    };
+    bool dynamic = llvm::any_of(func.getArgumentTypes(), isDynamic);
+    // Dims computed from data (a loop body's Range to a box's size) give
+    // ops of run-time dims in a function whose inputs are all static.
+    bool valueDefined = !dynamic && func.walk([&](Operation *op) {
+                                       return isa<KilnDialect>(op->getDialect()) &&
+                                                      llvm::any_of(op->getResultTypes(),
+                                                                   isDynamic)
+                                                  ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+                                     }).wasInterrupted();
     std::optional<codegen::DynamicDims> dd;
     std::optional<codegen::DynamicDims::Scope> scope;
-    if (dynamic) {
+    if (dynamic || valueDefined) {
       dd.emplace(func);
       scope.emplace(&*dd);
       materializeShapeValues(func, *dd);
     }
     auto runtimeDims = [&](Operation *op) {
-      if (!dd || op->getParentOp() != func.getOperation() ||
-          !takesRuntimeDims(op, useKernels, *dd))
+      if (!dd || !takesRuntimeDims(op, useKernels, *dd))
         return false;
       auto known = [](Value v) { return codegen::hasRuntimeDims(v); };
       return llvm::all_of(op->getOperands(), known) && llvm::all_of(op->getResults(), known);
@@ -444,9 +455,30 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
                                            codegen::hasRuntimeDims(v)));
       }
     });
+    // An output whose size is computed from data has no place in the
+    // runtime's dims array (which the inputs' dims size).
+    if (dd)
+      func.walk([&](func::ReturnOp ret) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          auto e = dd->exprsOf(v);
+          bool fromData = false;
+          for (AffineExpr x : e ? *e : SymbolicDims::Exprs())
+            x.walk([&](AffineExpr s) {
+              if (auto sym = dyn_cast<AffineSymbolExpr>(s))
+                fromData |= sym.getPosition() >= dd->numInputSymbols();
+            });
+          if (fromData) {
+            Operation *where = v.getDefiningOp();
+            (where ? where : func.getOperation())->emitError()
+                << "model output " << i << " has dims computed from data at run time ("
+                << v.getType() << "); Kiln sizes outputs from the inputs' dims only";
+            ok = false;
+          }
+        }
+      });
     if (!ok)
       return failure();
-    if (dd)
+    if (dynamic)
       describeRuntimeDims(func, *dd);
     replaceEmptyResults(func);
 
@@ -461,6 +493,8 @@ struct LowerToLinalgPass : impl::KilnLowerToLinalgBase<LowerToLinalgPass> {
         dd->forgetMaterialized();
     }
 
+    if (dd)
+      dd->materializeValueSymbols();
     codegen::markNanFreeClamps(func);
     RewritePatternSet patterns(&getContext());
     if (useKernels)

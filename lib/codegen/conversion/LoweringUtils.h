@@ -103,6 +103,8 @@ Value toIndex(OpBuilder &b, Location loc, Value v);
 Value indexConst(OpBuilder &b, Location loc, int64_t v);
 /// ONNX indices may be negative: i < 0 ? i + dim : i.
 Value wrapIndex(OpBuilder &b, Location loc, Value i, int64_t dim);
+/// The same against a dim of run-time size `dim` (an index value).
+Value wrapIndex(OpBuilder &b, Location loc, Value i, Value dim);
 
 /// Whether `op` is one of the elementwise ops lowered by
 /// populateElementwiseLoweringPatterns.

@@ -1,0 +1,1 @@
+	BroisJђ†.јaмg@ТєAp.0AeАFAuО<AОoћAґќAЄAyаѕ8c„Aћkд@`й‡>E·бѕ…]м@tжи@rс@3G–@J6~AЁК8A,ЌіѕNBAз9Ч@]џAбl’@©®п@ю[DAjуrA8я@5GAц‡tAkn–AGТ;AЖ(ч@V{њAћ±vA
