@@ -361,7 +361,7 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
     return n.error("unknown Resize mode '" + p.mode + "'");
   if (p.transform == "tf_crop_and_resize")
-    return n.error("Resize with tf_crop_and_resize needs constant sizes");
+    return n.error("Resize with tf_crop_and_resize: its sizes must be a constant");
   Value y = x;
   for (int64_t d = 0; d < t.getRank(); ++d) {
     int64_t in = t.getDimSize(d);
