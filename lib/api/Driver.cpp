@@ -125,7 +125,32 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
   buildKilnOptimizationPipeline(pm);
   if (failed(pm.run(*module)))
     return compileError(diags, "shape inference failed");
+  if (forGpu)
+    if (Status s = checkGpuShapes(*module); !s.ok())
+      return s;
   return checkTensorSizes(*module, maxTensorBytes);
+}
+
+Status checkGpuShapes(ModuleOp module) {
+  // Inputs of run-time dims are refused where PTX is made, naming the input.
+  for (auto func : module.getOps<func::FuncOp>())
+    for (Type t : func.getArgumentTypes())
+      if (auto r = dyn_cast<RankedTensorType>(t); r && !r.hasStaticShape())
+        return {};
+  std::string error;
+  module.walk([&](Operation *op) {
+    for (mlir::Value r : op->getResults())
+      if (auto t = dyn_cast<RankedTensorType>(r.getType()); t && !t.hasStaticShape()) {
+        std::string where = describeLocation(op->getLoc());
+        error = (where.empty() ? "" : where + ": ") +
+                "a tensor whose dims are computed from data at run time; NVIDIA GPU code is "
+                "generated for concrete shapes only, so they must be constant when compiling "
+                "(the CPU takes such dims at run time)";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return error.empty() ? Status() : Status::error(KILN_COMPILE_ERROR, error);
 }
 
 uint64_t tensorByteLimit(uint64_t requested) {

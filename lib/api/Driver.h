@@ -39,6 +39,12 @@ std::string describeLocation(mlir::Location loc);
 
 /// Import with the given input shapes, then shape inference and folding,
 /// then the tensor size bound (checkTensorSizes).
+/// For the GPU path (and its tensor passes on the CPU), which generates
+/// code for static shapes only: an error naming the first node whose result
+/// has dims computed from data (a value-defined dim), when every input is
+/// static.
+Status checkGpuShapes(mlir::ModuleOp module);
+
 Status importAndOptimize(mlir::MLIRContext &ctx, const LoadedModel &model,
                          const std::vector<std::vector<int64_t>> &inputShapes,
                          const std::map<size_t, std::string> &inputValues,

@@ -263,7 +263,11 @@ MODELS = {
         sets=[[("image", (3, 320, 320))], [("image", (3, 240, 300))]],
         names=["image"],
         outputs=["boxes", "scores", "labels", "keypoints", "keypoints_scores"],
-        dyn={"image": {1: "height", 2: "width"}}, detection=True),
+        dyn={"image": {1: "height", 2: "width"}}, detection=True,
+        # As Faster R-CNN's: at opset 17 the graph keeps 5 of PyTorch's 6
+        # detections on the first image.
+        torch_disagrees={17: "the exported RoiAlign-16 has the default half_pixel mode, "
+                             "torchvision's aligned=False is output_half_pixel"}),
     "gpt2_kv": dict(
         build=Gpt2Decoder, sets=gpt2_sets(),
         names=["input_ids", "past_key_0", "past_value_0", "past_key_1", "past_value_1"],
