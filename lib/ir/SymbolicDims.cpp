@@ -555,14 +555,20 @@ void SymbolicDims::visit(Operation *op) {
     for (size_t i = 0, j = 0; i < d.size(); ++i)
       if (!inserted[i] && j < in.size())
         setIfKnown(i, in[j++]);
-  } else if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp>(op)) {
+  } else if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceMeanOp, ArgMaxOp>(
+                 op)) {
+    // The reduced axes go (or become 1 with keepdims); ArgMax reduces its one axis.
     Exprs in = dimsOf(op->getOperand(0));
-    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+    SmallVector<int64_t> axes;
+    if (auto am = dyn_cast<ArgMaxOp>(op))
+      axes.push_back(am.getAxis());
+    else if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
+      llvm::append_range(axes, a.asArrayRef());
     auto keep = op->getAttrOfType<BoolAttr>("keepdims");
-    if (axes && keep) {
+    if ((isa<ArgMaxOp>(op) || op->getAttr("axes")) && keep) {
       Exprs out;
       for (size_t i = 0; i < in.size(); ++i) {
-        bool reduced = llvm::is_contained(axes.asArrayRef(), (int64_t)i);
+        bool reduced = llvm::is_contained(axes, (int64_t)i);
         if (!reduced)
           out.push_back(in[i]);
         else if (keep.getValue())
@@ -572,17 +578,6 @@ void SymbolicDims::visit(Operation *op) {
         for (size_t i = 0; i < d.size(); ++i)
           setIfKnown(i, out[i]);
     }
-  } else if (auto am = dyn_cast<ArgMaxOp>(op)) {
-    Exprs in = dimsOf(am.getInput());
-    Exprs out;
-    for (size_t i = 0; i < in.size(); ++i)
-      if ((int64_t)i != am.getAxis())
-        out.push_back(in[i]);
-      else if (am.getKeepdims())
-        out.push_back(constant(1));
-    if (out.size() == d.size())
-      for (size_t i = 0; i < d.size(); ++i)
-        setIfKnown(i, out[i]);
   } else if (auto sl = dyn_cast<SliceOp>(op)) {
     // The axes not sliced keep their dims; a sliced one of a constant dim
     // with bounds known as constants (often computed from other dims, which
