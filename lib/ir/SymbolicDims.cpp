@@ -11,6 +11,7 @@
 #include "mlir/IR/AffineExprVisitor.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -91,19 +92,51 @@ static AffineExpr divideExactly(AffineExpr e, int64_t c);
 
 /// Whether `e` is never negative: symbols stand for dims (>= 0), and sums,
 /// products and divisions of such by non-negative constants stay so.
-static bool isNonNegative(AffineExpr e) {
+/// A lower bound of `e` over every value of its symbols (dims, never
+/// negative), where one follows from its form: a convolution's output size
+/// (h - 1) floordiv 2 + 1 is at least 0 although h - 1 is not.
+static std::optional<int64_t> lowerBound(AffineExpr e) {
   if (!e)
-    return false;
+    return std::nullopt;
   if (auto c = constantOf(e))
-    return *c >= 0;
+    return *c;
   if (isa<AffineSymbolExpr>(e))
-    return true;
+    return 0;
   auto b = dyn_cast<AffineBinaryOpExpr>(e);
   if (!b)
-    return false;
+    return std::nullopt;
   if (b.getKind() == AffineExprKind::Mod)
-    return true;
-  return isNonNegative(b.getLHS()) && isNonNegative(b.getRHS());
+    return 0;
+  auto l = lowerBound(b.getLHS()), r = lowerBound(b.getRHS());
+  if (!l || !r)
+    return std::nullopt;
+  auto c = constantOf(b.getRHS());
+  switch (b.getKind()) {
+  case AffineExprKind::Add:
+    return *l + *r;
+  case AffineExprKind::Mul:
+    // By a positive constant, or two factors that are never negative.
+    if (c && *c > 0)
+      return *l * *c;
+    if (*l >= 0 && *r >= 0)
+      return *l * *r;
+    return std::nullopt;
+  case AffineExprKind::FloorDiv:
+    if (c && *c > 0)
+      return llvm::divideFloorSigned(*l, *c);
+    return std::nullopt;
+  case AffineExprKind::CeilDiv:
+    if (c && *c > 0)
+      return llvm::divideCeilSigned(*l, *c);
+    return std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
+static bool isNonNegative(AffineExpr e) {
+  auto lb = lowerBound(e);
+  return lb && *lb >= 0;
 }
 
 void SymbolicDims::setDims(Value v, Exprs d) { dims[v] = std::move(d); }
@@ -473,7 +506,10 @@ void SymbolicDims::visit(Operation *op) {
                                                  cast<AffineBinaryOpExpr>(e).getLHS() == copied &&
                                                  constantOf(cast<AffineBinaryOpExpr>(e).getRHS())
                                                      .value_or(0) >= 1));
-          if (!same && !emptyWhenZero(e, in))
+          // (Also where it is one of the input's dims, whatever its form:
+          // a channel shuffle's [batch, groups, c, h, w] over a feature map
+          // whose h and w are floordivs of the image size.)
+          if (!same && !llvm::is_contained(in, e) && !emptyWhenZero(e, in))
             continue;
         }
         setIfKnown(i, e);
@@ -625,11 +661,35 @@ void SymbolicDims::visit(Operation *op) {
       }
     }
   } else if (isa<MaxPoolOp, AvgPoolOp>(op)) {
-    // NCHW or channels_last: the batch is the input's (shape inference
-    // gives the others from the window when they are known).
+    // NCHW or channels_last: the batch is the input's, each spatial dim as
+    // a convolution's from the window (its pads with AveragePool's ceil
+    // mode extra; MaxPool's ceil mode is in its end pads already), the
+    // channels the input's.
     Exprs in = dimsOf(op->getOperand(0));
-    if (!in.empty() && in.size() == d.size())
+    auto kernel = op->getAttrOfType<DenseI64ArrayAttr>("kernel_shape");
+    auto strides = op->getAttrOfType<DenseI64ArrayAttr>("strides");
+    auto pads = op->getAttrOfType<DenseI64ArrayAttr>("pads");
+    auto dilations = op->getAttrOfType<DenseI64ArrayAttr>("dilations");
+    auto ceilPads = op->getAttrOfType<DenseI64ArrayAttr>("ceil_pads");
+    bool channelsLast = op->hasAttr("channels_last");
+    size_t spatial = d.size() >= 2 ? d.size() - 2 : 0;
+    if (!in.empty() && in.size() == d.size()) {
       setIfKnown(0, in[0]);
+      setIfKnown(channelsLast ? d.size() - 1 : 1, in[channelsLast ? d.size() - 1 : 1]);
+      if (kernel && strides && pads && kernel.size() == (int64_t)spatial &&
+          strides.size() == (int64_t)spatial && pads.size() == 2 * (int64_t)spatial &&
+          (!dilations || dilations.size() == (int64_t)spatial) &&
+          (!ceilPads || ceilPads.size() == (int64_t)spatial))
+        for (size_t i = 0; i < spatial; ++i) {
+          size_t at = (channelsLast ? 1 : 2) + i;
+          int64_t dil = dilations ? dilations[i] : 1, k = kernel[i], st = strides[i];
+          if (!in[at] || st <= 0)
+            continue;
+          int64_t padSum = pads[i] + pads[spatial + i] + (ceilPads ? ceilPads[i] : 0);
+          AffineExpr num = simplify(in[at] + (padSum - dil * (k - 1) - 1));
+          setIfKnown(at, simplify(num.floorDiv(st) + 1));
+        }
+    }
   } else if (auto c = dyn_cast<Conv2DNhwcOp>(op)) {
     // NHWC with OIHW weights: the batch is the input's, H and W as for
     // ConvOp, the channels the weights' outputs.

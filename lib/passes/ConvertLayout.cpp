@@ -33,12 +33,13 @@ namespace {
 constexpr int64_t kToNhwc[] = {0, 2, 3, 1};
 constexpr int64_t kToNchw[] = {0, 3, 1, 2};
 
-/// A rank-4 f32 tensor whose dims are static but for the batch, which may
-/// be known only at run time (a CNN compiled once for every batch).
+/// A rank-4 f32 NCHW tensor whose channels are known while compiling; its
+/// batch and spatial dims may be known only at run time (a CNN compiled
+/// once for every batch and image size: the channels_last kernels take
+/// those at run time, the packed weights fix only the channels).
 RankedTensorType staticF32Rank4(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() != 4 || !t.getElementType().isF32() ||
-      llvm::count_if(t.getShape(), ShapedType::isDynamic) != (t.isDynamicDim(0) ? 1 : 0))
+  if (!t || t.getRank() != 4 || !t.getElementType().isF32() || t.isDynamicDim(1))
     return {};
   return t;
 }
@@ -50,6 +51,23 @@ bool staticButBatch(RankedTensorType t) {
   if (t.getRank() == 0)
     return true;
   return llvm::count_if(t.getShape(), ShapedType::isDynamic) == (t.isDynamicDim(0) ? 1 : 0);
+}
+
+/// Whether an elementwise op of type `t` may take a transpose `perm` across
+/// it: static but for the batch, or, for the NHWC <-> NCHW transposes of a
+/// CNN, any dims known only at run time but the channels (an image size
+/// known at run time). Other transposes with run-time dims (a
+/// transformer's heads) stay where they are.
+bool layoutMovable(RankedTensorType t, ArrayRef<int64_t> perm) {
+  if (staticButBatch(t))
+    return true;
+  if (t.getRank() != 4)
+    return false;
+  if (llvm::equal(perm, kToNchw))
+    return !t.isDynamicDim(1);
+  if (llvm::equal(perm, kToNhwc))
+    return !t.isDynamicDim(3);
+  return false;
 }
 
 /// Whether an operand of type `vt`, broadcast to `outT` (its dims aligned
@@ -65,6 +83,13 @@ bool quarterOrLess(RankedTensorType vt, RankedTensorType outT) {
     return false;
   for (int64_t i = 0; i < outT.getRank(); ++i) {
     int64_t o = outT.getDimSize(i), d = i < offset ? 1 : vt.getDimSize(i - offset);
+    // Broadcast along a dim known only at run time (a feature map's height
+    // or width when the image size is): counted as 4, which such a dim is
+    // in every CNN layer where the re-layout matters.
+    if (ShapedType::isDynamic(o) && d == 1) {
+      theirs *= 4;
+      continue;
+    }
     if (ShapedType::isDynamic(o) || ShapedType::isDynamic(d))
       continue;
     mine *= d;
@@ -174,17 +199,17 @@ struct PoolToNhwc : OpRewritePattern<PoolOp> {
   }
 };
 
-/// An NCHW pool whose batch is known only at run time and whose input no
-/// transpose to NCHW feeds (PoolToNhwc): channels_last between two
-/// transposes, since only the channels_last kernel takes a run-time batch
-/// (MaxViT's pooled shortcut after its window blocks). With static shapes
-/// the NCHW lowering stays.
+/// An NCHW pool with dims known only at run time (the batch, the image
+/// size) whose input no transpose to NCHW feeds (PoolToNhwc):
+/// channels_last between two transposes, since only the channels_last
+/// kernel takes run-time dims (MaxViT's pooled shortcut after its window
+/// blocks). With static shapes the NCHW lowering stays.
 template <typename PoolOp>
-struct RunTimeBatchPoolToNhwc : OpRewritePattern<PoolOp> {
+struct RunTimeDimsPoolToNhwc : OpRewritePattern<PoolOp> {
   using OpRewritePattern<PoolOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rw) const override {
     auto t = dyn_cast<RankedTensorType>(op.getInput().getType());
-    if (op.getChannelsLast() || !poolLayoutType(op) || !t.isDynamicDim(0) ||
+    if (op.getChannelsLast() || !poolLayoutType(op) || t.hasStaticShape() ||
         op->getNumResults() != 1 || transposeWithPerm(op.getInput(), kToNchw))
       return failure();
     return replaceByChannelsLast(rw, op, transpose(rw, op.getLoc(), op.getInput(), kToNhwc));
@@ -266,21 +291,21 @@ struct SinkThroughBinary : RewritePattern {
     if (!isLayoutAgnosticBinary(op))
       return failure();
     auto outT = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!outT || !staticButBatch(outT))
+    if (!outT)
       return failure();
     ArrayRef<int64_t> perm;
     for (Value v : op->getOperands())
       if (auto t = v.getDefiningOp<TransposeOp>(); t && t.getType() == outT.clone(
                                                          getElementTypeOrSelf(t.getType())))
         perm = t.getPerm();
-    if (perm.empty())
+    if (perm.empty() || !layoutMovable(outT, perm))
       return failure();
     SmallVector<int64_t> inv = inversePerm(perm);
     int64_t rank = perm.size();
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {
       auto vt = dyn_cast<RankedTensorType>(v.getType());
-      if (!vt || !staticButBatch(vt))
+      if (!vt || !(staticButBatch(vt) || layoutMovable(outT, perm)))
         return failure();
       if (auto t = transposeWithPerm(v, perm); t && vt.getShape() == outT.getShape()) {
         operands.push_back(t.getInput());
@@ -433,7 +458,7 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 void populateConvertLayoutPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ConvToNhwc, PoolToNhwc<MaxPoolOp>, PoolToNhwc<AvgPoolOp>,
-               RunTimeBatchPoolToNhwc<MaxPoolOp>, RunTimeBatchPoolToNhwc<AvgPoolOp>, ComposeTransposes,
+               RunTimeDimsPoolToNhwc<MaxPoolOp>, RunTimeDimsPoolToNhwc<AvgPoolOp>, ComposeTransposes,
                UnitTransposeToReshape, SinkThroughUnary, SinkThroughBinary,
                SinkThroughReduce<ReduceMeanOp>, SinkThroughReduce<ReduceSumOp>,
                SinkThroughReduce<ReduceMaxOp>, SinkThroughConcat>(ctx);

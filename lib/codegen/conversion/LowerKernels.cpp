@@ -323,15 +323,22 @@ void packDepthwise(const ConvShape &s, ArrayRef<float> w, ArrayRef<float> bias,
   }
 }
 
+/// Sizes of a convolution known only at run time, each replacing its field
+/// of the static ConvShape (null: the static one holds).
+struct ConvRuntimeDims {
+  Value n, h, w, oh, ow;
+  explicit operator bool() const { return n || h || w || oh || ow; }
+};
+
 /// Emits a convolution kernel call; shared by conv2d_nhwc and by matrix
 /// products with a constant right operand (1x1 convolutions over rows).
-/// `runtimeRows` (with `dynamicSizes`, the result's): a product over rows
-/// known only at run time, which replaces s.w and s.ow.
+/// `runtime` (with `dynamicSizes`, the result's): dims known only at run
+/// time, such as the rows of a product (w and ow) or a batch and image size.
 Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t> strides,
                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations, ArrayRef<float> weight,
                ArrayRef<float> bias, Value input, Value residual, float lo, float hi,
-               RankedTensorType resultType, bool gelu = false, Value runtimeRows = {},
-               ValueRange dynamicSizes = {}, Value runtimeBatch = {}) {
+               RankedTensorType resultType, bool gelu = false, ConvRuntimeDims runtimeDims = {},
+               ValueRange dynamicSizes = {}) {
   bool depthwise = s.groups == s.c && s.groups == s.oc && s.groups > 1;
   std::vector<float> packedW, packedB;
   if (depthwise)
@@ -345,11 +352,13 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                             (residual ? KILN_CONV_HAS_RESIDUAL : 0) | (gelu ? KILN_CONV_GELU : 0)};
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   SmallVector<std::pair<unsigned, Value>> runtime;
-  if (runtimeRows)
-    runtime = {{offsetof(kiln_conv2d_params, w) / 8, runtimeRows},
-               {offsetof(kiln_conv2d_params, ow) / 8, runtimeRows}};
-  if (runtimeBatch)
-    runtime.push_back({offsetof(kiln_conv2d_params, n) / 8, runtimeBatch});
+  for (auto [field, v] : {std::pair{offsetof(kiln_conv2d_params, n), runtimeDims.n},
+                          {offsetof(kiln_conv2d_params, h), runtimeDims.h},
+                          {offsetof(kiln_conv2d_params, w), runtimeDims.w},
+                          {offsetof(kiln_conv2d_params, oh), runtimeDims.oh},
+                          {offsetof(kiln_conv2d_params, ow), runtimeDims.ow}})
+    if (v)
+      runtime.push_back({(unsigned)(field / 8), v});
   SmallVector<Value> args{i64Block(b, loc, fields(params), runtime), input,
                           f32Block(b, loc, packedW),  f32Block(b, loc, packedB),
                           residual ? residual : zero, f32(b, loc, lo),
@@ -358,7 +367,7 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
   // Input and output may be channel slices of concatenations (args 7, 8).
   int64_t flops = 2 * s.n * s.oh * s.ow * s.oc * s.kh * s.kw * (s.c / s.groups);
   return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
-                        {1, 7, -1, 8}, runtimeRows || runtimeBatch ? 0 : flops, dynamicSizes);
+                        {1, 7, -1, 8}, runtimeDims ? 0 : flops, dynamicSizes);
 }
 
 /// An integer convolution's i32 bias per output channel (zeros without one).
@@ -584,24 +593,29 @@ LogicalResult lowerConv2DNhwc(Conv2DNhwcOp op, PatternRewriter &rw) {
   ConvShape s{inT.getDimSize(0),  inT.getDimSize(1), inT.getDimSize(2), inT.getDimSize(3),
               outT.getDimSize(1), outT.getDimSize(2), outT.getDimSize(3), wT.getDimSize(2),
               wT.getDimSize(3),  op.getGroup()};
-  // Dims known only at run time: a 1x1 convolution over one row of pixels
-  // of run-time width (a matrix product with constant weights,
-  // kiln-fuse-epilogues' MatMulToConv); dynamicConvSupported says so.
-  Value rows, batch;
-  if (inT.isDynamicDim(0)) {
-    // A batch known only at run time (a CNN compiled once for every batch).
-    batch = dimSize(rw, op.getLoc(), op.getInput(), 0);
-    s.n = 1;
-  } else if (!inT.hasStaticShape() || !outT.hasStaticShape()) {
-    rows = dimSize(rw, op.getLoc(), op.getInput(), 2);
-    s.w = s.ow = 1;
-  }
+  // Dims known only at run time (dynamicConvSupported says which): the
+  // batch and image size of a CNN compiled once for every shape, or the
+  // pixels of a 1x1 convolution over one row of run-time width (a matrix
+  // product with constant weights, kiln-fuse-epilogues' MatMulToConv). The
+  // static fields they replace hold 1.
+  ConvRuntimeDims runtime;
+  auto take = [&](Value &field, int64_t &size, Value v, int64_t i) {
+    if (!cast<RankedTensorType>(v.getType()).isDynamicDim(i))
+      return;
+    field = runtimeDim(rw, op.getLoc(), v, i);
+    size = 1;
+  };
+  take(runtime.n, s.n, op.getInput(), 0);
+  take(runtime.h, s.h, op.getInput(), 1);
+  take(runtime.w, s.w, op.getInput(), 2);
+  take(runtime.oh, s.oh, op.getResult(), 1);
+  take(runtime.ow, s.ow, op.getResult(), 2);
   rw.replaceOp(op, emitConv(rw, op.getLoc(), s, op.getStrides(), op.getPads(),
                             op.getDilations(), *weight, bias ? ArrayRef<float>(*bias)
                                                              : ArrayRef<float>(),
                             op.getInput(), op.getResidual(), op.getClampMin().convertToFloat(),
-                            op.getClampMax().convertToFloat(), outT, op.getGelu(), rows,
-                            dynamicSizes(rw, op.getLoc(), op.getResult()), batch));
+                            op.getClampMax().convertToFloat(), outT, op.getGelu(), runtime,
+                            dynamicSizes(rw, op.getLoc(), op.getResult())));
   return success();
 }
 
@@ -755,7 +769,8 @@ struct LowerDynamicMatMul : OpRewritePattern<MatMulOp> {
         ConvShape s{1, 1, 1, K, 1, 1, N, 1, 1, 1};
         float inf = std::numeric_limits<float>::infinity();
         rw.replaceOp(op, emitConv(rw, loc, s, {1, 1}, {0, 0}, {1, 1}, wt, {}, op.getLhs(),
-                                  Value(), -inf, inf, outT, false, rows, outDyn));
+                                  Value(), -inf, inf, outT, false,
+                                  ConvRuntimeDims{{}, {}, rows, {}, rows}, outDyn));
         return success();
       }
     Value M = dimSize(rw, loc, op.getLhs(), lt.getRank() - 2);
@@ -844,11 +859,16 @@ struct LowerPoolNhwc : OpRewritePattern<PoolOp> {
                               dh,                dw,                 p[2],
                               p[3],              flags};
     Location loc = op.getLoc();
-    // A batch known only at run time (one compile for every shape): the
-    // only dim that may be (dynamicPoolSupported).
+    // The batch and image size known only at run time (one compile for
+    // every shape; dynamicPoolSupported says which may be).
     SmallVector<std::pair<unsigned, Value>> runtime;
-    if (inT.isDynamicDim(0))
-      runtime.push_back({offsetof(kiln_pool2d_params, n) / 8, dimSize(rw, loc, op.getInput(), 0)});
+    for (auto [field, v, i] : {std::tuple{offsetof(kiln_pool2d_params, n), op.getInput(), 0},
+                               {offsetof(kiln_pool2d_params, h), op.getInput(), 1},
+                               {offsetof(kiln_pool2d_params, w), op.getInput(), 2},
+                               {offsetof(kiln_pool2d_params, oh), op.getResult(), 1},
+                               {offsetof(kiln_pool2d_params, ow), op.getResult(), 2}})
+      if (cast<RankedTensorType>(v.getType()).isDynamicDim(i))
+        runtime.push_back({(unsigned)(field / 8), runtimeDim(rw, loc, v, i)});
     SmallVector<Value> args{i64Block(rw, loc, fields(params), runtime),
                             bytes ? asSignless(rw, loc, op.getInput()) : op.getInput(),
                             strideSlot(rw, loc), strideSlot(rw, loc)};
@@ -1072,6 +1092,15 @@ bool dynamicConvSupported(Operation *conv) {
       !outT.isDynamicDim(2) && !outT.isDynamicDim(3))
     return residualOk && sameDims(op.getInput(), op.getResult(), 1) &&
            hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
+  // A float convolution over images whose size (and batch) are known only
+  // at run time: the kernel takes every size from its parameter block, the
+  // packed weights fix only the channels and the window. Each run-time dim
+  // of the result has an expression (kiln-symbolic-dims: (in + pads -
+  // dilation * (k - 1) - 1) floordiv stride + 1), the batch the input's.
+  if (inT.getElementType().isF32() && !inT.isDynamicDim(3) && !outT.isDynamicDim(3) &&
+      inT.isDynamicDim(0) == outT.isDynamicDim(0))
+    return residualOk && (!inT.isDynamicDim(0) || sameDims(op.getInput(), op.getResult(), 1)) &&
+           hasRuntimeDims(op.getInput()) && hasRuntimeDims(op.getResult());
   // [1, 1, W, C] -> [1, 1, W, O], 1x1, W the only dim known at run time;
   // ungrouped when integer (the int8 kernel takes no run-time width with
   // groups).
@@ -1087,14 +1116,21 @@ bool dynamicConvSupported(Operation *conv) {
 bool dynamicPoolSupported(Operation *pool) {
   auto in = dyn_cast<RankedTensorType>(pool->getOperand(0).getType());
   auto out = dyn_cast<RankedTensorType>(pool->getResult(0).getType());
-  // channels_last (the kernel's), the batch the only dim known at run time;
-  // f32, or 8-bit integers for max pooling (kiln_maxpool2d_nhwc_i8).
+  // channels_last (the kernel's), the channels known while compiling; f32,
+  // or 8-bit integers for max pooling (kiln_maxpool2d_nhwc_i8), where the
+  // batch is the only dim that may be known only at run time. The float
+  // kernel takes the batch and image size at run time, each run-time dim of
+  // the result with an expression (kiln-symbolic-dims).
   bool bytes = isa<MaxPoolOp>(pool) && in && in.getElementType().isInteger(8);
-  return in && out && in.getRank() == 4 && out.getRank() == 4 &&
-         pool->hasAttr("channels_last") && (in.getElementType().isF32() || bytes) &&
-         llvm::count_if(in.getShape(), ShapedType::isDynamic) == in.isDynamicDim(0) &&
-         llvm::count_if(out.getShape(), ShapedType::isDynamic) == out.isDynamicDim(0) &&
-         sameDims(pool->getOperand(0), pool->getResult(0), 1);
+  if (!in || !out || in.getRank() != 4 || out.getRank() != 4 || !pool->hasAttr("channels_last") ||
+      !(in.getElementType().isF32() || bytes) || in.isDynamicDim(3) || out.isDynamicDim(3) ||
+      in.isDynamicDim(0) != out.isDynamicDim(0))
+    return false;
+  if (bytes && (in.isDynamicDim(1) || in.isDynamicDim(2) || out.isDynamicDim(1) ||
+                out.isDynamicDim(2)))
+    return false;
+  return (!in.isDynamicDim(0) || sameDims(pool->getOperand(0), pool->getResult(0), 1)) &&
+         hasRuntimeDims(pool->getOperand(0)) && hasRuntimeDims(pool->getResult(0));
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {

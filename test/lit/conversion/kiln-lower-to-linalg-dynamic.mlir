@@ -90,6 +90,37 @@ func.func @batch(%x: tensor<?x8x8x3xf32> {kiln.dim_names = ["batch", "", "", ""]
 
 // -----
 
+// The same over images whose size is known only at run time: the kernels
+// read the batch, the input's height and width (fields 1, 2) and the
+// output's (fields 4, 5, from the window: (h + 2 - 3) floordiv 2 + 1 for
+// the stride-2 convolution) from their parameter blocks; the packed
+// weights fix only the channels and the window.
+// CHECK-LABEL: func.func @image_size
+// CHECK-DAG: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK-DAG: %[[H:.*]] = tensor.dim %arg0, %c1
+// CHECK-DAG: %[[W:.*]] = tensor.dim %arg0, %c2
+// CHECK-DAG: %[[OH:.*]] = affine.apply #{{.*}}()[%[[H]]]
+// CHECK-DAG: %[[OW:.*]] = affine.apply #{{.*}}()[%[[W]]]
+// CHECK-DAG: %[[B64:.*]] = arith.index_cast %[[B]] : index to i64
+// CHECK-DAG: %[[H64:.*]] = arith.index_cast %[[H]] : index to i64
+// CHECK-DAG: %[[W64:.*]] = arith.index_cast %[[W]] : index to i64
+// CHECK-DAG: %[[OH64:.*]] = arith.index_cast %[[OH]] : index to i64
+// CHECK-DAG: %[[OW64:.*]] = arith.index_cast %[[OW]] : index to i64
+// CHECK: %[[CONV:.*]] = tensor.from_elements %[[B64]], %[[H64]], %[[W64]], %c3_i64, %[[OH64]], %[[OW64]], %c4_i64, %c3_i64, %c3_i64, %c2_i64, %c2_i64,
+// CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32(%[[CONV]],
+// CHECK-SAME: -> tensor<?x?x?x4xf32>
+// CHECK: %[[POOL:.*]] = tensor.from_elements %[[B64]], %[[OH64]], %[[OW64]], %c4_i64,
+// CHECK: kiln.call_kernel @kiln_pool2d_nhwc_f32(%[[POOL]],
+// CHECK-SAME: -> tensor<?x?x?x4xf32>
+func.func @image_size(%x: tensor<?x?x?x3xf32> {kiln.dim_names = ["batch", "h", "w", ""]}) -> tensor<?x?x?x4xf32> {
+  %w = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %c = kiln.conv2d_nhwc %x, %w {clamp_max = 0x7F800000 : f32, clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x?x?x3xf32>, tensor<4x3x3x3xf32>) -> tensor<?x?x?x4xf32>
+  %p = kiln.max_pool %c {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x?x?x4xf32>) -> tensor<?x?x?x4xf32>
+  return %p : tensor<?x?x?x4xf32>
+}
+
+// -----
+
 // Expand to a target built from a run-time dim (ViT's class token, [1, 1,
 // 8] expanded to [batch, 1, 8], then joined to the patches): the target's
 // shape arithmetic is dead, and the expansion is a broadcast into a tensor

@@ -209,6 +209,40 @@ func.func @excitation_runtime_batch(%x: tensor<?x3x8x8xf32>, %r: tensor<?x4x8x8x
 
 // -----
 
+// The same block over images whose size is known only at run time (a
+// segmentation or detection backbone compiled once for every image size):
+// only the channels need be known for the NHWC kernels, so the
+// convolutions, the pool, the excitation product and the ReLU between them
+// move to NHWC as with static images, with one transpose in and one out.
+// The scale [batch, C, 1, 1] broadcasts along the run-time height and
+// width, counted as small.
+// CHECK-LABEL: func.func @excitation_runtime_image_size
+// CHECK: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x3x?x?xf32>) -> tensor<?x?x?x3xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc {{.*}} -> tensor<?x?x?x4xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.max_pool {{.*}}channels_last{{.*}} : (tensor<?x?x?x4xf32>) -> tensor<?x?x?x4xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.conv2d_nhwc
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.mul %{{.*}}, %{{.*}} : (tensor<?x?x?x4xf32>, tensor<?x1x1x4xf32>) -> tensor<?x?x?x4xf32>
+// CHECK-NEXT: kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>} : (tensor<?x?x?x4xf32>) -> tensor<?x4x?x?xf32>
+// CHECK-NEXT: return
+func.func @excitation_runtime_image_size(%x: tensor<?x3x?x?xf32>) -> tensor<?x4x?x?xf32> {
+  %w1 = kiln.constant {value = dense<0.5> : tensor<4x3x3x3xf32>} : () -> tensor<4x3x3x3xf32>
+  %w2 = kiln.constant {value = dense<1.5> : tensor<4x4x1x1xf32>} : () -> tensor<4x4x1x1xf32>
+  %0 = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x3x?x?xf32>, tensor<4x3x3x3xf32>) -> tensor<?x4x?x?xf32>
+  %r = kiln.relu %0 : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.max_pool %r {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %1 = kiln.reduce_mean %p {axes = array<i64: 2, 3>, keepdims = true} : (tensor<?x4x?x?xf32>) -> tensor<?x4x1x1xf32>
+  %2 = kiln.conv %1, %w2 {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<?x4x1x1xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x1x1xf32>
+  %3 = kiln.sigmoid %2 : (tensor<?x4x1x1xf32>) -> tensor<?x4x1x1xf32>
+  %4 = kiln.mul %p, %3 : (tensor<?x4x?x?xf32>, tensor<?x4x1x1xf32>) -> tensor<?x4x?x?xf32>
+  return %4 : tensor<?x4x?x?xf32>
+}
+
+// -----
+
 // A mean over H and W without keepdims (torchvision's x.mean([2, 3])) reads
 // the NHWC feature map directly: its kept axes, N and C, are in the same
 // order there, so no transpose back to NCHW is left. A reduction that

@@ -264,3 +264,64 @@ func.func @shuffle_channels(%x: tensor<?x58x2x28x28xf32> {kiln.dim_names = ["b",
   %r = kiln.reshape %x, %target {allowzero = false} : (tensor<?x58x2x28x28xf32>, tensor<4xi64>) -> tensor<?x?x28x28xf32>
   return %r : tensor<?x?x28x28xf32>
 }
+
+// -----
+
+// Pooling over an image whose size is known only at run time: each spatial
+// dim from the window as for a convolution (floor mode; AveragePool's
+// ceil_pads counted), NCHW and channels_last alike.
+// CHECK-LABEL: func.func @pool_dims
+// CHECK-SAME: kiln.dims = ["n", "4", "(h - 1) floordiv 2 + 1", "(w - 1) floordiv 2 + 1"]
+// CHECK-SAME: kiln.dims = ["n", "h floordiv 2", "w floordiv 2", "4"]
+func.func @pool_dims(%x: tensor<?x4x?x?xf32> {kiln.dim_names = ["n", "", "h", "w"]},
+                     %y: tensor<?x?x?x4xf32> {kiln.dim_names = ["n", "h", "w", ""]})
+    -> (tensor<?x4x?x?xf32>, tensor<?x?x?x4xf32>) {
+  %p = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %q = kiln.avg_pool %y {channels_last, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_pads = array<i64: 0, 0>, count_include_pad = false} : (tensor<?x?x?x4xf32>) -> tensor<?x?x?x4xf32>
+  return %p, %q : tensor<?x4x?x?xf32>, tensor<?x?x?x4xf32>
+}
+
+// -----
+
+// A Range up to a convolution's output width, (w - 1) floordiv 2 + 1: never
+// negative although w - 1 may be (the lower bound of each part), so its
+// length is that dim (a Resize's output positions at run time).
+// CHECK-LABEL: func.func @range_to_conv_width
+// CHECK-SAME: kiln.dims = ["(w - 1) floordiv 2 + 1"]
+func.func @range_to_conv_width(%x: tensor<1x2x?x?xf32> {kiln.dim_names = ["", "", "h", "w"]})
+    -> tensor<?xi64> {
+  %wt = kiln.constant {value = dense<1.0> : tensor<2x2x3x3xf32>} : () -> tensor<2x2x3x3xf32>
+  %c = kiln.conv %x, %wt {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x?x?xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x?x?xf32>
+  %s = kiln.shape %c {start = 3 : i64, end = 4 : i64} : (tensor<1x2x?x?xf32>) -> tensor<1xi64>
+  %zero = kiln.constant {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %one = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %limit = kiln.gather %s, %zero {axis = 0 : i64} : (tensor<1xi64>, tensor<i64>) -> tensor<i64>
+  %r = kiln.range %zero, %limit, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %r : tensor<?xi64>
+}
+
+// -----
+
+// A channel shuffle over a feature map of run-time height and width: the
+// target [n, 2, 2, h', w'] takes h' and w' from the input's Shape, at other
+// positions than the input's own (rank 4 into 5); each is one of the
+// input's dims, so a 0 there could only come from an empty input, and the
+// dims are the input's.
+// CHECK-LABEL: func.func @shuffle_runtime_image
+// CHECK-SAME: kiln.dims = ["n", "2", "2", "(h - 1) floordiv 2 + 1", "w"]
+func.func @shuffle_runtime_image(%x: tensor<?x4x?x?xf32> {kiln.dim_names = ["n", "", "h", "w"]})
+    -> tensor<?x2x2x?x?xf32> {
+  %wt = kiln.constant {value = dense<1.0> : tensor<4x4x3x1xf32>} : () -> tensor<4x4x3x1xf32>
+  %c = kiln.conv %x, %wt {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 0, 1, 0>, strides = array<i64: 2, 1>} : (tensor<?x4x?x?xf32>, tensor<4x4x3x1xf32>) -> tensor<?x4x?x?xf32>
+  %s = kiln.shape %c {start = 0 : i64, end = 4 : i64} : (tensor<?x4x?x?xf32>) -> tensor<4xi64>
+  %i0 = kiln.constant {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %i2 = kiln.constant {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %i3 = kiln.constant {value = dense<3> : tensor<1xi64>} : () -> tensor<1xi64>
+  %n = kiln.gather %s, %i0 {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %h = kiln.gather %s, %i2 {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %w = kiln.gather %s, %i3 {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %g = kiln.constant {value = dense<2> : tensor<2xi64>} : () -> tensor<2xi64>
+  %t = kiln.concat %n, %g, %h, %w {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %r = kiln.reshape %c, %t {allowzero = false} : (tensor<?x4x?x?xf32>, tensor<5xi64>) -> tensor<?x2x2x?x?xf32>
+  return %r : tensor<?x2x2x?x?xf32>
+}
