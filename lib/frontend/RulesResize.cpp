@@ -238,12 +238,71 @@ Value elementOf(NodeImporter &n, Value v, int64_t i) {
   return n.make<GatherOp>(v, n.i64Scalar(i), n.b.getI64IntegerAttr(0));
 }
 
-/// Resizes `x` along `axis` (of static size `in`) to `size` positions, a
-/// scalar i64 known only at run time (a detector's box size): the taps of
-/// computeTaps, as tensors over the output positions computed in float32
-/// (as ONNX Runtime does) by kiln ops, whose result dim along `axis` is a
-/// value-defined dim.
-Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, int64_t in, Value size,
+/// The size of the axis being resized: a number while compiling, or the
+/// input's dim known only at run time (an image whose size is a graph
+/// input's, as a segmentation head resizes its logits to).
+struct InSize {
+  int64_t value = -1; // when known while compiling
+  Value dim;          // else a scalar i64 of it
+};
+
+/// Element `i` of a 1-D integer tensor when it is dim `d` of a tensor, seen
+/// through the Concat, Cast, Unsqueeze, Slice and Gather that shape
+/// arithmetic builds sizes with: {that tensor, d}, or a null value.
+std::pair<Value, int64_t> dimAt(Value v, int64_t i) {
+  Operation *def = v.getDefiningOp();
+  if (auto s = dyn_cast_if_present<ShapeOp>(def)) {
+    auto t = NodeImporter::rankedType(s.getInput());
+    if (!t)
+      return {};
+    int64_t start = s.getStart() < 0 ? s.getStart() + t.getRank() : s.getStart();
+    start = std::clamp<int64_t>(start, 0, t.getRank());
+    if (start + i >= t.getRank())
+      return {};
+    return {s.getInput(), start + i};
+  }
+  if (auto c = dyn_cast_if_present<ConcatOp>(def)) {
+    for (Value part : c.getInputs()) {
+      auto t = NodeImporter::rankedType(part);
+      if (!t || t.getRank() != 1 || t.isDynamicDim(0))
+        return {};
+      if (i < t.getDimSize(0))
+        return dimAt(part, i);
+      i -= t.getDimSize(0);
+    }
+    return {};
+  }
+  if (auto c = dyn_cast_if_present<CastOp>(def))
+    return NodeImporter::elementType(c.getInput()).isSignlessInteger() ? dimAt(c.getInput(), i)
+                                                                      : std::pair<Value, int64_t>{};
+  if (auto u = dyn_cast_if_present<UnsqueezeOp>(def); u && i == 0 &&
+                                                      NodeImporter::rankedType(u.getInput()) &&
+                                                      NodeImporter::rankedType(u.getInput()).getRank() == 0)
+    return dimAt(u.getInput(), 0);
+  if (auto g = dyn_cast_if_present<GatherOp>(def); g && g.getAxis() == 0) {
+    // A scalar Gather of one position.
+    auto idx = getConstantInts(g.getIndices());
+    auto it = NodeImporter::rankedType(g.getIndices());
+    if (idx && idx->size() == 1 && it && it.getRank() == 0 && (*idx)[0] >= 0 && i == 0)
+      return dimAt(g.getInput(), (*idx)[0]);
+    return {};
+  }
+  if (auto sl = dyn_cast_if_present<SliceOp>(def)) {
+    auto starts = getConstantInts(sl.getStarts()), steps = getConstantInts(sl.getSteps());
+    auto axes = getConstantInts(sl.getAxes());
+    if (starts && steps && axes && starts->size() == 1 && steps->size() == 1 &&
+        axes->size() == 1 && (*axes)[0] == 0 && (*steps)[0] == 1 && (*starts)[0] >= 0)
+      return dimAt(sl.getInput(), (*starts)[0] + i);
+  }
+  return {};
+}
+
+/// Resizes `x` along `axis` (of size `in`) to `size` positions, a scalar
+/// i64 known only at run time (a detector's box size, an image's size): the
+/// taps of computeTaps, as tensors over the output positions computed in
+/// float32 (as ONNX Runtime does) by kiln ops, whose result dim along
+/// `axis` is a value-defined dim (or the dim `size` was read from).
+Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, InSize in, Value size,
                        const ResizeParams &p) {
   auto t = NodeImporter::rankedType(x);
   Type f32 = n.b.getF32Type();
@@ -252,15 +311,20 @@ Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, int64_t in, Value
   };
   auto i64 = [&](int64_t v) { return n.i64Scalar(v); };
   auto cast = [&](Value v, Type to) { return n.make<CastOp>(v, TypeAttr::get(to)); };
+  // The input's size as f32 and its last index, constants where known.
+  Value inF = in.dim ? cast(in.dim, f32) : f(in.value);
+  Value inLastF = in.dim ? n.make<SubOp>(inF, f(1)) : f(in.value - 1);
+  Value inLast = in.dim ? n.make<SubOp>(in.dim, i64(1)) : i64(in.value - 1);
+  Value inI = in.dim ? in.dim : i64(in.value);
   Value outF = cast(size, f32);
   Value pos = cast(n.make<RangeOp>(i64(0), size, i64(1)), f32);
-  Value scale = n.make<DivOp>(outF, f(in));
+  Value scale = n.make<DivOp>(outF, inF);
   Value half = n.make<AddOp>(pos, f(0.5));
   Value xo;
   const std::string &tr = p.transform;
   if (tr == "align_corners")
     xo = n.make<SelectOp>(n.make<GreaterOp>(outF, f(1)),
-                          n.make<DivOp>(n.make<MulOp>(pos, f(in - 1)), n.make<SubOp>(outF, f(1))),
+                          n.make<DivOp>(n.make<MulOp>(pos, inLastF), n.make<SubOp>(outF, f(1))),
                           f(0));
   else if (tr == "asymmetric")
     xo = n.make<DivOp>(pos, scale);
@@ -278,7 +342,7 @@ Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, int64_t in, Value
   Value atPixel = n.make<EqualOp>(ratio, f(0));
   ratio = n.make<SelectOp>(atPixel, f(1), ratio);
   Value x0 = cast(n.make<SelectOp>(atPixel, n.make<SubOp>(x0f, f(1)), x0f), n.b.getI64Type());
-  auto clamped = [&](Value idx) { return n.make<MinOp>(n.make<MaxOp>(idx, i64(0)), i64(in - 1)); };
+  auto clamped = [&](Value idx) { return n.make<MinOp>(n.make<MaxOp>(idx, i64(0)), inLast); };
   SmallVector<int64_t> weightAxes;
   for (int64_t d = 0; d < t.getRank(); ++d)
     if (d != axis)
@@ -323,7 +387,7 @@ Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, int64_t in, Value
     Value sum;
     for (size_t k = 0; k < weights.size(); ++k) {
       Value inside = n.make<AndOp>(n.make<GreaterEqualOp>(index[k], i64(0)),
-                                   n.make<LessOp>(index[k], i64(in)));
+                                   n.make<LessOp>(index[k], inI));
       weights[k] = n.make<SelectOp>(inside, weights[k], f(0));
       sum = sum ? n.make<AddOp>(sum, weights[k]) : weights[k];
     }
@@ -345,14 +409,18 @@ Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, int64_t in, Value
 }
 
 /// Resize to sizes computed at run time (from data, or from dims unknown
-/// while compiling): along each axis whose size is a constant, the taps
-/// computed here; along the others, taps computed at run time.
+/// while compiling): along each axis whose size is a constant and whose
+/// input dim is known, the taps computed here; along the others, taps
+/// computed at run time. An input dim known only at run time (an image
+/// size left to run time) is read from the input; a size that is that same
+/// dim (a segmentation head's batch and channels, Shape(x)[0:2]) leaves its
+/// axis alone.
 LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value sizes,
                                    const ResizeParams &p) {
   auto t = NodeImporter::rankedType(x);
   auto st = NodeImporter::rankedType(sizes);
-  if (!t || !t.hasStaticShape())
-    return n.error("Resize needs an input of static shape");
+  if (!t)
+    return n.error("Resize needs an input of known rank");
   if (!isa<FloatType>(t.getElementType()))
     return n.error("Resize supports floating-point inputs only");
   if (!st || st.getRank() != 1 || st.isDynamicDim(0) || st.getDimSize(0) != t.getRank() ||
@@ -364,26 +432,40 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
     return n.error("Resize with tf_crop_and_resize: its sizes must be a constant");
   Value y = x;
   for (int64_t d = 0; d < t.getRank(); ++d) {
-    int64_t in = t.getDimSize(d);
+    if (auto [of, dim] = dimAt(sizes, d); of == x && dim == d)
+      continue; // the input's own dim: the identity along this axis
+    InSize in;
+    if (t.isDynamicDim(d)) {
+      in.dim = n.make<GatherOp>(n.make<ShapeOp>(x, n.b.getI64IntegerAttr(d),
+                                                n.b.getI64IntegerAttr(d + 1)),
+                                n.i64Scalar(0), n.b.getI64IntegerAttr(0));
+    } else {
+      in.value = t.getDimSize(d);
+    }
     Value size = elementOf(n, sizes, d);
     if (auto c = getConstantInts(size); c && c->size() == 1) {
       int64_t outDim = (*c)[0];
       if (outDim < 0 || outDim > (int64_t(1) << 32))
         return n.error("Resize output dimension " + Twine(outDim) + " along axis " + Twine(d) +
                        " is out of range");
-      if (outDim == in)
+      if (!in.dim && outDim == in.value)
         continue; // sizes: the identity along this axis
-      if (!NodeImporter::rankedType(y).hasStaticShape()) {
-        // Taps of a constant size along an axis after one of run-time size.
+      if (in.dim || !NodeImporter::rankedType(y).hasStaticShape()) {
+        // Taps of a constant size along an axis of run-time size, or after
+        // one of run-time size.
         y = applyRunTimeTaps(n, y, d, in, size, p);
         continue;
       }
-      y = applyTaps(n, y, d, computeTaps(p, in, outDim, (double)outDim / in, 0, 1));
+      y = applyTaps(n, y, d, computeTaps(p, in.value, outDim, (double)outDim / in.value, 0, 1));
       continue;
     }
-    if (in == 0)
+    if (!in.dim && in.value == 0)
       return n.error("Resize of an empty axis " + Twine(d) + " to a run-time size");
-    y = applyRunTimeTaps(n, y, d, in, n.make<MaxOp>(size, n.i64Scalar(0)), p);
+    // (A size read from a dim, such as the image's, is never negative:
+    // no clamp, so that the result keeps that dim's expression.)
+    if (auto [of, dim] = dimAt(sizes, d); !of)
+      size = n.make<MaxOp>(size, n.i64Scalar(0));
+    y = applyRunTimeTaps(n, y, d, in, size, p);
     if (n.failed())
       return failure();
   }

@@ -31,6 +31,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | keypoint_decode | torchvision's keypoint decoding (`heatmaps_to_keypoints`, as Keypoint R-CNN exports it) after a small detector: NonMaxSuppression picks the boxes, then a Loop over the detections resizes each one's heatmaps (bicubic) to its box's size, computed from the box, takes ArgMax positions and appends a row per detection to two tensors: shapes computed from data inside a loop, and 9 or 10 detections |
 | resize_runtime_sizes | Resize (linear align_corners, nearest asymmetric, cubic with exclude_outside) to sizes computed from the input's values, so neither the sizes nor the result's dims are known while compiling |
+| cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max and average pooling, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -921,6 +922,59 @@ def resize_runtime_sizes(folder):
     return sets
 
 
+class ImageSizeCnn(torch.nn.Module):
+    """A small segmentation-style CNN: strided convolution, max pooling, a
+    depthwise block with hard-swish, squeeze-and-excitation, a channel
+    shuffle (view/transpose/view on x.size()), average pooling, a 1x1
+    classifier resized back to the input's size, and a global mean."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU())
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.dw = nn.Sequential(nn.Conv2d(8, 8, 3, 1, 1, groups=8), nn.Conv2d(8, 16, 1),
+                                nn.Hardswish())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 4, 1), nn.ReLU(),
+                                nn.Conv2d(4, 16, 1), nn.Hardsigmoid())
+        self.avg = nn.AvgPool2d(2, 2)
+        self.head = nn.Conv2d(16, 3, 1)
+
+    def forward(self, x):
+        y = self.dw(self.pool(self.stem(x)))
+        y = y * self.se(y)
+        n, c, h, w = y.size()
+        y = y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, -1, h, w)
+        logits = torch.nn.functional.interpolate(self.head(self.avg(y)), size=x.shape[-2:],
+                                                 mode="bilinear", align_corners=False)
+        return logits, y.mean([2, 3])
+
+
+def cnn_image_size(folder):
+    """ImageSizeCnn exported with its batch, height and width dynamic, run
+    at 1 x 32 x 32, 2 x 24 x 40 and 1 x 17 x 23 (odd sizes: each stride-2
+    layer rounds down) by one compile for every image size."""
+    torch.manual_seed(0)
+    model = ImageSizeCnn().eval()
+    with torch.no_grad():  # BatchNorm statistics other than 0 and 1
+        bn = model.stem[1]
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    gen = torch.Generator().manual_seed(3)
+    sets_in = [torch.randn(shape, generator=gen)
+               for shape in ((1, 3, 32, 32), (2, 3, 24, 40), (1, 3, 17, 23))]
+    torch.onnx.export(model, (sets_in[0],), os.path.join(folder, "model.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["logits", "features"],
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
+                                    "logits": {0: "batch", 2: "height", 3: "width"},
+                                    "features": {0: "batch"}}, **no_dynamo())
+    sets = []
+    for x in sets_in:
+        with torch.no_grad():
+            sets.append(([x.numpy()], [t.numpy() for t in model(x)]))
+    return sets
+
+
 def no_dynamo():
     import inspect
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
@@ -933,7 +987,7 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn,
           "qoperator_tool_cnn": qoperator_tool_cnn,
           "dynamic_quant_mlp": dynamic_quant_mlp, "keypoint_decode": keypoint_decode,
-          "resize_runtime_sizes": resize_runtime_sizes}
+          "resize_runtime_sizes": resize_runtime_sizes, "cnn_image_size": cnn_image_size}
 
 
 def write_sets(folder, sets, ort):
