@@ -331,9 +331,26 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
     }
     for (kiln_i64 kx = 0; kx < q.kw; ++kx) {
       const float *kpanel = panel + (ky * q.kw + kx) * cg * KILN_PANEL;
+      // A window position that reads only padding for every row of the
+      // tile adds nothing: its products are skipped (the chunks still end
+      // where they would, so every sum is the one it was). A dilated
+      // convolution on a small map (DeepLab's ASPP, dilations 12 to 36 on
+      // 14x14 or less) has such positions for most tiles; with static
+      // shapes kiln.conv's canonicalization drops those that read padding
+      // everywhere, but an image size known only at run time leaves that
+      // to here.
+      bool anyInside = false;
+      for (int i = 0; i < R; ++i) {
+        kiln_i64 y = ih0[i] + ky * q.dh, x = iw0[i] + kx * q.dw;
+        anyInside |= y >= 0 && y < q.h && x >= 0 && x < q.w;
+      }
       // Channel chunks keep the zero rows within kZeros.
       for (kiln_i64 c0 = 0; c0 < cg; c0 += kZeroFloats) {
         kiln_i64 k = cg - c0 < kZeroFloats ? cg - c0 : kZeroFloats;
+        if (!anyInside) {
+          chunkDone(sum, acc, k);
+          continue;
+        }
         const float *a[R];
         for (int i = 0; i < R; ++i) {
           kiln_i64 y = ih0[i] + ky * q.dh, x = iw0[i] + kx * q.dw;
