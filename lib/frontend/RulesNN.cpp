@@ -475,12 +475,15 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
     return llvm::none_of(t.getShape().drop_front(2), ShapedType::isDynamic);
   };
   bool wantIndices = isMax && n.node.output_size() > 1 && !n.node.output(1).empty();
-  // Spatial dims unknown here (shape arithmetic upstream that only
-  // kiln-symbolic-dims resolves, as in MaxViT's windows) are taken where
-  // the pads do not depend on them: explicit pads or VALID, no ceil_mode.
-  // Code generation still needs them known by then.
+  // Spatial dims unknown here (an image size known only at run time, or
+  // shape arithmetic upstream that only kiln-symbolic-dims resolves, as in
+  // MaxViT's windows) are taken where the pads do not depend on them:
+  // explicit pads or VALID, and ceil_mode only where its extra end padding
+  // can be a constant (below). Code generation takes them at run time
+  // where its kernels can, else needs them known by then.
   std::string autoPad = n.getString("auto_pad", "NOTSET");
-  bool padsFixed = (autoPad == "NOTSET" || autoPad == "VALID") && !n.getInt("ceil_mode", 0);
+  bool ceilMode = n.getInt("ceil_mode", 0) != 0;
+  bool padsFixed = autoPad == "NOTSET" || autoPad == "VALID";
   if (!xt || xt.getRank() < 3 || (!spatialStatic(xt) && (!padsFixed || wantIndices)) ||
       (wantIndices && !xt.hasStaticShape()))
     return n.error("pooling needs an input of static shape and rank >= 3");
@@ -496,8 +499,25 @@ LogicalResult pool(NodeImporter &n, Outs &out) {
   if (failed(resolvePads(n, xt, *kernel, strides, dilations, pads)))
     return failure();
   SmallVector<int64_t> extra(spatial, 0);
-  if (n.getInt("ceil_mode", 0))
+  if (ceilMode && spatialStatic(xt)) {
     extra = ceilModePads(xt, *kernel, strides, dilations, pads);
+  } else if (ceilMode) {
+    // ceil((in + pads - span) / s) + 1 outputs is floor mode's count with
+    // s - 1 more end padding, as long as the last window never starts in
+    // the end padding (ONNX drops such a window): that holds for every
+    // input size when end pad + s <= span (SqueezeNet's and GoogLeNet's
+    // 3x3 stride-2 pools), since then (out - 1) * s <= in + pads - span +
+    // s - 1 < in + begin pad. The extra padding is never read (max pooling
+    // skips padding, ceil_pads never count in an average's divisor), so
+    // a constant serves every size.
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t span = (*kernel)[i] > 0 ? ((*kernel)[i] - 1) * dilations[i] + 1 : 1;
+      if (strides[i] < 1 || pads[spatial + i] + strides[i] > span)
+        return n.error("pooling with ceil_mode needs an input of static spatial shape here "
+                       "(end pad + stride > window)");
+      extra[i] = strides[i] - 1;
+    }
+  }
   if (isMax) {
     for (size_t i = 0; i < spatial; ++i)
       pads[spatial + i] += extra[i];

@@ -31,7 +31,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | keypoint_decode | torchvision's keypoint decoding (`heatmaps_to_keypoints`, as Keypoint R-CNN exports it) after a small detector: NonMaxSuppression picks the boxes, then a Loop over the detections resizes each one's heatmaps (bicubic) to its box's size, computed from the box, takes ArgMax positions and appends a row per detection to two tensors: shapes computed from data inside a loop, and 9 or 10 detections |
 | resize_runtime_sizes | Resize (linear align_corners, nearest asymmetric, cubic with exclude_outside) to sizes computed from the input's values, so neither the sizes nor the result's dims are known while compiling |
-| cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max and average pooling, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
+| cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max pooling, average pooling in ceil mode, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -925,8 +925,8 @@ def resize_runtime_sizes(folder):
 class ImageSizeCnn(torch.nn.Module):
     """A small segmentation-style CNN: strided convolution, max pooling, a
     depthwise block with hard-swish, squeeze-and-excitation, a channel
-    shuffle (view/transpose/view on x.size()), average pooling, a 1x1
-    classifier resized back to the input's size, and a global mean."""
+    shuffle (view/transpose/view on x.size()), average pooling in ceil mode,
+    a 1x1 classifier resized back to the input's size, and a global mean."""
 
     def __init__(self):
         super().__init__()
@@ -937,7 +937,7 @@ class ImageSizeCnn(torch.nn.Module):
                                 nn.Hardswish())
         self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 4, 1), nn.ReLU(),
                                 nn.Conv2d(4, 16, 1), nn.Hardsigmoid())
-        self.avg = nn.AvgPool2d(2, 2)
+        self.avg = nn.AvgPool2d(3, 2, ceil_mode=True)
         self.head = nn.Conv2d(16, 3, 1)
 
     def forward(self, x):
