@@ -416,7 +416,7 @@ Value applyRunTimeTaps(NodeImporter &n, Value x, int64_t axis, InSize in, Value 
 /// dim (a segmentation head's batch and channels, Shape(x)[0:2]) leaves its
 /// axis alone.
 LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value sizes,
-                                   const ResizeParams &p) {
+                                   const ResizeParams &p, bool sizesFromDims = false) {
   auto t = NodeImporter::rankedType(x);
   auto st = NodeImporter::rankedType(sizes);
   if (!t)
@@ -461,9 +461,10 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
     }
     if (!in.dim && in.value == 0)
       return n.error("Resize of an empty axis " + Twine(d) + " to a run-time size");
-    // (A size read from a dim, such as the image's, is never negative:
-    // no clamp, so that the result keeps that dim's expression.)
-    if (auto [of, dim] = dimAt(sizes, d); !of)
+    // (A size read from a dim, such as the image's, or a multiple of one,
+    // is never negative: no clamp, so that the result keeps that dim's
+    // expression.)
+    if (auto [of, dim] = dimAt(sizes, d); !of && !sizesFromDims)
       size = n.make<MaxOp>(size, n.i64Scalar(0));
     y = applyRunTimeTaps(n, y, d, in, size, p);
     if (n.failed())
@@ -471,6 +472,30 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
   }
   out.push_back(y);
   return success();
+}
+
+/// Resize by constant scales of an input whose dims are known only at run
+/// time (a U-Net's or an FPN's upsampling by 2 over an image size left to
+/// run time): with whole-number scales, the output size along each axis is
+/// in * scale exactly and the coordinate transform's scale is out / in, so
+/// it is resizeToRunTimeSizes to those sizes. Other scales (ONNX then
+/// transforms by the scale, not by out / in) need the input's dims.
+LogicalResult resizeByWholeScales(NodeImporter &n, Outs &out, Value x,
+                                  ArrayRef<double> scales, const ResizeParams &p) {
+  auto t = NodeImporter::rankedType(x);
+  if (!t || (int64_t)scales.size() != t.getRank())
+    return n.error("Resize scales/sizes must have one entry per dimension");
+  SmallVector<Value> parts;
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    double sc = scales[d];
+    if (!(sc >= 1 && sc <= 1024 && sc == std::floor(sc)))
+      return n.error("Resize of an input of run-time shape needs whole-number scales (got " +
+                     std::to_string(sc) + " along axis " + std::to_string(d) + ")");
+    Value dim = n.make<ShapeOp>(x, n.b.getI64IntegerAttr(d), n.b.getI64IntegerAttr(d + 1));
+    parts.push_back(sc == 1 ? dim : n.make<MulOp>(dim, n.i64Tensor({(int64_t)sc})));
+  }
+  Value sizes = n.make<ConcatOp>(parts, n.b.getI64IntegerAttr(0));
+  return resizeToRunTimeSizes(n, out, x, sizes, p, /*sizesFromDims=*/true);
 }
 
 LogicalResult resize(NodeImporter &n, Outs &out) {
@@ -499,6 +524,9 @@ LogicalResult resize(NodeImporter &n, Outs &out) {
     return resizeToRunTimeSizes(n, out, n.required(0), n.input(3), p);
   if (!scales && !sizes)
     return n.error("Resize scales must be a constant (sizes may be computed at run time)");
+  if (auto t = NodeImporter::rankedType(n.required(0));
+      scales && t && !t.hasStaticShape() && p.transform != "tf_crop_and_resize")
+    return resizeByWholeScales(n, out, n.required(0), *scales, p);
   return resizeWith(n, out, n.required(0), scales, sizes, roi, p);
 }
 
@@ -521,6 +549,8 @@ LogicalResult upsample(NodeImporter &n, Outs &out) {
   if (!scales)
     return n.error(n.opset >= 9 ? "Upsample scales must be a constant"
                                 : "Upsample needs its scales attribute(s)");
+  if (auto t = NodeImporter::rankedType(n.required(0)); t && !t.hasStaticShape())
+    return resizeByWholeScales(n, out, n.required(0), *scales, p);
   return resizeWith(n, out, n.required(0), scales, std::nullopt, {}, p);
 }
 

@@ -31,7 +31,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | keypoint_decode | torchvision's keypoint decoding (`heatmaps_to_keypoints`, as Keypoint R-CNN exports it) after a small detector: NonMaxSuppression picks the boxes, then a Loop over the detections resizes each one's heatmaps (bicubic) to its box's size, computed from the box, takes ArgMax positions and appends a row per detection to two tensors: shapes computed from data inside a loop, and 9 or 10 detections |
 | resize_runtime_sizes | Resize (linear align_corners, nearest asymmetric, cubic with exclude_outside) to sizes computed from the input's values, so neither the sizes nor the result's dims are known while compiling |
-| cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max pooling, average pooling in ceil mode, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
+| cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max pooling, average pooling in ceil mode, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size and upsampled by 2) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -926,7 +926,8 @@ class ImageSizeCnn(torch.nn.Module):
     """A small segmentation-style CNN: strided convolution, max pooling, a
     depthwise block with hard-swish, squeeze-and-excitation, a channel
     shuffle (view/transpose/view on x.size()), average pooling in ceil mode,
-    a 1x1 classifier resized back to the input's size, and a global mean."""
+    a 1x1 classifier resized back to the input's size (sizes from Shape)
+    and upsampled by 2 (constant scales), and a global mean."""
 
     def __init__(self):
         super().__init__()
@@ -945,9 +946,12 @@ class ImageSizeCnn(torch.nn.Module):
         y = y * self.se(y)
         n, c, h, w = y.size()
         y = y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, -1, h, w)
-        logits = torch.nn.functional.interpolate(self.head(self.avg(y)), size=x.shape[-2:],
+        small = self.head(self.avg(y))
+        logits = torch.nn.functional.interpolate(small, size=x.shape[-2:],
                                                  mode="bilinear", align_corners=False)
-        return logits, y.mean([2, 3])
+        # Upsampling by 2 (constant scales, as U-Nets write it).
+        up = torch.nn.functional.interpolate(small, scale_factor=2.0, mode="nearest")
+        return logits, y.mean([2, 3]), up
 
 
 def cnn_image_size(folder):
@@ -964,10 +968,12 @@ def cnn_image_size(folder):
     sets_in = [torch.randn(shape, generator=gen)
                for shape in ((1, 3, 32, 32), (2, 3, 24, 40), (1, 3, 17, 23))]
     torch.onnx.export(model, (sets_in[0],), os.path.join(folder, "model.onnx"), opset_version=13,
-                      input_names=["x"], output_names=["logits", "features"],
+                      input_names=["x"], output_names=["logits", "features", "up"],
                       dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
                                     "logits": {0: "batch", 2: "height", 3: "width"},
-                                    "features": {0: "batch"}}, **no_dynamo())
+                                    "features": {0: "batch"},
+                                    "up": {0: "batch", 2: "up_height", 3: "up_width"}},
+                      **no_dynamo())
     sets = []
     for x in sets_in:
         with torch.no_grad():
