@@ -254,13 +254,17 @@ MODELS = {
                         keys=("boxes", "scores", "labels", "keypoints", "keypoints_scores"),
                         min_size=320, max_size=320, box_detections_per_img=20,
                         # Its two classes' scaled logits leave the person
-                        # scores small (0.196, 0.140, 0.018, 0.018, 0.006,
-                        # 0.004 on the first image, at most 0.0003 on the
-                        # second): this threshold keeps six detections on
-                        # the first image, so that the heatmap Loop runs, and
-                        # none on the second.
+                        # scores small (0.023, 0.019 and 0.006 on the first
+                        # image, at most 0.0003 on the second): this
+                        # threshold keeps three detections on the first
+                        # image, so that the heatmap Loop runs, and none on
+                        # the second.
                         box_score_thresh=0.002),
         sets=[[("image", (3, 320, 320))], [("image", (3, 240, 300))]],
+        # The first image of the default seed (1) has a keypoint whose two
+        # heatmap peaks differ by 2.3e-4 (KEYPOINT_PEAK_MARGIN): seed 6's
+        # smallest gap is 1.2e-3.
+        seeds=[6, 2],
         names=["image"],
         outputs=["boxes", "scores", "labels", "keypoints", "keypoints_scores"],
         dyn={"image": {1: "height", 2: "width"}}, detection=True,
@@ -290,6 +294,49 @@ MODELS = {
                    dyn={"tokens": {0: "batch", 1: "length"}},
                    out_dyn={"logits": {0: "batch", 1: "length"}, "state": {1: "batch"}}),
 }
+
+
+KEYPOINT_PEAK_MARGIN = 1e-3
+
+
+class KeypointPeakGaps:
+    """While active, records for each keypoint heatmap that torchvision's
+    heatmaps_to_keypoints decodes (resized to its box, bicubic, as that
+    function does) the gap between its highest value and its next highest."""
+
+    def __init__(self, active):
+        self.active = active
+        self.gaps = []
+
+    def __enter__(self):
+        if not self.active:
+            return self
+        from torchvision.models.detection import roi_heads
+        self.module, self.original = roi_heads, roi_heads.heatmaps_to_keypoints
+
+        def recording(maps, rois):
+            widths = (rois[:, 2] - rois[:, 0]).clamp(min=1).ceil()
+            heights = (rois[:, 3] - rois[:, 1]).clamp(min=1).ceil()
+            for i in range(len(rois)):
+                m = F.interpolate(maps[i][:, None], size=(int(heights[i]), int(widths[i])),
+                                  mode="bicubic", align_corners=False)[:, 0]
+                top = m.reshape(m.shape[0], -1).topk(2, dim=1).values
+                self.gaps.extend((top[:, 0] - top[:, 1]).tolist())
+            return self.original(maps, rois)
+
+        roi_heads.heatmaps_to_keypoints = recording
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            self.module.heatmaps_to_keypoints = self.original
+        return False
+
+    def clear(self):
+        self.gaps = []
+
+    def smallest(self):
+        return min(self.gaps) if self.gaps else None
 
 
 def make_inputs(specs, seed):
@@ -332,17 +379,20 @@ def make_model(name, opset, out, ort):
         for p in model.parameters():
             if p.dim() >= 2 and not p.any():
                 p.normal_(0.0, 0.02)
-    sets = [make_inputs(s, em.DATA_SEED + i) for i, s in enumerate(spec["sets"])]
+    seeds = spec.get("seeds", [em.DATA_SEED + i for i in range(len(spec["sets"]))])
+    sets = [make_inputs(s, seed) for s, seed in zip(spec["sets"], seeds)]
     first = spec["sets"][0][0]
     if first[0] == "image":
         # Calibrate BatchNorm on batches shaped like the first data set.
         shape = first[1] if len(first[1]) == 4 else (1,) + tuple(first[1])
         em.calibrate_batchnorm(model if not spec.get("detection") else _Batched(model), shape)
         model.eval()
-    expected = []
-    with torch.no_grad():
+    expected, peak_gaps = [], []
+    with torch.no_grad(), KeypointPeakGaps(active="keypoints" in spec.get("outputs", [])) as gaps:
         for xs in sets:
+            gaps.clear()
             expected.append([y.numpy() for y in as_tuple(model(*xs))])
+            peak_gaps.append(gaps.smallest())
 
     outputs = spec.get("outputs", ["output"])
     dyn = dict(spec["dyn"])
@@ -376,6 +426,17 @@ def make_model(name, opset, out, ort):
                 if len(gaps) and gaps.min() < 1e-5 * max(1.0, float(s[0])):
                     raise RuntimeError(f"data set {i}: scores {gaps.argmin()} and "
                                        f"{gaps.argmin() + 1} tie within 1e-5; change the data")
+            # A keypoint is the arg-max of its resized heatmap: where the two
+            # highest values differ by float32 noise, another implementation
+            # may pick the other one, a keypoint pixels away (Keypoint
+            # R-CNN's heatmaps from a ResNet-50 FPN differ by ~1e-4 between
+            # Kiln and ONNX Runtime; one peak pair 2.3e-4 apart on the
+            # first data set of seed 1 came out 7.7 pixels apart).
+            for i, gap in enumerate(peak_gaps):
+                if gap is not None and gap < KEYPOINT_PEAK_MARGIN:
+                    raise RuntimeError(f"data set {i}: a keypoint heatmap's two highest values "
+                                       f"differ by {gap:.2e} only (< {KEYPOINT_PEAK_MARGIN}); "
+                                       "change the data")
         for i, (xs, want) in enumerate(zip(sets, expected)):
             d = os.path.join(tmp, f"test_data_set_{i}")
             os.makedirs(d)
