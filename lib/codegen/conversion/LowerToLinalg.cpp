@@ -316,6 +316,40 @@ void describeRuntimeDims(func::FuncOp func, const codegen::DynamicDims &dd) {
     if (auto e = dd.exprsOf(v); e && !cast<RankedTensorType>(v.getType()).hasStaticShape())
       func.setResultAttr(i, "kiln.dim_map",
                          AffineMapAttr::get(AffineMap::get(0, n, *e, func.getContext())));
+  // The spatial dims of convolutions and pools over sizes known only at
+  // run time, each of which must be at least 1 (`kiln.dim_checks`, checked
+  // by MODEL_dims before anything runs): an image smaller than a window
+  // and its padding would give a size of 0 or less, which ONNX refuses and
+  // the kernels and buffers must never see.
+  SmallVector<Attribute> checks;
+  llvm::SmallDenseSet<AffineExpr, 8> seen;
+  func.walk([&](Operation *op) {
+    if (!isa<ConvOp, Conv2DNhwcOp, MaxPoolOp, AvgPoolOp>(op))
+      return;
+    auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    auto e = dd.exprsOf(op->getResult(0)), in = dd.exprsOf(op->getOperand(0));
+    if (!t || !e || !in || t.getRank() < 3 || (int64_t)e->size() != t.getRank() ||
+        in->size() != e->size())
+      return;
+    bool nhwc = isa<Conv2DNhwcOp>(op) || op->hasAttr("channels_last");
+    int64_t from = nhwc ? 1 : 2, to = nhwc ? t.getRank() - 1 : t.getRank();
+    for (int64_t d = from; d < to; ++d) {
+      AffineExpr x = (*e)[d];
+      bool inputSymbolsOnly = true;
+      x.walk([&](AffineExpr s) {
+        if (auto sym = dyn_cast<AffineSymbolExpr>(s))
+          inputSymbolsOnly &= sym.getPosition() < n;
+      });
+      // A size that is the input's (a 1x1 window, stride 1, no padding: a
+      // matrix product over rows, which may be 0) cannot be too small.
+      if (!t.isDynamicDim(d) || !x || isa<AffineConstantExpr>(x) || !inputSymbolsOnly ||
+          x == (*in)[d] || !seen.insert(x).second)
+        continue;
+      checks.push_back(AffineMapAttr::get(AffineMap::get(0, n, x, func.getContext())));
+    }
+  });
+  if (!checks.empty())
+    func->setAttr("kiln.dim_checks", b.getArrayAttr(checks));
 }
 
 /// kiln.loop_guard -> a call of the runtime's kiln_loop_guard(iteration,

@@ -147,10 +147,28 @@ struct RuntimeDimsArgumentsPass
         }
       }
     }
-    // The outputs' dims.
     SmallVector<Value> indexSymbols;
     for (Value s : symbols)
       indexSymbols.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), s));
+    // Dims inside the model that must be at least 1 (kiln.dim_checks: a
+    // window that must fit its padded input): -2 where one is not and the
+    // inputs agree otherwise.
+    if (auto checks = func->getAttrOfType<ArrayAttr>("kiln.dim_checks")) {
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      for (Attribute a : checks) {
+        auto map = dyn_cast<AffineMapAttr>(a);
+        if (!map || map.getValue().getNumResults() != 1 ||
+            map.getValue().getNumSymbols() != indexSymbols.size())
+          return func.emitError("a malformed kiln.dim_checks entry");
+        Value v = affine::AffineApplyOp::create(b, loc, map.getValue(), indexSymbols);
+        Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, one);
+        Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bad,
+                                              arith::ConstantIntOp::create(b, loc, 0, 64));
+        bad = arith::SelectOp::create(b, loc, arith::AndIOp::create(b, loc, small, isFirst),
+                                      arith::ConstantIntOp::create(b, loc, -2, 64), bad);
+      }
+    }
+    // The outputs' dims.
     for (unsigned arg = 0; arg < originalTypes.size(); ++arg) {
       auto map = func.getArgAttrOfType<AffineMapAttr>(arg, "kiln.dim_map");
       MemRefType t = originalTypes[arg];

@@ -95,7 +95,11 @@ func.func @batch(%x: tensor<?x8x8x3xf32> {kiln.dim_names = ["batch", "", "", ""]
 // output's (fields 4, 5, from the window: (h + 2 - 3) floordiv 2 + 1 for
 // the stride-2 convolution) from their parameter blocks; the packed
 // weights fix only the channels and the window.
+// The output sizes of the convolution and the pool must be at least 1
+// (kiln.dim_checks, which MODEL_dims checks before the run: an image
+// smaller than a window is an error there, not a negative size here).
 // CHECK-LABEL: func.func @image_size
+// CHECK-SAME: kiln.dim_checks = [#[[C1:.*]], #[[C2:.*]], #[[C3:.*]], #[[C4:.*]]]
 // CHECK-DAG: %[[B:.*]] = tensor.dim %arg0, %c0
 // CHECK-DAG: %[[H:.*]] = tensor.dim %arg0, %c1
 // CHECK-DAG: %[[W:.*]] = tensor.dim %arg0, %c2

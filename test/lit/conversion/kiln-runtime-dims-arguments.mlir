@@ -25,14 +25,23 @@
 // CHECK-DAG: %[[SYM:.*]] = memref.load %[[D]][%c0]
 // CHECK-DAG: %[[OTHER:.*]] = memref.load %[[D]][%c1]
 // CHECK: arith.cmpi ne, %[[OTHER]], %[[SYM]]
-// CHECK: arith.select {{.*}}, %c2_i64,
+// CHECK: %[[BAD:.*]] = arith.select {{.*}}, %c2_i64,
+// A dim inside the model that must be at least 1 (kiln.dim_checks, a
+// window's output size (m - 3) floordiv 2 + 1): -2 where it is not and no
+// input disagreed first.
+// CHECK: %[[SIZE:.*]] = affine.apply #{{.*}}()[%{{.*}}]
+// CHECK: %[[SMALL:.*]] = arith.cmpi slt, %[[SIZE]], %c1
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[BAD]], %c0_i64
+// CHECK: %[[BOTH:.*]] = arith.andi %[[SMALL]], %[[FIRST]]
+// CHECK: %[[RET:.*]] = arith.select %[[BOTH]], %c-2_i64, %[[BAD]]
 // CHECK: memref.store %{{.*}}, %[[D]][%c3]
-// CHECK: return
+// CHECK: return %[[RET]]
 func.func @main(%x: memref<?x4xf32> {kiln.dim_names = ["n", ""]},
                 %y: memref<?x?xf32> {kiln.dim_names = ["n", "m"]},
                 %out: memref<?x4xf32> {kiln.dim_map = affine_map<()[s0, s1] -> (s0 + 1, 4)>})
     attributes {kiln.runtime_symbols = [array<i64: 0, 0>, array<i64: 1, 1>],
-                kiln.runtime_symbol_names = ["n", "m"]} {
+                kiln.runtime_symbol_names = ["n", "m"],
+                kiln.dim_checks = [affine_map<()[s0, s1] -> ((s1 - 3) floordiv 2 + 1)>]} {
   %s = memref.subview %out[0, 0] [4, 4] [1, 1] : memref<?x4xf32> to memref<4x4xf32, strided<[4, 1]>>
   %t = memref.subview %x[0, 0] [4, 4] [1, 1] : memref<?x4xf32> to memref<4x4xf32, strided<[4, 1]>>
   memref.copy %t, %s : memref<4x4xf32, strided<[4, 1]>> to memref<4x4xf32, strided<[4, 1]>>
