@@ -134,6 +134,19 @@ Value applyTaps(NodeImporter &n, Value x, int64_t axis, const AxisTaps &taps) {
                                    n.scalarLike(x, 0.0));
 }
 
+/// The coordinate transformation and nearest modes ONNX defines.
+LogicalResult checkModes(NodeImporter &n, const ResizeParams &p) {
+  static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_half_pixel_for_nearest",
+                                     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (!llvm::is_contained(transforms, p.transform))
+    return n.error("unknown coordinate_transformation_mode '" + p.transform + "'");
+  static const char *nearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (!llvm::is_contained(nearestModes, p.nearestMode))
+    return n.error("unknown nearest_mode '" + p.nearestMode + "'");
+  return success();
+}
+
 LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<SmallVector<double>> scales,
                          std::optional<SmallVector<int64_t>> sizes, SmallVector<double> roi,
                          const ResizeParams &p) {
@@ -144,14 +157,8 @@ LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<Smal
     return n.error("Resize supports floating-point inputs only");
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
     return n.error("unknown Resize mode '" + p.mode + "'");
-  static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                     "asymmetric", "tf_half_pixel_for_nearest",
-                                     "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-  if (!llvm::is_contained(transforms, p.transform))
-    return n.error("unknown coordinate_transformation_mode '" + p.transform + "'");
-  static const char *nearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  if (!llvm::is_contained(nearestModes, p.nearestMode))
-    return n.error("unknown nearest_mode '" + p.nearestMode + "'");
+  if (failed(checkModes(n, p)))
+    return failure();
   int64_t rank = t.getRank();
   if ((scales && (int64_t)scales->size() != rank) || (sizes && (int64_t)sizes->size() != rank))
     return n.error("Resize scales/sizes must have one entry per dimension");
@@ -430,6 +437,8 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
     return n.error("unknown Resize mode '" + p.mode + "'");
   if (p.transform == "tf_crop_and_resize")
     return n.error("Resize with tf_crop_and_resize: its sizes must be a constant");
+  if (failed(checkModes(n, p)))
+    return failure();
   Value y = x;
   for (int64_t d = 0; d < t.getRank(); ++d) {
     if (auto [of, dim] = dimAt(sizes, d); of == x && dim == d)
