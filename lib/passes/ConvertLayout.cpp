@@ -305,7 +305,9 @@ struct SinkThroughBinary : RewritePattern {
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {
       auto vt = dyn_cast<RankedTensorType>(v.getType());
-      if (!vt || !(staticButBatch(vt) || layoutMovable(outT, perm)))
+      // (Each operand's dims are the result's or 1 where they broadcast:
+      // layoutMovable(outT) covers them.)
+      if (!vt)
         return failure();
       if (auto t = transposeWithPerm(v, perm); t && vt.getShape() == outT.getShape()) {
         operands.push_back(t.getInput());
