@@ -134,8 +134,10 @@ Value applyTaps(NodeImporter &n, Value x, int64_t axis, const AxisTaps &taps) {
                                    n.scalarLike(x, 0.0));
 }
 
-/// The coordinate transformation and nearest modes ONNX defines.
+/// The modes, coordinate transformations and nearest modes ONNX defines.
 LogicalResult checkModes(NodeImporter &n, const ResizeParams &p) {
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    return n.error("unknown Resize mode '" + p.mode + "'");
   static const char *transforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                      "asymmetric", "tf_half_pixel_for_nearest",
                                      "tf_half_pixel_for_nn", "tf_crop_and_resize"};
@@ -155,8 +157,6 @@ LogicalResult resizeWith(NodeImporter &n, Outs &out, Value x, std::optional<Smal
     return n.error("Resize needs an input of static shape");
   if (!isa<FloatType>(t.getElementType()))
     return n.error("Resize supports floating-point inputs only");
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
-    return n.error("unknown Resize mode '" + p.mode + "'");
   if (failed(checkModes(n, p)))
     return failure();
   int64_t rank = t.getRank();
@@ -433,15 +433,14 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
   if (!st || st.getRank() != 1 || st.isDynamicDim(0) || st.getDimSize(0) != t.getRank() ||
       !st.getElementType().isSignlessInteger(64))
     return n.error("Resize sizes must be an int64 tensor of one entry per dimension");
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
-    return n.error("unknown Resize mode '" + p.mode + "'");
-  if (p.transform == "tf_crop_and_resize")
-    return n.error("Resize with tf_crop_and_resize: its sizes must be a constant");
   if (failed(checkModes(n, p)))
     return failure();
+  if (p.transform == "tf_crop_and_resize")
+    return n.error("Resize with tf_crop_and_resize: its sizes must be a constant");
   Value y = x;
   for (int64_t d = 0; d < t.getRank(); ++d) {
-    if (auto [of, dim] = dimAt(sizes, d); of == x && dim == d)
+    auto [sizeOf, sizeDim] = dimAt(sizes, d);
+    if (sizeOf == x && sizeDim == d)
       continue; // the input's own dim: the identity along this axis
     InSize in;
     if (t.isDynamicDim(d)) {
@@ -473,7 +472,7 @@ LogicalResult resizeToRunTimeSizes(NodeImporter &n, Outs &out, Value x, Value si
     // (A size read from a dim, such as the image's, or a multiple of one,
     // is never negative: no clamp, so that the result keeps that dim's
     // expression.)
-    if (auto [of, dim] = dimAt(sizes, d); !of && !sizesFromDims)
+    if (!sizeOf && !sizesFromDims)
       size = n.make<MaxOp>(size, n.i64Scalar(0));
     y = applyRunTimeTaps(n, y, d, in, size, p);
     if (n.failed())
