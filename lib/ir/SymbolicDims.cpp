@@ -655,9 +655,8 @@ void SymbolicDims::visit(Operation *op) {
         auto k = constantOf(w[2 + i]);
         if (!in[2 + i] || !k || c.getStrides()[i] <= 0)
           continue;
-        AffineExpr num = simplify(in[2 + i] + (c.getPads()[i] + c.getPads()[spatial + i] -
-                                               c.getDilations()[i] * (*k - 1) - 1));
-        setIfKnown(2 + i, simplify(num.floorDiv(c.getStrides()[i]) + 1));
+        setIfKnown(2 + i, windowOutput(in[2 + i], c.getPads()[i] + c.getPads()[spatial + i], *k,
+                                       c.getDilations()[i], c.getStrides()[i]));
       }
     }
   } else if (isa<MaxPoolOp, AvgPoolOp>(op)) {
@@ -686,8 +685,7 @@ void SymbolicDims::visit(Operation *op) {
           if (!in[at] || st <= 0)
             continue;
           int64_t padSum = pads[i] + pads[spatial + i] + (ceilPads ? ceilPads[i] : 0);
-          AffineExpr num = simplify(in[at] + (padSum - dil * (k - 1) - 1));
-          setIfKnown(at, simplify(num.floorDiv(st) + 1));
+          setIfKnown(at, windowOutput(in[at], padSum, k, dil, st));
         }
     }
   } else if (auto c = dyn_cast<Conv2DNhwcOp>(op)) {
@@ -702,9 +700,8 @@ void SymbolicDims::visit(Operation *op) {
         auto k = constantOf(w[2 + i]);
         if (!in[1 + i] || !k || c.getStrides()[i] <= 0)
           continue;
-        AffineExpr num = simplify(in[1 + i] + (c.getPads()[i] + c.getPads()[2 + i] -
-                                               c.getDilations()[i] * (*k - 1) - 1));
-        setIfKnown(1 + i, simplify(num.floorDiv(c.getStrides()[i]) + 1));
+        setIfKnown(1 + i, windowOutput(in[1 + i], c.getPads()[i] + c.getPads()[2 + i], *k,
+                                       c.getDilations()[i], c.getStrides()[i]));
       }
     }
   } else if (auto m = dyn_cast<MatMulOp>(op)) {
@@ -862,6 +859,14 @@ static AffineExpr cancelDivisions(AffineExpr e) {
   default:
     return e;
   }
+}
+
+AffineExpr SymbolicDims::windowOutput(AffineExpr in, int64_t padSum, int64_t k,
+                                      int64_t dilation, int64_t stride) const {
+  // A floor, as ONNX's output size is (AffineExpr's floordiv is one for
+  // negative numerators too).
+  AffineExpr num = simplify(in + (padSum - dilation * (k - 1) - 1));
+  return simplify(num.floorDiv(stride) + 1);
 }
 
 AffineExpr SymbolicDims::simplify(AffineExpr e) const {

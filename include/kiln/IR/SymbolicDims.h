@@ -85,6 +85,10 @@ private:
   std::optional<Exprs> contentsOrValues(mlir::Value shape);
   mlir::AffineExpr constant(int64_t c) const;
   mlir::AffineExpr simplify(mlir::AffineExpr e) const;
+  /// A convolution's or pool's output size along one axis of input size
+  /// `in`: (in + padSum - dilation * (k - 1) - 1) floordiv stride + 1.
+  mlir::AffineExpr windowOutput(mlir::AffineExpr in, int64_t padSum, int64_t k,
+                                int64_t dilation, int64_t stride) const;
   Exprs typeDims(mlir::Value v) const;
   Exprs broadcast(llvm::ArrayRef<Exprs> operands, size_t rank) const;
   std::optional<Exprs>
