@@ -118,7 +118,14 @@ struct RuntimeDimsArgumentsPass
       symbols.push_back(load(entryOf(pair[0], pair[1])));
     }
     // Every other input dim of a symbol must equal it.
+    // The code returned: 0, or the first failed check's `code`.
     Value bad = arith::ConstantIntOp::create(b, loc, 0, 64);
+    auto failIf = [&](Value failed, int64_t code) {
+      Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bad,
+                                            arith::ConstantIntOp::create(b, loc, 0, 64));
+      bad = arith::SelectOp::create(b, loc, arith::AndIOp::create(b, loc, failed, isFirst),
+                                    arith::ConstantIntOp::create(b, loc, code, 64), bad);
+    };
     auto symbolNames = func->getAttrOfType<ArrayAttr>("kiln.runtime_symbol_names");
     for (unsigned arg = 0; arg < originalTypes.size(); ++arg) {
       auto names = func.getArgAttrOfType<ArrayAttr>(arg, "kiln.dim_names");
@@ -139,11 +146,7 @@ struct RuntimeDimsArgumentsPass
           int64_t k = entryOf(arg, d);
           Value differ = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, load(k),
                                                symbols[s]);
-          Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bad,
-                                                arith::ConstantIntOp::create(b, loc, 0, 64));
-          Value both = arith::AndIOp::create(b, loc, differ, isFirst);
-          bad = arith::SelectOp::create(b, loc, both,
-                                        arith::ConstantIntOp::create(b, loc, k + 1, 64), bad);
+          failIf(differ, k + 1);
         }
       }
     }
@@ -162,10 +165,7 @@ struct RuntimeDimsArgumentsPass
           return func.emitError("a malformed kiln.dim_checks entry");
         Value v = affine::AffineApplyOp::create(b, loc, map.getValue(), indexSymbols);
         Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, one);
-        Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bad,
-                                              arith::ConstantIntOp::create(b, loc, 0, 64));
-        bad = arith::SelectOp::create(b, loc, arith::AndIOp::create(b, loc, small, isFirst),
-                                      arith::ConstantIntOp::create(b, loc, -2, 64), bad);
+        failIf(small, -2);
       }
     }
     // The outputs' dims.
