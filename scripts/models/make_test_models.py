@@ -31,6 +31,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | dynamic_quant_mlp | ONNX Runtime's quantize_dynamic form (DynamicQuantizeLinear, MatMulInteger with constant s8 weights, the scales applied in float) on a [2, seq, 64] input with seq dynamic (5 and 9): the int8 kernel over a run-time number of rows, a zero point known only at run time |
 | keypoint_decode | torchvision's keypoint decoding (`heatmaps_to_keypoints`, as Keypoint R-CNN exports it) after a small detector: NonMaxSuppression picks the boxes, then a Loop over the detections resizes each one's heatmaps (bicubic) to its box's size, computed from the box, takes ArgMax positions and appends a row per detection to two tensors: shapes computed from data inside a loop, and 9 or 10 detections |
 | resize_runtime_sizes | Resize (linear align_corners, nearest asymmetric, cubic with exclude_outside) to sizes computed from the input's values, so neither the sizes nor the result's dims are known while compiling |
+| resize_fractional | Resize of a static-shaped input by scales that are no powers of two (sizes 45x56 -> 48x60 and 37x41, scales 1.3 and 0.7; linear, cubic, nearest) on a +-100 checkerboard: the taps' source coordinates computed in float32 as ONNX Runtime does |
 | cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max pooling, average pooling in ceil mode, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size and upsampled by 2) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
@@ -922,6 +923,43 @@ def resize_runtime_sizes(folder):
     return sets
 
 
+def resize_fractional(folder):
+    """Built with ONNX's helpers: Resizes of an input of static shape by
+    scales that are no powers of two (sizes 45x56 -> 48x60, as a detector's
+    transform resizes 240x300 to 256x320; 45x56 -> 37x41; given scales 1.3
+    and 0.7), linear, cubic and nearest. The input is a checkerboard of
+    +-100 with noise, so that an output near 0 between two pixels moves by
+    200 times its tap's error: coordinates computed otherwise than in float32
+    as ONNX Runtime does (1e-5 of a pixel) show beyond the tolerance."""
+    F = TensorProto.FLOAT
+    I = TensorProto.INT64
+    inits = [helper.make_tensor("up", I, [4], [1, 2, 48, 60]),
+             helper.make_tensor("down", I, [4], [1, 2, 37, 41]),
+             helper.make_tensor("near", I, [4], [1, 2, 52, 63]),
+             helper.make_tensor("scales", F, [4], [1.0, 1.0, 1.3, 0.7])]
+    nodes = [helper.make_node("Resize", ["x", "", "", "up"], ["linear_half_pixel"],
+                              mode="linear", coordinate_transformation_mode="half_pixel"),
+             helper.make_node("Resize", ["x", "", "", "down"], ["cubic_pytorch"],
+                              mode="cubic", coordinate_transformation_mode="pytorch_half_pixel"),
+             helper.make_node("Resize", ["x", "", "scales"], ["linear_asymmetric"],
+                              mode="linear", coordinate_transformation_mode="asymmetric"),
+             helper.make_node("Resize", ["x", "", "", "near"], ["nearest_half_pixel"],
+                              mode="nearest", coordinate_transformation_mode="half_pixel",
+                              nearest_mode="round_prefer_floor")]
+    outputs = [helper.make_tensor_value_info("linear_half_pixel", F, [1, 2, 48, 60]),
+               helper.make_tensor_value_info("cubic_pytorch", F, [1, 2, 37, 41]),
+               helper.make_tensor_value_info("linear_asymmetric", F, [1, 2, 58, 39]),
+               helper.make_tensor_value_info("nearest_half_pixel", F, [1, 2, 52, 63])]
+    graph = helper.make_graph(nodes, "resize_fractional",
+                              [helper.make_tensor_value_info("x", F, [1, 2, 45, 56])], outputs,
+                              initializer=inits)
+    save_model(folder, graph, 17)
+    rng = np.random.default_rng(31)
+    board = np.indices((45, 56)).sum(axis=0) % 2 * 200.0 - 100.0
+    return [([(board + rng.standard_normal((1, 2, 45, 56))).astype(np.float32)], None)
+            for _ in range(2)]
+
+
 class ImageSizeCnn(torch.nn.Module):
     """A small segmentation-style CNN: strided convolution, max pooling, a
     depthwise block with hard-swish, squeeze-and-excitation, a channel
@@ -993,7 +1031,8 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "qdq_convnet": qdq_convnet, "qdq_tool_cnn": qdq_tool_cnn,
           "qoperator_tool_cnn": qoperator_tool_cnn,
           "dynamic_quant_mlp": dynamic_quant_mlp, "keypoint_decode": keypoint_decode,
-          "resize_runtime_sizes": resize_runtime_sizes, "cnn_image_size": cnn_image_size}
+          "resize_runtime_sizes": resize_runtime_sizes, "cnn_image_size": cnn_image_size,
+          "resize_fractional": resize_fractional}
 
 
 def write_sets(folder, sets, ort):
