@@ -243,6 +243,18 @@ TEST(Kernels, PointwiseTiles) {
   checkConv({1, 5, 11, 256, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false, -kInf, kInf,
              true});
 }
+// One output pixel per image (a matrix-vector product, as a decoder's
+// projections at one token): pointwiseRowStreams reads the reduction as
+// four ranges at once, then the c % 4 channels after them. A half last
+// panel with a residual and a clamp; three images of one pixel; fewer
+// channels than ranges; two groups with a GELU.
+TEST(Kernels, PointwiseOneRowStreams) {
+  checkConv({1, 1, 1, 770, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
+  checkConv({3, 1, 1, 1027, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false});
+  checkConv({1, 1, 1, 3, 33, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false, true});
+  checkConv({1, 1, 1, 512, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, false, -kInf, kInf, true});
+}
+
 TEST(Kernels, Depthwise3x3Relu6) {
   checkConv({1, 10, 9, 53, 53, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 53, true, true, 0.0f, 6.0f});
 }
