@@ -470,62 +470,82 @@ INLINE void pointwiseTile(const ConvParams &q, const float *in, const float *w, 
     geluTile(o, rows, cols);
 }
 
-/// The register tile of a pointwise convolution's only output row (a
-/// matrix-vector product: a decoder's projections at one token, a
-/// squeeze-excitation layer), full panel width, reading the panel's rows as
-/// kRowStreams ranges of the reduction at once. Such a product reads each
-/// weight from memory once for one FMA, so it runs at the rate one core
-/// reads memory, and a core reads several sequential streams faster than
-/// one: on a Zen 3 (one core, 113 MB) 12.5 GB/s with one stream, 17 with
-/// two, 18.4 with four (the hardware prefetcher follows each). Walking the
-/// panel from its first row to its last (pointwiseTile, in two half-width
-/// passes on AVX2) ran a d = 768 decoder's step at 10.6 GB/s. The ranges add
-/// into the same accumulators: the same products in another order, still
-/// summed in chunks of kSumChunk.
+/// The register tile of a pointwise convolution of at most a few output
+/// rows (a matrix-vector product: a decoder's projections at one token per
+/// sequence, a squeeze-excitation layer), full panel width, reading the
+/// panel's rows as kRowStreams ranges of the reduction at once. Such a
+/// product reads each weight from memory for one FMA per row, so it runs at
+/// the rate one core reads memory, and a core reads several sequential
+/// streams faster than one: on a Zen 3 (one core, 113 MB) 12.5 GB/s with one
+/// stream, 17 with two, 18.4 with four (the hardware prefetcher follows
+/// each). Walking the panel from its first row to its last (pointwiseTile,
+/// in two half-width passes on AVX2) ran a d = 768 decoder's step at 7-10
+/// GB/s. The ranges add into the same accumulators: the same products in
+/// another order, still summed in chunks of kSumChunk. Rows past `rows`
+/// repeat the first (as pointwiseTile's) and are not stored.
 constexpr int kRowStreams = 4;
-template <int W>
+/// Blocks of at most this many rows take pointwiseRowStreams, in tiles of
+/// kStreamTileRows rows: AVX2's 16 ymm hold 2 x 4 accumulators beside a
+/// panel row and a broadcast, AVX-512's 32 zmm 4 x 2, NEON's 32 q 2 x 8.
+constexpr kiln_i64 kStreamedRows = 4;
+constexpr int kStreamTileRows = TNV < NV ? 2 : (16 / NV >= 4 ? 4 : (16 / NV > 0 ? 16 / NV : 1));
+template <int R, int W>
 INLINE void pointwiseRowStreams(const ConvParams &q, const float *in, const float *w,
                                 const float *bias, const float *res, float *out, float lo,
                                 float hi, kiln_i64 ldi, kiln_i64 ldo, kiln_i64 n, kiln_i64 g,
-                                kiln_i64 p, kiln_i64 m0) {
+                                kiln_i64 p, kiln_i64 m0, int rows) {
   constexpr int S = kRowStreams;
   constexpr kiln_i64 kStepsPerChunk = kSumChunk / S;
   kiln_i64 cg = q.c / q.groups, fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
-  kiln_i64 pixel = n * q.oh * q.ow + m0;
   kiln_i64 col0 = g * fg + p * KILN_PANEL;
   const float *panel = w + (g * panels + p) * cg * KILN_PANEL;
-  const float *a = in + pixel * ldi + g * cg;
-  vf acc[1][W];
+  const float *a[R];
+  float *o[R];
+  const float *r[R];
 #pragma clang loop unroll(full)
-  for (int v = 0; v < W; ++v)
-    acc[0][v] = splat(0);
-  ChunkedSum<1, W> sum;
+  for (int i = 0; i < R; ++i) {
+    kiln_i64 pixel = n * q.oh * q.ow + m0 + (i < rows ? i : 0);
+    a[i] = in + pixel * ldi + g * cg;
+    o[i] = out + pixel * ldo + col0;
+    r[i] = res ? res + pixel * q.oc + col0 : nullptr;
+  }
+  vf acc[R][W];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < W; ++v)
+      acc[i][v] = splat(0);
+  ChunkedSum<R, W> sum;
   kiln_i64 len = cg / S; // each range's rows; the last cg % S rows follow
   for (kiln_i64 c0 = 0; c0 < len; c0 += kStepsPerChunk) {
     kiln_i64 e = len - c0 < kStepsPerChunk ? len : c0 + kStepsPerChunk;
     for (kiln_i64 c = c0; c < e; ++c) {
 #pragma clang loop unroll(full)
-      for (int r = 0; r < S; ++r) {
-        const float *row = panel + (r * len + c) * KILN_PANEL;
-        vf x = splat(a[r * len + c]);
+      for (int s = 0; s < S; ++s) {
+        kiln_i64 k = s * len + c;
+        vf bv[W];
 #pragma clang loop unroll(full)
         for (int v = 0; v < W; ++v)
-          acc[0][v] += x * loadv(row + v * KILN_VEC);
+          bv[v] = loadv(panel + k * KILN_PANEL + v * KILN_VEC);
+#pragma clang loop unroll(full)
+        for (int i = 0; i < R; ++i) {
+          vf x = splat(a[i][k]);
+#pragma clang loop unroll(full)
+          for (int v = 0; v < W; ++v)
+            acc[i][v] += x * bv[v];
+        }
       }
     }
     chunkDone(sum, acc, (e - c0) * S);
   }
-  const float *const rowIn[1] = {a};
-  accumulateFrom<1, W>(acc, rowIn, panel, S * len, cg);
+  accumulateFrom<R, W>(acc, a, panel, S * len, cg);
   chunkDone(sum, acc, cg - S * len);
   chunksFinish(sum, acc, bias + (g * panels + p) * KILN_PANEL);
   kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
-  float *const o[1] = {out + pixel * ldo + col0};
-  const float *const r[1] = {res ? res + pixel * q.oc + col0 : nullptr};
-  storeTile(acc, o, r, 1, cols, (q.flags & kHasResidual) != 0, lo, hi);
+  storeTile(acc, o, r, rows, cols, (q.flags & kHasResidual) != 0, lo, hi);
   if (q.flags & kGelu)
-    geluTile(o, 1, cols);
+    geluTile(o, rows, cols);
 }
 
 /// The work items of a convolution: (image, block of kPixelBlock output

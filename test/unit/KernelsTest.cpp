@@ -243,16 +243,20 @@ TEST(Kernels, PointwiseTiles) {
   checkConv({1, 5, 11, 256, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false, -kInf, kInf,
              true});
 }
-// One output pixel per image (a matrix-vector product, as a decoder's
-// projections at one token): pointwiseRowStreams reads the reduction as
-// four ranges at once, then the c % 4 channels after them. A half last
-// panel with a residual and a clamp; three images of one pixel; fewer
-// channels than ranges; two groups with a GELU.
-TEST(Kernels, PointwiseOneRowStreams) {
+// At most four output pixels per image (matrix-vector products, as a
+// decoder's projections at one token per sequence): pointwiseRowStreams
+// reads the reduction as four ranges at once, then the c % 4 channels after
+// them. One pixel: a half last panel with a residual and a clamp; three
+// images; fewer channels than ranges; two groups with a GELU. Two to four
+// pixels: tiles of several rows and a last tile of fewer rows.
+TEST(Kernels, PointwiseFewRowStreams) {
   checkConv({1, 1, 1, 770, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
   checkConv({3, 1, 1, 1027, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false});
   checkConv({1, 1, 1, 3, 33, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false, true});
   checkConv({1, 1, 1, 512, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, false, -kInf, kInf, true});
+  checkConv({1, 1, 4, 771, 72, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
+  checkConv({2, 3, 1, 258, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false}, 3, 5);
+  checkConv({1, 2, 1, 96, 33, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false, true, -kInf, kInf, true});
 }
 
 TEST(Kernels, Depthwise3x3Relu6) {
