@@ -85,22 +85,20 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     if (pointwise && !copyRows && stop - b * kPixelBlock <= kStreamedRows) {
       // A few rows: the weights stream from memory once (pointwiseRowStreams).
       constexpr int kHalf = NV > 1 ? NV / 2 : NV;
-      for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += kStreamTileRows) {
-        int rows = stop - m0 < kStreamTileRows ? (int)(stop - m0) : kStreamTileRows;
-        auto streamed = [&](auto rowsTag) {
-          constexpr int R = decltype(rowsTag)::value;
-          if (half)
-            pointwiseRowStreams<R, kHalf>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                          j.ldo, n, g, p, m0, rows);
-          else
-            pointwiseRowStreams<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                       j.ldo, n, g, p, m0, rows);
-        };
-        if (rows == 1)
-          streamed(Rows<1>());
+      int rows = (int)(stop - b * kPixelBlock);
+      auto streamed = [&](auto rowsTag) {
+        constexpr int R = decltype(rowsTag)::value;
+        if (half)
+          pointwiseRowStreams<R, kHalf>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                        j.ldo, n, g, p, b * kPixelBlock, rows);
         else
-          streamed(Rows<kStreamTileRows>());
-      }
+          pointwiseRowStreams<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                     j.ldo, n, g, p, b * kPixelBlock, rows);
+      };
+      if (rows == 1)
+        streamed(Rows<1>());
+      else
+        streamed(Rows<kStreamTileRows>());
       continue;
     }
     kiln_i64 tileCols = TNV < NV ? TNV * KILN_VEC : KILN_PANEL;
