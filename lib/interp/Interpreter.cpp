@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstring>
+#include <unordered_map>
 
 using namespace mlir;
 
@@ -118,7 +119,10 @@ public:
 private:
   const llvm::DenseMap<mlir::Value, HostTensor> &constants;
   llvm::DenseMap<mlir::Value, HostTensor> env;
-  llvm::DenseMap<Block *, std::vector<std::vector<mlir::Value>>> deaths;
+  /// deathsOf's lists by block. Node-based: runBlock holds a reference to
+  /// its block's list while nested blocks (an scf.if's, a loop body's) add
+  /// theirs, and a DenseMap's growth would move it.
+  std::unordered_map<Block *, std::vector<std::vector<mlir::Value>>> deaths;
 
   /// For each op of `block` in order, the values defined in the block (its
   /// arguments and its ops' results) that nothing after that op uses (a use
