@@ -257,6 +257,11 @@ TEST(Kernels, PointwiseFewRowStreams) {
   checkConv({1, 1, 4, 771, 72, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
   checkConv({2, 3, 1, 258, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false}, 3, 5);
   checkConv({1, 2, 1, 96, 33, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false, true, -kInf, kInf, true});
+  // Whole chunks, then a partial chunk and the c % 4 channels after the
+  // ranges (c / 4 = 225 and 226 steps: 7 chunks of 32 and 1 or 2 more):
+  // one and four rows, two groups.
+  checkConv({1, 1, 1, 900, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
+  checkConv({1, 2, 2, 1806, 66, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, false, -0.5f, 0.5f});
 }
 
 TEST(Kernels, Depthwise3x3Relu6) {
