@@ -82,8 +82,9 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     // 512 channels: 590 KB a panel, more than Zen 3's 512 KB L2). Chosen
     // for that reason; its gain was not measured apart from the 6x16 tiles
     // (7x7 512 -> 512 went 36 -> 65 GFLOP/s with both).
-    if (pointwise && !copyRows && stop - b * kPixelBlock <= kStreamedRows) {
+    if (pointwise && stop - b * kPixelBlock <= kStreamedRows) {
       // A few rows: the weights stream from memory once (pointwiseRowStreams).
+      // Rows 4 KB apart (copyRows) crowd an L1 set only in MR-row tiles.
       constexpr int kHalf = NV > 1 ? NV / 2 : NV;
       int rows = (int)(stop - b * kPixelBlock);
       auto streamed = [&](auto rowsTag) {

@@ -262,6 +262,9 @@ TEST(Kernels, PointwiseFewRowStreams) {
   // one and four rows, two groups.
   checkConv({1, 1, 1, 900, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
   checkConv({1, 2, 2, 1806, 66, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, false, -0.5f, 0.5f});
+  // Rows 3072 floats apart (a multiple of 4 KB, which MR-row tiles copy on
+  // AVX-512): 3 rows, as a decoder's down-projection at batch 3.
+  checkConv({1, 1, 3, 3072, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
 }
 
 TEST(Kernels, Depthwise3x3Relu6) {
