@@ -76,12 +76,6 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     kiln_i64 stop = pixelBlockEnd(b, blocks, m);
     kiln_i64 panelCols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
     bool half = panelCols <= KILN_PANEL / 2;
-    // AVX2 covers a panel in two tiles of TNV vectors (KernelSupport.h): all
-    // of the block's rows take the first half, then the second, so that a
-    // pass over the block streams half the panel's weights (a 3x3 layer of
-    // 512 channels: 590 KB a panel, more than Zen 3's 512 KB L2). Chosen
-    // for that reason; its gain was not measured apart from the 6x16 tiles
-    // (7x7 512 -> 512 went 36 -> 65 GFLOP/s with both).
     if (pointwise && stop - b * kPixelBlock <= kStreamedRows) {
       // A few rows: the weights stream from memory once (pointwiseRowStreams).
       // Rows 4 KB apart (copyRows) crowd an L1 set only in MR-row tiles.
@@ -102,6 +96,12 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
         streamed(Rows<kStreamTileRows>());
       continue;
     }
+    // AVX2 covers a panel in two tiles of TNV vectors (KernelSupport.h): all
+    // of the block's rows take the first half, then the second, so that a
+    // pass over the block streams half the panel's weights (a 3x3 layer of
+    // 512 channels: 590 KB a panel, more than Zen 3's 512 KB L2). Chosen
+    // for that reason; its gain was not measured apart from the 6x16 tiles
+    // (7x7 512 -> 512 went 36 -> 65 GFLOP/s with both).
     kiln_i64 tileCols = TNV < NV ? TNV * KILN_VEC : KILN_PANEL;
     for (kiln_i64 col = 0; col < panelCols; col += tileCols) {
       if constexpr (TNV < NV) {

@@ -564,12 +564,12 @@ INLINE void pointwiseRowStreams(const ConvParams &q, const float *in, const floa
     }
   // Each tile's last, partial chunk and the rows after the ranges, then
   // its epilogue.
+  kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
   for (int t = 0; t < tiles; ++t) {
     accumulateStreams<R, W, S>(acc, a[t], panel, len, whole, len - whole);
     accumulateFrom<R, W>(acc, a[t], panel, S * len, cg);
     chunkDone(sums[t], acc, (len - whole) * S + (cg - S * len));
     chunksFinish(sums[t], acc, bias + (g * panels + p) * KILN_PANEL);
-    kiln_i64 cols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
     int tileRows = rows - t * R < R ? rows - t * R : R;
     float *o[R];
     const float *r[R];
