@@ -11,6 +11,9 @@
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   kiln_set_max_loop_iterations(1 << 16);
+  // The IR verified after every pass, not once per pipeline: a pass that
+  // breaks it on a mutated model is named.
+  setenv("KILN_VERIFY_EACH_PASS", "1", /*overwrite=*/0);
   return 0;
 }
 

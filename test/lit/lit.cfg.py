@@ -37,3 +37,6 @@ config.substitutions.append(
 llvm_config.add_tool_substitutions(
     ["kiln-opt", "kilnc", "kiln-run", "kiln-rage"], [config.kiln_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# kilnc and kiln-run verify the IR after every pass here (release builds
+# verify once per pipeline): a pass that breaks the IR is named.
+llvm_config.with_environment("KILN_VERIFY_EACH_PASS", "1")
