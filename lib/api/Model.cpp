@@ -5,6 +5,7 @@
 #include "Driver.h"
 #include "ModelSource.h"
 #include "TensorDescs.h"
+#include "kiln/IR/ShapeErrors.h"
 #include "kiln/Interp/Interpreter.h"
 
 #include "kiln/Target/ConstantPool.h"
@@ -328,6 +329,18 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
 
 /// Each compile goes into the invocation log of the tool running it (or one
 /// of its own, "jit"): options, model digest, shapes, stage timings, errors.
+/// "[1x8], [8x4]": the shapes as logs and errors give them.
+static std::string shapesText(const Shapes &shapes) {
+  std::string text;
+  for (const auto &shape : shapes) {
+    text += text.empty() ? "[" : ", [";
+    for (size_t d = 0; d < shape.size(); ++d)
+      text += (d ? "x" : "") + std::to_string(shape[d]);
+    text += "]";
+  }
+  return text;
+}
+
 Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                             const InputValues &values, std::shared_ptr<Executable> &out) const {
   std::unique_ptr<InvocationLog> own;
@@ -345,16 +358,9 @@ Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                                InvocationLog::Scope::Thread);
     log = own.get();
   }
-  if (log) {
-    std::string dims;
-    for (const auto &shape : shapes) {
-      dims += dims.empty() ? "[" : ", [";
-      for (size_t d = 0; d < shape.size(); ++d)
-        dims += (d ? "x" : "") + std::to_string(shape[d]);
-      dims += "]";
-    }
-    log->note("jit compile", "model digest " + source.digest() + ", input shapes " + dims);
-  }
+  if (log)
+    log->note("jit compile",
+              "model digest " + source.digest() + ", input shapes " + shapesText(shapes));
   Status s = compileNow(layout, shapes, values, out, log);
   if (log && !s.ok())
     log->error(s.message);
@@ -405,11 +411,22 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     return s;
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
+  uint64_t refusals = shapeInferenceRefusals();
   if (Status s = importAndOptimize(*ctx, *model, shapes, values, module, layout,
                                    options.maxTensorBytes,
                                    cuda != nullptr || options.gpuTensorPassesOnCpu);
-      !s.ok())
+      !s.ok()) {
+    // Shapes a run's inputs gave to dims the model leaves unknown, which
+    // its ops refuse (a broadcast or a Reshape that does not fit): the
+    // inputs' fault, reported as such (kiln.ShapeError), not as a compile
+    // error. The model stays usable for other shapes.
+    bool givenDims = !shapes.empty() && std::any_of(inputs.begin(), inputs.end(), hasUnknownDim);
+    if (givenDims && s.code == KILN_COMPILE_ERROR && shapeInferenceRefusals() != refusals)
+      return Status::error(KILN_SHAPE_MISMATCH,
+                           "the input shapes " + shapesText(shapes) +
+                               " do not fit the model: " + s.message);
     return s;
+  }
   done("import, shape inference, folding");
   auto exe = std::make_shared<Executable>();
   // No shapes given: the declared ones, whose unknown dims the code takes

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include "kiln/IR/KilnDialect.h"
+#include "kiln/IR/ShapeErrors.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -27,7 +28,16 @@ static Type tensorOf(ArrayRef<int64_t> shape, Type elt) {
   return RankedTensorType::get(shape, elt);
 }
 
+/// Refusals reported as errors on this thread (shapeInferenceRefusals);
+/// inference without a location (a builder's speculative call) reports
+/// nothing and is not counted.
+static thread_local uint64_t refusals = 0;
+
+uint64_t kiln::shapeInferenceRefusals() { return refusals; }
+
 static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
+  if (loc)
+    ++refusals;
   return emitOptionalError(loc, msg);
 }
 

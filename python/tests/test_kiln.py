@@ -6,6 +6,7 @@ models' references are ONNX Runtime's outputs stored beside them."""
 import gc
 import glob
 import os
+import subprocess
 import threading
 
 import numpy as np
@@ -305,3 +306,28 @@ def test_declared_dim_bounds():
     assert ran >= 1 and model.compilations == 1
     with pytest.raises(kiln.Error, match="no input of the model names"):
         kiln.compile(os.path.join(folder, "model.onnx"), cache=False, dim_bounds={"length": (1, 8)})
+
+
+def test_input_shapes_the_model_refuses(tmp_path):
+    """Inputs whose shapes the model's ops refuse (a broadcast of 6 against
+    4, a Reshape of 12 elements into 2x3) raise ShapeError naming the shapes
+    and the node, not CompileError; shapes that fit still run, and match
+    y = reshape(a + b, [2, 3]) computed here."""
+    lit_inputs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
+                              "lit", "Inputs")
+    with open(os.path.join(lit_inputs, "shape_refusals.textproto"), "rb") as f:
+        text = f.read()
+    path = tmp_path / "model.onnx"
+    path.write_bytes(subprocess.run(
+        ["protoc", "--encode=onnx.ModelProto", "-I/usr/include/onnx", "onnx.proto"],
+        input=text, capture_output=True, check=True).stdout)
+    model = kiln.compile(path, threads=1, cache=False)
+    a = np.arange(6, dtype=np.float32)
+    with pytest.raises(kiln.ShapeError, match=r"the input shapes \[6\], \[4\] do not fit the "
+                                              r"model: .*: node 'add' \(Add\): operands cannot be "
+                                              r"broadcast together"):
+        model.run(None, {"a": a, "b": np.ones(4, np.float32)})
+    with pytest.raises(kiln.ShapeError, match=r"node 'reshape' \(Reshape\): cannot reshape 12"):
+        model.run(None, {"a": np.ones(12, np.float32), "b": np.ones(1, np.float32)})
+    (y,) = model.run(None, {"a": a, "b": np.full(1, 0.5, np.float32)})
+    np.testing.assert_array_equal(y, (a + 0.5).reshape(2, 3))
