@@ -91,13 +91,15 @@ static Status compileError(DiagnosticCollector &diags, const std::string &fallba
 }
 
 /// Whether the IR is verified after every pass rather than once after each
-/// pipeline (runPipeline). Verifying after every pass took about a quarter
-/// of a compile's MLIR time: a d = 256 GPT-2-style decoder compiled in a
-/// median of 891 ms with it and 641 ms without (kiln-run --no-cache, 9
-/// alternating runs; the verifier walks every op and its attributes some
-/// 80 times). On in builds with assertions, and with KILN_VERIFY_EACH_PASS=1
-/// (the lit tests and the fuzzers set it), which names the pass that broke
-/// the IR.
+/// pipeline (runPipeline) and once after import (importAndOptimize).
+/// Verifying after every pass cost 10-20 % of a JIT compile: a d = 256
+/// GPT-2-style decoder compiled in a median of 763 ms with it and 672 ms
+/// without, encoder4 175 -> 135 ms, ResNet-18 303 -> 275 ms (kiln-run
+/// --no-cache, 7-9 alternating runs; the verifier walks every op and its
+/// attributes after each of some 80 passes). On in builds with assertions,
+/// for the GPU pipeline (whose gpu-module-to-binary translates to LLVM IR
+/// inside it), and with KILN_VERIFY_EACH_PASS=1 (the lit tests and the
+/// compile fuzzer set it), which names the pass that broke the IR.
 static bool verifyEachPass() {
 #ifndef NDEBUG
   return true;
@@ -149,6 +151,11 @@ Status importAndOptimize(MLIRContext &ctx, const LoadedModel &model,
   module = importModel(ctx, model, opts);
   if (!module)
     return compileError(diags, "import failed");
+  // The imported IR is checked before any pass runs on it (the pass
+  // manager never verifies its input; with verification after every pass
+  // the first pass's caught it).
+  if (!verifyEachPass() && failed(verify(*module)))
+    return compileError(diags, "the imported IR is invalid");
   PassManager pm(&ctx);
   configure(pm);
   buildKilnOptimizationPipeline(pm);
@@ -478,6 +485,7 @@ static Status lowerToPtx(ModuleOp module, const std::string &chip, std::string &
   gpu.chip = chip;
   gpu.libdevice = findLibdevice();
   gpu.passes = passes;
+  pm.enableVerifier(true); // gpu-module-to-binary translates inside the pipeline
   buildLowerToGpuPipeline(pm, gpu);
   // gpu-module-to-binary runs LLVM's pipeline (lockLlvmPipelineOptions).
   std::unique_lock<std::mutex> llvmOptions = lockLlvmPipelineOptions();

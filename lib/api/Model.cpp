@@ -420,11 +420,22 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     // its ops refuse (a broadcast or a Reshape that does not fit): the
     // inputs' fault, reported as such (kiln.ShapeError), not as a compile
     // error. The model stays usable for other shapes.
+    // Only where the model's own declared shapes pass: a model whose ops
+    // refuse those too (a Transpose's perm that is no permutation, a
+    // Reshape of an initializer that never fits) is at fault itself.
     bool givenDims = !shapes.empty() && std::any_of(inputs.begin(), inputs.end(), hasUnknownDim);
-    if (givenDims && s.code == KILN_COMPILE_ERROR && shapeInferenceRefusals() != refusals)
-      return Status::error(KILN_SHAPE_MISMATCH,
-                           "the input shapes " + shapesText(shapes) +
-                               " do not fit the model: " + s.message);
+    if (givenDims && s.code == KILN_COMPILE_ERROR && shapeInferenceRefusals() != refusals) {
+      auto declaredCtx = createCompilerContext();
+      OwningOpRef<ModuleOp> declared;
+      uint64_t before = shapeInferenceRefusals();
+      Status atDeclared = importAndOptimize(*declaredCtx, *model, {}, values, declared, layout,
+                                            options.maxTensorBytes,
+                                            cuda != nullptr || options.gpuTensorPassesOnCpu);
+      if (atDeclared.ok() || shapeInferenceRefusals() == before)
+        return Status::error(KILN_SHAPE_MISMATCH,
+                             "the input shapes " + shapesText(shapes) +
+                                 " do not fit the model: " + s.message);
+    }
     return s;
   }
   done("import, shape inference, folding");

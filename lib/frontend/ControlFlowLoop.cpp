@@ -4,6 +4,7 @@
 // express (over sequences, or short ones whose carried values change shape)
 // are unrolled while compiling (unrollLoop).
 #include "ControlFlowSupport.h"
+#include "kiln/IR/ShapeErrors.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -620,6 +621,7 @@ LogicalResult importLoopNode(NodeImporter &n, SubgraphImporter importSubgraph,
     SmallVector<Value> results;
     bool ran;
     SmallVector<std::string> attemptErrors;
+    uint64_t refusals = shapeInferenceRefusals();
     {
       // The attempt's errors are held back: reported only if unrolling
       // fails too, so that a model that compiles shows none of them.
@@ -634,6 +636,7 @@ LogicalResult importLoopNode(NodeImporter &n, SubgraphImporter importSubgraph,
       llvm::append_range(outputs, results);
       return success();
     }
+    forgetShapeInferenceRefusals(refusals); // the attempt's, held back above
     if (succeeded(unrollLoop(n, importSubgraph, seqInputs, outputs, seqOutputs)))
       return success();
     for (const std::string &e : attemptErrors)

@@ -34,6 +34,7 @@ static Type tensorOf(ArrayRef<int64_t> shape, Type elt) {
 static thread_local uint64_t refusals = 0;
 
 uint64_t kiln::shapeInferenceRefusals() { return refusals; }
+void kiln::forgetShapeInferenceRefusals(uint64_t count) { refusals = count; }
 
 static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
   if (loc)

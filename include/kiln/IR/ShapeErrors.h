@@ -16,6 +16,11 @@ namespace kiln {
 /// compile error.
 uint64_t shapeInferenceRefusals();
 
+/// Sets the count back: an importer that tries one form of a node and
+/// falls back on another when it fails (a short Loop, run-time form first)
+/// forgets the refusals of the attempt it discarded.
+void forgetShapeInferenceRefusals(uint64_t count);
+
 } // namespace kiln
 
 #endif
