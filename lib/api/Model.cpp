@@ -327,8 +327,6 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   return key.digest();
 }
 
-/// Each compile goes into the invocation log of the tool running it (or one
-/// of its own, "jit"): options, model digest, shapes, stage timings, errors.
 /// "[1x8], [8x4]": the shapes as logs and errors give them.
 static std::string shapesText(const Shapes &shapes) {
   std::string text;
@@ -341,6 +339,8 @@ static std::string shapesText(const Shapes &shapes) {
   return text;
 }
 
+/// Each compile goes into the invocation log of the tool running it (or one
+/// of its own, "jit"): options, model digest, shapes, stage timings, errors.
 Status Model::Impl::compile(const Layout &layout, const Shapes &shapes,
                             const InputValues &values, std::shared_ptr<Executable> &out) const {
   std::unique_ptr<InvocationLog> own;
@@ -409,29 +409,34 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   const LoadedModel *model = nullptr;
   if (Status s = source.parsed(model); !s.ok())
     return s;
+  // The model imported at `at` (empty: its declared shapes); whether shape
+  // inference refused anything on the way.
+  auto importAt = [&](MLIRContext &c, const Shapes &at, OwningOpRef<ModuleOp> &m,
+                      bool &refused) {
+    uint64_t before = shapeInferenceRefusals();
+    Status s = importAndOptimize(c, *model, at, values, m, layout, options.maxTensorBytes,
+                                 cuda != nullptr || options.gpuTensorPassesOnCpu);
+    refused = shapeInferenceRefusals() != before;
+    return s;
+  };
   auto ctx = createCompilerContext();
   OwningOpRef<ModuleOp> module;
-  uint64_t refusals = shapeInferenceRefusals();
-  if (Status s = importAndOptimize(*ctx, *model, shapes, values, module, layout,
-                                   options.maxTensorBytes,
-                                   cuda != nullptr || options.gpuTensorPassesOnCpu);
-      !s.ok()) {
+  bool refused = false;
+  if (Status s = importAt(*ctx, shapes, module, refused); !s.ok()) {
     // Shapes a run's inputs gave to dims the model leaves unknown, which
     // its ops refuse (a broadcast or a Reshape that does not fit): the
     // inputs' fault, reported as such (kiln.ShapeError), not as a compile
-    // error. The model stays usable for other shapes.
-    // Only where the model's own declared shapes pass: a model whose ops
-    // refuse those too (a Transpose's perm that is no permutation, a
-    // Reshape of an initializer that never fits) is at fault itself.
+    // error; the model stays usable for other shapes. Only where the
+    // model's own declared shapes pass: a model whose ops refuse those too
+    // (a Transpose's perm that is no permutation, a Reshape of an
+    // initializer that never fits) is at fault itself.
     bool givenDims = !shapes.empty() && std::any_of(inputs.begin(), inputs.end(), hasUnknownDim);
-    if (givenDims && s.code == KILN_COMPILE_ERROR && shapeInferenceRefusals() != refusals) {
+    if (givenDims && s.code == KILN_COMPILE_ERROR && refused) {
       auto declaredCtx = createCompilerContext();
       OwningOpRef<ModuleOp> declared;
-      uint64_t before = shapeInferenceRefusals();
-      Status atDeclared = importAndOptimize(*declaredCtx, *model, {}, values, declared, layout,
-                                            options.maxTensorBytes,
-                                            cuda != nullptr || options.gpuTensorPassesOnCpu);
-      if (atDeclared.ok() || shapeInferenceRefusals() == before)
+      bool refusedAtDeclared = false;
+      Status atDeclared = importAt(*declaredCtx, {}, declared, refusedAtDeclared);
+      if (atDeclared.ok() || !refusedAtDeclared)
         return Status::error(KILN_SHAPE_MISMATCH,
                              "the input shapes " + shapesText(shapes) +
                                  " do not fit the model: " + s.message);
