@@ -13,6 +13,19 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// Marks `f` as entry glue (kiln::kEntryGlueAttr): calls, memref
+/// descriptors and shape arithmetic, where LLVM's SLP vectorizer finds
+/// nothing to gain but spends a sixth of a decoder's compile (see
+/// optimizeModule in TargetEmitter.cpp).
+void markEntryGlue(LLVM::LLVMFuncOp f) {
+  MLIRContext *ctx = f.getContext();
+  SmallVector<Attribute> attrs;
+  if (ArrayAttr old = f.getPassthroughAttr())
+    attrs.append(old.begin(), old.end());
+  attrs.push_back(StringAttr::get(ctx, "kiln-entry-glue"));
+  f.setPassthroughAttr(ArrayAttr::get(ctx, attrs));
+}
+
 struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
   using Base::Base;
 
@@ -60,6 +73,8 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
     }
     LLVM::CallOp::create(b, loc, model, args);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
+    markEntryGlue(model);
+    markEntryGlue(entry);
 
     // Object files carry the workspace size next to the entry point, for
     // callers that link them without the JIT's descriptor.
@@ -89,6 +104,8 @@ struct EmitEntryPointPass : impl::KilnEmitEntryPointBase<EmitEntryPointPass> {
       b.setInsertionPointToStart(wb);
       Value r = LLVM::CallOp::create(b, loc, dimsFn, ValueRange{wb->getArgument(0)}).getResult();
       LLVM::ReturnOp::create(b, loc, r);
+      markEntryGlue(dimsFn);
+      markEntryGlue(wrapper);
     }
   }
 };

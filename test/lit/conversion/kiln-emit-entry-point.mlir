@@ -4,8 +4,11 @@
 // The model function becomes internal with noalias buffers (the ABI asks
 // for distinct buffers); the entry point loads buffer i from slot i of its
 // one argument and passes it on, in order.
+// Both are entry glue, which LLVM's SLP vectorizer skips (TargetEmitter).
 // CHECK-LABEL: llvm.func internal @main(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias})
+// CHECK-SAME: passthrough = ["kiln-entry-glue"]
 // CHECK: llvm.func @kiln_entry(%[[BUFS:.*]]: !llvm.ptr)
+// CHECK-SAME: passthrough = ["kiln-entry-glue"]
 // CHECK: %[[S0:.*]] = llvm.getelementptr %[[BUFS]][0]
 // CHECK: %[[B0:.*]] = llvm.load %[[S0]] : !llvm.ptr -> !llvm.ptr
 // CHECK: %[[S1:.*]] = llvm.getelementptr %[[BUFS]][1]
@@ -22,4 +25,22 @@ llvm.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // expected-error @+1 {{is not a bare pointer}}
 llvm.func @main(%in: !llvm.ptr, %size: i64) {
   llvm.return
+}
+
+// -----
+
+// Run-time dims: `kiln_entry_dims` wraps the model's dims function; both are
+// entry glue too, and a passthrough attribute already there is kept.
+// CHECK-LABEL: llvm.func internal @main_dims(%{{.*}}: !llvm.ptr) -> i64
+// CHECK-SAME: passthrough = ["nounwind", "kiln-entry-glue"]
+// CHECK: llvm.func @kiln_entry_dims(%{{.*}}: !llvm.ptr) -> i64
+// CHECK-SAME: passthrough = ["kiln-entry-glue"]
+module attributes {kiln.runtime_dims = 1 : i64} {
+  llvm.func @main(%in: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @main_dims(%dims: !llvm.ptr) -> i64 attributes {passthrough = ["nounwind"]} {
+    %r = llvm.mlir.constant(-1 : i64) : i64
+    llvm.return %r : i64
+  }
 }
