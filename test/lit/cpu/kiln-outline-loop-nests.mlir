@@ -208,6 +208,42 @@ func.func @run_time_moves(%a: memref<?x3x224x224xf32>, %b: memref<?x224x224x3xf3
 
 // -----
 
+// A copy that moves whole rows (the last dim of both operands, contiguous,
+// 64 bytes or more) under run-time sizes is optsize although its innermost
+// loop is static: one memcpy a row, not rows unrolled by 8 with every
+// memcpy expanded inline (a decoder's head split and merge). Rows of 8
+// floats, a transposed last dim, and anything that computes are not.
+// CHECK-LABEL: func.func private @row_copies_op0(
+// CHECK-SAME: llvm.optsize
+// CHECK: linalg.transpose
+// CHECK-LABEL: func.func private @row_copies_op1(
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
+// CHECK: linalg.transpose
+// CHECK-LABEL: func.func private @row_copies_op2(
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
+// CHECK: linalg.transpose
+// CHECK-LABEL: func.func private @row_copies_op3(
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
+// CHECK: linalg.generic
+func.func @row_copies(%a: memref<1x?x4x64xf32>, %b: memref<1x4x?x64xf32>,
+                      %c: memref<1x?x4x8xf32>, %d: memref<1x4x?x8xf32>,
+                      %e: memref<?x64xf32>, %f: memref<64x?xf32>,
+                      %g: memref<?x64xf32>, %h: memref<?x64xf32>) {
+  linalg.transpose ins(%a : memref<1x?x4x64xf32>) outs(%b : memref<1x4x?x64xf32>) permutation = [0, 2, 1, 3]
+  linalg.transpose ins(%c : memref<1x?x4x8xf32>) outs(%d : memref<1x4x?x8xf32>) permutation = [0, 2, 1, 3]
+  linalg.transpose ins(%f : memref<64x?xf32>) outs(%e : memref<?x64xf32>) permutation = [1, 0]
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%g : memref<?x64xf32>) outs(%h : memref<?x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  }
+  return
+}
+
+// -----
+
 // A loop nest under a run-time batch is split across threads on its first
 // static loop (H), the batch loop whole in every chunk: the operands are
 // sliced along H with the batch's run-time size. Its run-time sizes come
