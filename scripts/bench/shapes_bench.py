@@ -18,7 +18,9 @@ decode: a GPT-2-style decoder (export_shape_models.Gpt2Decoder, --d wide,
   --layers deep, 4 heads, random weights), exported once into the bench
   cache; greedy generation of --tokens tokens at --batch rows (default 1)
   from 8-token prompts and an empty KV cache. Every step has a new past length. The
-  tokens both engines choose must agree.
+  tokens both engines choose must agree. --rounds alternating rounds, each a
+  fresh process (Kiln: its compile included, the cache off; ONNX Runtime:
+  its session creation included); the ratios are of the rounds' medians.
 
 masked: a BERT-style encoder with input_ids and attention_mask, batch and
   length dynamic (scripts/models/export_bert_mask.py, d = 256, 4 layers),
@@ -149,13 +151,15 @@ def encoder(kiln, np, args):
 
 
 def decoder_model(args):
-    """The decoder's ONNX file in the bench cache, exported on first use."""
-    import export_shape_models as esm
-    torch = esm.torch
+    """The decoder's ONNX file in the bench cache, exported on first use.
+    PyTorch is imported only to export: loaded in Kiln's process, its
+    libraries slowed the compile's symbol lookups."""
     folder = os.path.join(bench_cache(), f"gpt2_d{args.d}_l{args.layers}")
     path = os.path.join(folder, "model.onnx")
     if os.path.exists(path):
         return path
+    import export_shape_models as esm
+    torch = esm.torch
     os.makedirs(folder, exist_ok=True)
     torch.manual_seed(0)
     model = esm.Gpt2Decoder(vocab=512, d=args.d, heads=4, layers=args.layers,
@@ -181,7 +185,8 @@ def decoder_model(args):
     return path
 
 
-def decode(kiln, np, args):
+def kiln_generate(kiln, np, args):
+    """One greedy generation through Kiln: compile (cache off) and steps."""
     path = decoder_model(args)
     heads, hd = 4, args.d // 4
     # Row r's prompt: 8 tokens, shifted by 11 r (rows differ, so do their
@@ -204,24 +209,52 @@ def decode(kiln, np, args):
         for i in range(args.layers):
             feeds[f"past_key_{i}"] = out[1 + 2 * i]
             feeds[f"past_value_{i}"] = out[2 + 2 * i]
-    ort = ort_run(["--model", path, "--mode", "decode",
-                   "--prompt", ";".join(",".join(map(str, p)) for p in prompts),
-                   "--tokens", str(args.tokens), "--layers", str(args.layers), "--heads",
-                   str(heads), "--head-dim", str(hd), "--threads", str(args.threads)])
-    same = tokens == ort["tokens"]
-    k_total = load_ms + sum(steps)
-    o_total = ort["session_ms"] + sum(ort["steps_ms"])
-    k_med, o_med = statistics.median(steps[1:]), statistics.median(ort["steps_ms"][1:])
+    return {"load_ms": load_ms, "steps_ms": steps, "tokens": tokens, "prompts": prompts}
+
+
+def decode(kiln, np, args):
+    """--rounds alternating rounds: Kiln's generation in a fresh process (its
+    first compile is what a user pays: a process that compiled before keeps
+    a warm heap), then ONNX Runtime's (a fresh node process and session)."""
+    path = decoder_model(args)
+    heads, hd = 4, args.d // 4
+    cmd = [sys.executable, os.path.abspath(__file__), "--kiln-decode-round",
+           "--tokens", str(args.tokens), "--d", str(args.d), "--layers", str(args.layers),
+           "--batch", str(args.batch), "--threads", str(args.threads)]
     print(f"\n== GPT-2-style decoder d={args.d}, {args.layers} layers: 8-token prompt, "
-          f"{args.tokens} tokens, batch {args.batch}, threads={args.threads}")
-    print(f"Kiln: {k_total / 1e3:.2f} s in all (load {load_ms:.0f} ms, prompt step "
-          f"{steps[0]:.0f} ms), median per token {k_med:.2f} ms")
-    print(f"ORT:  {o_total / 1e3:.3f} s in all (session {ort['session_ms']:.0f} ms, prompt "
-          f"step {ort['steps_ms'][0]:.1f} ms), median per token {o_med:.3f} ms")
-    print(f"total Kiln/ORT {k_total / o_total:.2f} (target <= 2); per token Kiln/ORT "
-          f"{k_med / o_med:.2f} (target <= 0.75); tokens {'agree' if same else 'DIFFER'}")
-    return {"kiln_steps_ms": steps, "kiln_load_ms": load_ms, "kiln_tokens": tokens, "ort": ort,
-            "tokens_agree": same, "batch": args.batch}
+          f"{args.tokens} tokens, batch {args.batch}, threads={args.threads}, "
+          f"{args.rounds} alternating rounds")
+    rounds = []
+    for r in range(args.rounds):
+        run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if run.returncode:
+            sys.exit(f"shapes_bench: Kiln's round failed: {run.stderr.strip()}")
+        k = json.loads(run.stdout.strip().splitlines()[-1])
+        ort = ort_run(["--model", path, "--mode", "decode",
+                       "--prompt", ";".join(",".join(map(str, p)) for p in k["prompts"]),
+                       "--tokens", str(args.tokens), "--layers", str(args.layers), "--heads",
+                       str(heads), "--head-dim", str(hd), "--threads", str(args.threads)])
+        same = k["tokens"] == ort["tokens"]
+        k_total = k["load_ms"] + sum(k["steps_ms"])
+        o_total = ort["session_ms"] + sum(ort["steps_ms"])
+        k_med = statistics.median(k["steps_ms"][1:])
+        o_med = statistics.median(ort["steps_ms"][1:])
+        print(f"round {r + 1}: Kiln {k_total / 1e3:.2f} s in all (load {k['load_ms']:.0f} ms, "
+              f"prompt step {k['steps_ms'][0]:.0f} ms), per token {k_med:.3f} ms | ORT "
+              f"{o_total / 1e3:.3f} s (session {ort['session_ms']:.0f} ms, prompt step "
+              f"{ort['steps_ms'][0]:.1f} ms), per token {o_med:.3f} ms | tokens "
+              f"{'agree' if same else 'DIFFER'}")
+        rounds.append({"kiln": k, "ort": ort, "tokens_agree": same, "kiln_total_ms": k_total,
+                       "ort_total_ms": o_total, "kiln_token_ms": k_med, "ort_token_ms": o_med})
+    med = lambda key: statistics.median(x[key] for x in rounds)
+    agree = all(x["tokens_agree"] for x in rounds)
+    print(f"medians of the rounds: Kiln {med('kiln_total_ms') / 1e3:.2f} s, per token "
+          f"{med('kiln_token_ms'):.3f} ms; ORT {med('ort_total_ms') / 1e3:.3f} s, per token "
+          f"{med('ort_token_ms'):.3f} ms")
+    print(f"total Kiln/ORT {med('kiln_total_ms') / med('ort_total_ms'):.2f} (target <= 2); "
+          f"per token Kiln/ORT {med('kiln_token_ms') / med('ort_token_ms'):.2f} "
+          f"(target <= 0.75); tokens {'agree' if agree else 'DIFFER'}")
+    return {"rounds": rounds, "tokens_agree": agree, "batch": args.batch}
 
 
 def masked_model():
@@ -325,13 +358,17 @@ def main():
     p.add_argument("--batch", type=int, default=1, help="decode: prompts generated together")
     p.add_argument("--only", choices=["encoder", "decode", "masked"])
     p.add_argument("--rounds", type=int, default=3,
-                   help="masked: alternating rounds of Kiln and ONNX Runtime")
+                   help="decode, masked: alternating rounds of Kiln and ONNX Runtime")
+    p.add_argument("--kiln-decode-round", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json")
     args = p.parse_args()
     build = os.environ.get("KILN_BUILD_DIR", os.path.join(ROOT, "build"))
     sys.path.insert(0, os.path.join(build, "python"))
     import numpy as np
     import kiln
+    if args.kiln_decode_round:
+        print(json.dumps(kiln_generate(kiln, np, args)))
+        return
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}; Kiln {kiln.__file__}")
     result = {}
     if args.only in (None, "encoder"):
