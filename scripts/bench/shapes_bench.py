@@ -259,10 +259,11 @@ def decode(kiln, np, args):
 
 def masked_model():
     """The BERT-style encoder with input_ids and attention_mask
-    (scripts/models/export_bert_mask.py) in the bench cache."""
-    import export_bert_mask
+    (scripts/models/export_bert_mask.py) in the bench cache; PyTorch is
+    imported only to export it (as decoder_model)."""
     path = os.path.join(bench_cache(), "bert_mask_d256_l4", "model.onnx")
     if not os.path.exists(path):
+        import export_bert_mask
         os.makedirs(os.path.dirname(path), exist_ok=True)
         export_bert_mask.export(path + ".tmp")
         os.rename(path + ".tmp", path)
