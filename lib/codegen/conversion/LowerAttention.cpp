@@ -337,12 +337,29 @@ std::optional<MatrixReading> readingOf(Value v) {
     return MatrixReading{v, view, view->base, {}};
   int64_t r = t.getRank();
   if (auto tr = v.getDefiningOp<TransposeOp>(); tr && hasRuntimeDims(tr.getInput())) {
-    // At most one batch dim that is not a static 1: one stride walks it.
-    int64_t batchDims = 0;
-    for (int64_t d = 0; d + 2 < r; ++d)
-      batchDims += t.isDynamicDim(d) || t.getDimSize(d) != 1;
-    if (batchDims <= 1)
-      return MatrixReading{v, std::nullopt, tr.getInput(), SmallVector<int64_t>(tr.getPerm())};
+    // The batch dims that are not a static 1 must fold into one stride, the
+    // innermost one's (materializeReading): in the base, in the same order
+    // and next to each other, or apart by dims of a static 1 only. A
+    // decoder's keys [batch, heads, past, d] read as K^T [batch, heads, d,
+    // past] do; with only one such dim allowed, every step of a decoder
+    // compiled for every batch size copied its keys into the transpose
+    // (d = 768, batch 4: 0.22 ms a layer).
+    auto baseT = cast<RankedTensorType>(tr.getInput().getType());
+    ArrayRef<int64_t> perm = tr.getPerm();
+    bool folds = true;
+    int64_t last = -1;
+    for (int64_t d = 0; d + 2 < r && folds; ++d) {
+      if (!t.isDynamicDim(d) && t.getDimSize(d) == 1)
+        continue;
+      if (last >= 0) {
+        folds = perm[d] > last;
+        for (int64_t g = last + 1; folds && g < perm[d]; ++g)
+          folds = !baseT.isDynamicDim(g) && baseT.getDimSize(g) == 1;
+      }
+      last = perm[d];
+    }
+    if (folds)
+      return MatrixReading{v, std::nullopt, tr.getInput(), SmallVector<int64_t>(perm)};
   }
   if (!hasRuntimeDims(v))
     return std::nullopt;
