@@ -79,3 +79,37 @@ func.func @not_whole(%out: memref<4xf32>, %out2: memref<4xf32>) {
   %v = memref.load %out2[%i] : memref<4xf32>
   return
 }
+
+// -----
+
+// Outputs of run-time size: a cache's concatenation into a buffer of the
+// output's type is written into the output itself; a buffer of another
+// shape becomes a view of the output with the buffer's own run-time sizes.
+// CHECK-LABEL: func.func @run_time_sizes
+// CHECK-SAME:  (%[[P:.*]]: memref<?x4x?x8xf32>, %[[N:.*]]: index, %[[OUT:.*]]: memref<?x4x?x8xf32>, %[[OUT2:.*]]: memref<?xf32>)
+// CHECK-NOT:   memref.alloc
+// CHECK:       %[[S:.*]] = memref.subview %[[OUT]]
+// CHECK:       memref.copy %[[P]], %[[S]]
+// CHECK:       %[[V:.*]] = memref.expand_shape %[[OUT2]] {{\[\[}}0, 1]] output_shape [%[[N]], 8] : memref<?xf32> into memref<?x8xf32>
+// CHECK:       linalg.fill {{.*}} outs(%[[V]] : memref<?x8xf32>)
+// CHECK-NOT:   memref.copy
+// CHECK:       return
+func.func @run_time_sizes(%past: memref<?x4x?x8xf32>, %n: index, %out: memref<?x4x?x8xf32>,
+                          %out2: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = memref.dim %past, %c0 : memref<?x4x?x8xf32>
+  %l = memref.dim %past, %c2 : memref<?x4x?x8xf32>
+  %l1 = arith.addi %l, %n : index
+  %a = memref.alloc(%b, %l1) : memref<?x4x?x8xf32>
+  %s = memref.subview %a[0, 0, 0, 0] [%b, 4, %l, 8] [1, 1, 1, 1]
+      : memref<?x4x?x8xf32> to memref<?x4x?x8xf32, strided<[?, ?, 8, 1]>>
+  memref.copy %past, %s : memref<?x4x?x8xf32> to memref<?x4x?x8xf32, strided<[?, ?, 8, 1]>>
+  %c = arith.constant 1.0 : f32
+  %a2 = memref.alloc(%n) : memref<?x8xf32>
+  linalg.fill ins(%c : f32) outs(%a2 : memref<?x8xf32>)
+  %r = memref.collapse_shape %a2 [[0, 1]] : memref<?x8xf32> into memref<?xf32>
+  memref.copy %a, %out : memref<?x4x?x8xf32> to memref<?x4x?x8xf32>
+  memref.copy %r, %out2 : memref<?xf32> to memref<?xf32>
+  return
+}
