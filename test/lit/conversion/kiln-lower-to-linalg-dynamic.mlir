@@ -218,3 +218,50 @@ func.func @masked_attention(%q: tensor<?x?x4xf32> {kiln.dim_names = ["bh", "m", 
   %o = kiln.matmul %p, %v : (tensor<?x?x?xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
   return %o : tensor<?x?x4xf32>
 }
+
+// -----
+
+// A decoder's keys [batch, heads, past, d] read as K^T [batch, heads, d,
+// past]: the two batch dims fold into one stride of the cache (past * 8),
+// so the kernel reads the keys in place (k_transposed 1, row stride 8) for
+// batch x heads = b * 4 matrices, with no copy of the transpose.
+// CHECK-LABEL: func.func @decoder_keys
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[N:.*]] = tensor.dim %arg1, %c2
+// CHECK: %[[N8:.*]] = arith.muli %[[N]], %c8
+// CHECK: %[[B4:.*]] = arith.muli %[[B]], %c4
+// CHECK: %[[B4_64:.*]] = arith.index_cast %[[B4]]
+// CHECK: %[[N8_64:.*]] = arith.index_cast %[[N8]]
+// CHECK: %[[P:.*]] = tensor.from_elements %[[B4_64]], %{{.*}}, %{{.*}}, %c8_i64, %c8_i64, %c0_i64, %{{.*}}, %c8_i64, %c0_i64, %[[N8_64]], %c8_i64, %c1_i64,
+// CHECK: kiln.call_kernel @kiln_attention_f32(%[[P]], %arg0, %arg1, %arg2
+// CHECK-NOT: linalg.transpose
+func.func @decoder_keys(%q: tensor<?x4x?x8xf32> {kiln.dim_names = ["b", "", "m", ""]},
+                        %k: tensor<?x4x?x8xf32> {kiln.dim_names = ["b", "", "n", ""]},
+                        %v: tensor<?x4x?x8xf32> {kiln.dim_names = ["b", "", "n", ""]})
+    -> tensor<?x4x?x8xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x8xf32>) -> tensor<?x4x8x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %s {axis = 3 : i64, log = false} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %o : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// Batch dims in the other order than in the keys' buffer ([heads, batch]
+// from [batch, past, heads, d]) fold into no one stride: the transpose is
+// copied, and the kernel reads the copy.
+// CHECK-LABEL: func.func @keys_batch_dims_reordered
+// CHECK: linalg.transpose
+// CHECK: kiln.call_kernel @kiln_attention_f32
+func.func @keys_batch_dims_reordered(%q: tensor<4x?x?x8xf32> {kiln.dim_names = ["", "b", "m", ""]},
+                                     %k: tensor<?x?x4x8xf32> {kiln.dim_names = ["b", "n", "", ""]},
+                                     %v: tensor<4x?x?x8xf32> {kiln.dim_names = ["", "b", "n", ""]})
+    -> tensor<4x?x?x8xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 2, 0, 3, 1>} : (tensor<?x?x4x8xf32>) -> tensor<4x?x8x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<4x?x?x8xf32>, tensor<4x?x8x?xf32>) -> tensor<4x?x?x?xf32>
+  %p = kiln.softmax %s {axis = 3 : i64, log = false} : (tensor<4x?x?x?xf32>) -> tensor<4x?x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<4x?x?x?xf32>, tensor<4x?x?x8xf32>) -> tensor<4x?x?x8xf32>
+  return %o : tensor<4x?x?x8xf32>
+}
