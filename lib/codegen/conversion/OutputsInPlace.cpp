@@ -62,12 +62,16 @@ memref::AllocOp wholeBufferAlloc(Value v) {
 }
 
 /// A view of the dense buffer `from` with the type `to` and the sizes
-/// `toSizes` (same element type and count, both identity layouts): collapse
-/// to one dimension, then expand.
+/// `toSizes` (same element type and count, both identity layouts, both
+/// static or both of run-time size): collapse to one dimension, then
+/// expand. `from` itself where it is known to have those sizes: the same
+/// static type, or `sameShape` (the caller knows the run-time sizes agree);
+/// two types of run-time size may be alike and their sizes not (a buffer
+/// [x, y] reshaped to [y, x] and copied out).
 Value viewAs(OpBuilder &b, Location loc, Value from, MemRefType to,
-             ArrayRef<OpFoldResult> toSizes) {
+             ArrayRef<OpFoldResult> toSizes, bool sameShape) {
   auto fromType = cast<MemRefType>(from.getType());
-  if (fromType == to)
+  if (fromType == to && (to.hasStaticShape() || sameShape))
     return from;
   Value flat = from;
   if (fromType.getRank() != 1) {
@@ -112,16 +116,21 @@ struct OutputsInPlacePass : impl::KilnOutputsInPlaceBase<OutputsInPlacePass> {
           alloc.getType().getElementType() != outType.getElementType())
         continue;
       // Static counts must agree (else the copy is not a whole one); run-time
-      // ones do, by the copy's own shapes (above).
-      if (alloc.getType().hasStaticShape() && outType.hasStaticShape() &&
-          alloc.getType().getNumElements() != outType.getNumElements())
+      // ones do, by the copy's own shapes (above). A static buffer copied
+      // into an output of run-time size (or the reverse) is left alone: one
+      // type cannot view the other without a cast.
+      if (alloc.getType().hasStaticShape() != outType.hasStaticShape() ||
+          (outType.hasStaticShape() &&
+           alloc.getType().getNumElements() != outType.getNumElements()))
         continue;
       // Nothing may touch the buffer after the copy: from then on the
       // output would change, where before only the dead buffer did.
       if (lastUse(alloc, block, index, copy) >= index.lookup(copy))
         continue;
       OpBuilder b(alloc);
-      Value view = viewAs(b, alloc.getLoc(), out, alloc.getType(), alloc.getMixedSizes());
+      // Copied straight from the buffer, the output has its shape.
+      Value view = viewAs(b, alloc.getLoc(), out, alloc.getType(), alloc.getMixedSizes(),
+                          copy.getSource() == alloc.getResult());
       alloc.replaceAllUsesWith(view);
       alloc.erase();
       copy.erase();

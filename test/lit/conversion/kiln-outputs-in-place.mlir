@@ -113,3 +113,45 @@ func.func @run_time_sizes(%past: memref<?x4x?x8xf32>, %n: index, %out: memref<?x
   memref.copy %r, %out2 : memref<?xf32> to memref<?xf32>
   return
 }
+
+// -----
+
+// A buffer [x, y] reshaped to [y, x] and copied into an output of the same
+// type: alike types of run-time size, other sizes. The buffer becomes a
+// view of the output with its own sizes (collapsed and expanded), not the
+// output as it is.
+// CHECK-LABEL: func.func @alike_types_other_sizes
+// CHECK-SAME:  (%[[X:.*]]: index, %[[Y:.*]]: index, %[[OUT:.*]]: memref<?x?xf32>)
+// CHECK:       %[[F:.*]] = memref.collapse_shape %[[OUT]] {{\[\[}}0, 1]] : memref<?x?xf32> into memref<?xf32>
+// CHECK:       %[[V:.*]] = memref.expand_shape %[[F]] {{\[\[}}0, 1]] output_shape [%[[X]], %[[Y]]] : memref<?xf32> into memref<?x?xf32>
+// CHECK:       linalg.fill {{.*}} outs(%[[V]] : memref<?x?xf32>)
+// CHECK-NOT:   memref.copy
+func.func @alike_types_other_sizes(%x: index, %y: index, %out: memref<?x?xf32>) {
+  %a = memref.alloc(%x, %y) : memref<?x?xf32>
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%a : memref<?x?xf32>)
+  %f = memref.collapse_shape %a [[0, 1]] : memref<?x?xf32> into memref<?xf32>
+  %r = memref.expand_shape %f [[0, 1]] output_shape [%y, %x] : memref<?xf32> into memref<?x?xf32>
+  memref.copy %r, %out : memref<?x?xf32> to memref<?x?xf32>
+  return
+}
+
+// -----
+
+// A static buffer copied into an output of run-time size (shape inference
+// proved the output's dims; the signature kept them open), and the reverse:
+// the copies stay.
+// CHECK-LABEL: func.func @static_and_run_time
+// CHECK-COUNT-2: memref.copy
+func.func @static_and_run_time(%n: index, %out: memref<?x8xf32>, %out2: memref<4x8xf32>) {
+  %a = memref.alloc() : memref<4x8xf32>
+  %b = memref.alloc(%n) : memref<?x8xf32>
+  %c = arith.constant 1.0 : f32
+  linalg.fill ins(%c : f32) outs(%a : memref<4x8xf32>)
+  linalg.fill ins(%c : f32) outs(%b : memref<?x8xf32>)
+  %ca = memref.cast %a : memref<4x8xf32> to memref<?x8xf32>
+  %cb = memref.cast %b : memref<?x8xf32> to memref<4x8xf32>
+  memref.copy %ca, %out : memref<?x8xf32> to memref<?x8xf32>
+  memref.copy %cb, %out2 : memref<4x8xf32> to memref<4x8xf32>
+  return
+}
