@@ -1,6 +1,7 @@
 // kiln-emit-entry-point: `void kiln_entry(void **buffers)` around the model
 // function, so the runtime can call any compiled model without knowing MLIR's
 // memref calling convention.
+#include "kiln/Conversion/EntryGlue.h"
 #include "kiln/Conversion/Passes.h"
 
 namespace kiln {
@@ -13,16 +14,16 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Marks `f` as entry glue (kiln::kEntryGlueAttr): calls, memref
-/// descriptors and shape arithmetic, where LLVM's SLP vectorizer finds
-/// nothing to gain but spends a sixth of a decoder's compile (see
-/// optimizeModule in TargetEmitter.cpp).
+/// Marks `f` as entry glue (kEntryGlueAttr): calls, memref descriptors and
+/// shape arithmetic, where LLVM's SLP vectorizer finds nothing to gain but
+/// spent a sixth of a decoder's compile (SlpOutsideEntryGlue in
+/// TargetEmitter.cpp).
 void markEntryGlue(LLVM::LLVMFuncOp f) {
   MLIRContext *ctx = f.getContext();
   SmallVector<Attribute> attrs;
   if (ArrayAttr old = f.getPassthroughAttr())
     attrs.append(old.begin(), old.end());
-  attrs.push_back(StringAttr::get(ctx, "kiln-entry-glue"));
+  attrs.push_back(StringAttr::get(ctx, kEntryGlueAttr));
   f.setPassthroughAttr(ArrayAttr::get(ctx, attrs));
 }
 

@@ -1,5 +1,6 @@
 #include "kiln/Target/TargetEmitter.h"
 #include "kiln/Target/ConstantPool.h"
+#include "kiln/Conversion/EntryGlue.h"
 #include "kiln/runtime.h"
 #include "kiln/profile.h"
 #include "kiln/cuda.h"
@@ -22,6 +23,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Transforms/InstCombine/InstCombine.h"
 #include "llvm/Transforms/Vectorize/SLPVectorizer.h"
+#include "llvm/Transforms/Vectorize/VectorCombine.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SwapByteOrder.h"
 #include "llvm/Support/TargetSelect.h"
@@ -209,16 +211,17 @@ private:
 
 namespace {
 /// LLVM's SLP vectorizer on every function but the entry glue (functions
-/// with the "kiln-entry-glue" attribute, kiln-emit-entry-point): the model
+/// with kEntryGlueAttr, kiln-emit-entry-point): the model
 /// function with its memref descriptors and kernel calls, inlined into the
 /// entry point. There SLP took 0.10 s of the 0.6-0.7 s compile of a 4-layer
 /// GPT-2-style decoder (`opt -passes=slp-vectorizer -time-passes` on its
 /// entry: 0.100 s; on all its loop nests together: 0.013 s) and vectorised
 /// only descriptor stores; without it, the shared models ran at the same
 /// speed (kiln-run --bench, min of 3). The compute is in the outlined loop
-/// nests, which keep it. It runs at the end of the vectorizer passes, just
-/// after loop unrolling (the default pipeline runs it just before), and is
-/// followed by InstCombine where it changed something, as there.
+/// nests, which keep it. It runs at the end of the vectorizer passes, after
+/// their late loop unrolling and clean-ups (the default pipeline runs it
+/// before those), and where it changed something, VectorCombine and
+/// InstCombine follow, as they follow it there.
 struct SlpOutsideEntryGlue : llvm::PassInfoMixin<SlpOutsideEntryGlue> {
   llvm::PreservedAnalyses run(llvm::Function &f, llvm::FunctionAnalysisManager &fam) {
     if (f.hasFnAttribute(kEntryGlueAttr))
@@ -227,11 +230,14 @@ struct SlpOutsideEntryGlue : llvm::PassInfoMixin<SlpOutsideEntryGlue> {
     if (pa.areAllPreserved())
       return pa;
     fam.invalidate(f, pa);
+    llvm::PreservedAnalyses vc = vectorCombine.run(f, fam);
+    fam.invalidate(f, vc);
+    pa.intersect(std::move(vc));
     pa.intersect(combine.run(f, fam));
     return pa;
   }
-  static constexpr const char *kEntryGlueAttr = "kiln-entry-glue";
   llvm::SLPVectorizerPass slp;
+  llvm::VectorCombinePass vectorCombine;
   llvm::InstCombinePass combine;
 };
 } // namespace
