@@ -52,10 +52,6 @@ bool passable(MemRefType type) {
   return type.hasStaticShape() && type.getLayout().isIdentity() && type.getNumElements() != 0;
 }
 
-/// For a strided view (a slice of a concatenation, say): the static
-/// memref.subview ops that make it from a buffer the calling convention can
-/// pass, outermost first; the function gets that buffer and remakes the
-/// view. Empty when `v` is not such a view.
 /// Whether `op` is a plain copy (one input, yielded unchanged; a transpose,
 /// say) whose innermost loop runs along the last dim of both operands,
 /// contiguous in each, over at least kRowCopyBytes: LLVM turns that loop
@@ -94,6 +90,10 @@ bool copiesWholeRows(linalg::LinalgOp op) {
   return true;
 }
 
+/// For a strided view (a slice of a concatenation, say): the static
+/// memref.subview ops that make it from a buffer the calling convention can
+/// pass, outermost first; the function gets that buffer and remakes the
+/// view. Empty when `v` is not such a view.
 SmallVector<memref::SubViewOp> viewChain(Value v) {
   SmallVector<memref::SubViewOp> chain;
   while (!passable(cast<MemRefType>(v.getType()))) {

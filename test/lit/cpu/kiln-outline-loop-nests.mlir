@@ -212,7 +212,8 @@ func.func @run_time_moves(%a: memref<?x3x224x224xf32>, %b: memref<?x224x224x3xf3
 // 64 bytes or more) under run-time sizes is optsize although its innermost
 // loop is static: one memcpy a row, not rows unrolled by 8 with every
 // memcpy expanded inline (a decoder's head split and merge). Rows of 8
-// floats, a transposed last dim, and anything that computes are not.
+// floats, a transposed last dim, anything that computes, and a loop that
+// yields something other than its input are not.
 // CHECK-LABEL: func.func private @row_copies_op0(
 // CHECK-SAME: llvm.optsize
 // CHECK: linalg.transpose
@@ -223,6 +224,9 @@ func.func @run_time_moves(%a: memref<?x3x224x224xf32>, %b: memref<?x224x224x3xf3
 // CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
 // CHECK: linalg.transpose
 // CHECK-LABEL: func.func private @row_copies_op3(
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func private @row_copies_op4(
 // CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, llvm.no_inline} {
 // CHECK: linalg.generic
 func.func @row_copies(%a: memref<1x?x4x64xf32>, %b: memref<1x4x?x64xf32>,
@@ -238,6 +242,13 @@ func.func @row_copies(%a: memref<1x?x4x64xf32>, %b: memref<1x4x?x64xf32>,
   ^bb0(%x: f32, %y: f32):
     %n = arith.negf %x : f32
     linalg.yield %n : f32
+  }
+  // Yields the output's own element, not the input's: no copy.
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%g : memref<?x64xf32>) outs(%h : memref<?x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %y : f32
   }
   return
 }
