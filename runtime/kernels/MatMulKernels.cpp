@@ -415,7 +415,10 @@ static void runAttention(AttentionJob job) {
     return;
   }
   kiln_i64 blockRows = attentionBlockRows(q->n), blocks = (q->m + blockRows - 1) / blockRows;
-  parallelFor<attentionTask>(q->batch * blocks, blockRows * q->n * (q->d + q->dv), &job);
+  // An item's rows: a block's, or all of them when there are fewer (a decode
+  // step's one query row), so that small steps stay on one thread.
+  kiln_i64 itemRows = q->m < blockRows ? q->m : blockRows;
+  parallelFor<attentionTask>(q->batch * blocks, itemRows * q->n * (q->d + q->dv), &job);
 }
 
 /// softmax(scale * Q K^T) V for each batch; see attentionTask for params.

@@ -543,13 +543,11 @@ TEST(Kernels, AttentionBeyondOneBlockOfScores) {
   checkAttention(2, 7, 2 * KILN_ATTENTION_MAX_KEYS + 3, 8, false, Mask::CausalBias);
 }
 
-// Sizes known only at run time may be 0 (an empty KV cache, an empty
-// sequence): no keys give zeros (a sum of no terms), no queries nothing.
 /// A few query rows (a decode step's one row a head) go straight through
 /// K and V (attentionDirect): K's rows or K^T, vector tails in D and DV,
-/// whole and partial groups of output columns, masks, more keys than one
-/// block of the panel path, and four rows over more keys than the block of
-/// scores holds (the chunked path again).
+/// whole and partial groups of output columns, masks, four rows (the most
+/// it takes), more keys than one block of the panel path, and four rows
+/// over more keys than the block of scores holds (the chunked path again).
 TEST(Kernels, AttentionOfFewQueryRows) {
   checkAttention(4, 1, 65, 24, true);
   checkAttention(4, 1, 65, 24, false);
@@ -558,9 +556,13 @@ TEST(Kernels, AttentionOfFewQueryRows) {
   checkAttention(2, 3, 33, 200, false);
   checkAttention(4, 2, 37, 20, true, Mask::Padding);
   checkAttention(2, 1, 2000, 8, false, Mask::CausalBias);
+  checkAttention(2, 4, 65, 24, true);
   checkAttention(2, 1, 2 * KILN_ATTENTION_MAX_KEYS + 7, 8, true);
   checkAttention(2, 4, 3 * KILN_ATTENTION_MAX_KEYS + 5, 8, true, Mask::CausalBias);
 }
+
+// Sizes known only at run time may be 0 (an empty KV cache, an empty
+// sequence): no keys give zeros (a sum of no terms), no queries nothing.
 TEST(Kernels, AttentionWithNoKeys) { checkAttention(2, 3, 0, 8, true); }
 TEST(Kernels, AttentionWithNoQueries) { checkAttention(2, 0, 5, 8, true); }
 TEST(Kernels, MatMulOverNoTerms) { checkMatMul(2, 3, 4, 0, false, false); }

@@ -94,8 +94,9 @@ typedef struct kiln_matmul_params {
 
 /* kiln_attention_f32: softmax(scale * Q K^T) V per batch, M queries, N keys
  * (any number), head size D (DV for V); for Q, K and V their
- * offset, batch stride and row stride in floats; k_transposed: K given as
- * K^T [D][N] (its row stride is then the stride along N). */
+ * offset, batch stride and row stride in floats; k_transposed: 1 when K is
+ * given as its N rows of D (B = K^T of the scores' product, read transposed),
+ * 0 when given as K^T [D][N] (its row stride is then the stride along N). */
 typedef struct kiln_attention_params {
   kiln_kernel_i64 batch, m, n, d, dv, q_offset, q_batch_stride, q_row_stride, k_offset,
       k_batch_stride, k_row_stride, k_transposed, v_offset, v_batch_stride, v_row_stride,
