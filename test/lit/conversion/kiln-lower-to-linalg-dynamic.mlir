@@ -265,3 +265,47 @@ func.func @keys_batch_dims_reordered(%q: tensor<4x?x?x8xf32> {kiln.dim_names = [
   %o = kiln.matmul %p, %v : (tensor<4x?x?x?xf32>, tensor<4x?x?x8xf32>) -> tensor<4x?x?x8xf32>
   return %o : tensor<4x?x?x8xf32>
 }
+
+// -----
+
+// Batch dims with a dim of the matrix between them in the keys' buffer
+// ([batch, past, heads, d] read as [batch, heads, d, past]) fold into no one
+// stride either: copied.
+// CHECK-LABEL: func.func @keys_batch_dims_apart
+// CHECK: linalg.transpose
+// CHECK: kiln.call_kernel @kiln_attention_f32
+func.func @keys_batch_dims_apart(%q: tensor<?x4x?x8xf32> {kiln.dim_names = ["b", "", "m", ""]},
+                                 %k: tensor<?x?x4x8xf32> {kiln.dim_names = ["b", "n", "", ""]},
+                                 %v: tensor<?x4x?x8xf32> {kiln.dim_names = ["b", "", "n", ""]})
+    -> tensor<?x4x?x8xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x8xf32>) -> tensor<?x4x8x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %s {axis = 3 : i64, log = false} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %o : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A dim of a static 1 between the batch dims ([batch, 1, heads, past, d])
+// does not keep them from folding: the keys are read in place, the batch
+// stride past * 8.
+// CHECK-LABEL: func.func @keys_batch_dims_around_a_unit_dim
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[N:.*]] = tensor.dim %arg1, %c3
+// CHECK: %[[N8:.*]] = arith.muli %[[N]], %c8
+// CHECK: %[[N8_64:.*]] = arith.index_cast %[[N8]]
+// CHECK: tensor.from_elements {{.*}}, %[[N8_64]], %c8_i64, %c1_i64,
+// CHECK: kiln.call_kernel @kiln_attention_f32
+// CHECK-NOT: linalg.transpose
+func.func @keys_batch_dims_around_a_unit_dim(
+    %q: tensor<?x1x4x?x8xf32> {kiln.dim_names = ["b", "", "", "m", ""]},
+    %k: tensor<?x1x4x?x8xf32> {kiln.dim_names = ["b", "", "", "n", ""]},
+    %v: tensor<?x1x4x?x8xf32> {kiln.dim_names = ["b", "", "", "n", ""]})
+    -> tensor<?x1x4x?x8xf32> {
+  %kt = kiln.transpose %k {perm = array<i64: 0, 1, 2, 4, 3>} : (tensor<?x1x4x?x8xf32>) -> tensor<?x1x4x8x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x1x4x?x8xf32>, tensor<?x1x4x8x?xf32>) -> tensor<?x1x4x?x?xf32>
+  %p = kiln.softmax %s {axis = 4 : i64, log = false} : (tensor<?x1x4x?x?xf32>) -> tensor<?x1x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x1x4x?x?xf32>, tensor<?x1x4x?x8xf32>) -> tensor<?x1x4x?x8xf32>
+  return %o : tensor<?x1x4x?x8xf32>
+}
