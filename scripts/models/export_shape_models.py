@@ -138,6 +138,29 @@ class GruLanguageModel(nn.Module):
         return self.out(y), h
 
 
+class TransformerLanguageModel(nn.Module):
+    """PyTorch's own nn.TransformerEncoder (pre-norm, GELU, batch first) as a
+    causal language model: its attention comes out of the exporter's
+    nn.MultiheadAttention, not a hand-written one like Gpt2Decoder's."""
+
+    def __init__(self, vocab=80, d=64, heads=4, layers=2, max_len=128):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(max_len, d) * 0.1)
+        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0,
+                                           activation="gelu", batch_first=True, norm_first=True)
+        self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        # Without triu, which opset 13 lacks: -inf above the diagonal.
+        pos = torch.arange(n)
+        causal = torch.zeros(n, n).masked_fill(pos[None, :] > pos[:, None], float("-inf"))
+        x = self.emb(tokens) + self.pos[:n]
+        return self.out(self.body(x, mask=causal))
+
+
 # ---------------------------------------------------------------------------
 # The models: builder, input specs per data set, names, dynamic axes.
 # An input spec is (kind, shape): "image" N(0, 1) floats, "tokens" int64 in
@@ -288,6 +311,13 @@ MODELS = {
                           names=["tokens"], outputs=["tags"],
                           dyn={"tokens": {0: "batch", 1: "length"}},
                           out_dyn={"tags": {0: "batch", 1: "length"}}),
+    # nn.TransformerEncoder with a causal mask built from the run-time
+    # length, at two batches and lengths.
+    "transformer_lm": dict(build=TransformerLanguageModel,
+                           sets=[[("tokens", (1, 23), 80)], [("tokens", (3, 70), 80)]],
+                           names=["tokens"], outputs=["logits"],
+                           dyn={"tokens": {0: "batch", 1: "length"}},
+                           out_dyn={"logits": {0: "batch", 1: "length"}}),
     "gru_lm": dict(build=GruLanguageModel,
                    sets=[[("tokens", (1, 17), 60)], [("tokens", (4, 6), 60)]],
                    names=["tokens"], outputs=["logits", "state"],
