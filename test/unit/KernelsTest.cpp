@@ -243,11 +243,11 @@ TEST(Kernels, PointwiseTiles) {
   checkConv({1, 5, 11, 256, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false, -kInf, kInf,
              true});
 }
-// At most four output pixels per image (matrix-vector products, as a
+// At most eight output pixels per image (matrix-vector products, as a
 // decoder's projections at one token per sequence): pointwiseRowStreams
 // reads the reduction as four ranges at once, then the c % 4 channels after
 // them. One pixel: a half last panel with a residual and a clamp; three
-// images; fewer channels than ranges; two groups with a GELU. Two to four
+// images; fewer channels than ranges; two groups with a GELU. Two to eight
 // pixels: tiles of several rows and a last tile of fewer rows.
 TEST(Kernels, PointwiseFewRowStreams) {
   checkConv({1, 1, 1, 770, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
@@ -263,8 +263,15 @@ TEST(Kernels, PointwiseFewRowStreams) {
   checkConv({1, 1, 1, 900, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
   checkConv({1, 2, 2, 1806, 66, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, false, -0.5f, 0.5f});
   // Rows 3072 floats apart (a multiple of 4 KB, which MR-row tiles copy on
-  // AVX-512): 3 rows, as a decoder's down-projection at batch 3.
+  // AVX-512): 3 rows, as a decoder's down-projection at batch 3; and 6.
   checkConv({1, 1, 3, 3072, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
+  checkConv({1, 1, 6, 3072, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
+  // Five to eight rows (an encoder over a few tokens): every tile count,
+  // with a residual and a clamp, two images, two groups with a GELU.
+  checkConv({1, 1, 7, 771, 72, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
+  checkConv({1, 2, 4, 258, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false});
+  checkConv({2, 1, 5, 1806, 66, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, true, false, -kInf, kInf,
+             true});
 }
 
 TEST(Kernels, Depthwise3x3Relu6) {
