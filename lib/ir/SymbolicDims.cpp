@@ -141,6 +141,49 @@ static bool isNonNegative(AffineExpr e) {
 
 void SymbolicDims::setDims(Value v, Exprs d) { dims[v] = std::move(d); }
 
+bool SymbolicDims::onlyInputSymbols(AffineExpr e) const {
+  bool only = true;
+  e.walk([&](AffineExpr x) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(x))
+      only &= !valueSources.count(s.getPosition());
+  });
+  return only;
+}
+
+AffineExpr SymbolicDims::runtimeSliceSize(Operation *op, int64_t dim, AffineExpr start,
+                                          AffineExpr end) {
+  if (!start || !end)
+    return {};
+  // A constant bound is ONNX's: from the end when negative, clamped to
+  // [0, dim] (an end of INT64_MAX: to the end). A bound that follows from
+  // the input dims must not be negative for any of them (ONNX would count
+  // it from the end), and is assumed to lie within [0, dim].
+  auto bound = [&](AffineExpr e) -> AffineExpr {
+    if (auto c = constantOf(e)) {
+      int64_t v = *c < 0 ? *c + dim : *c;
+      return constant(std::clamp<int64_t>(v, 0, dim));
+    }
+    return isNonNegative(e) && onlyInputSymbols(e) ? e : AffineExpr();
+  };
+  AffineExpr s = bound(start), e = bound(end);
+  if (!s || !e)
+    return {};
+  AffineExpr size = simplify(e - s);
+  SmallVector<AffineExpr, 2> needed;
+  if (!constantOf(e))
+    needed.push_back(simplify(constant(dim) - e)); // end <= dim
+  if (!isNonNegative(size))
+    needed.push_back(size); // start <= end
+  for (AffineExpr x : needed)
+    if (auto c = constantOf(x); c && *c < 0)
+      return {}; // never holds: leave the size unknown
+  for (AffineExpr x : needed)
+    if (!constantOf(x) &&
+        !llvm::any_of(assumed, [&](const Assumption &a) { return a.op == op && a.atLeastZero == x; }))
+      assumed.push_back({op, x});
+  return size;
+}
+
 SymbolicDims::Exprs SymbolicDims::typeDims(Value v) const {
   Exprs d;
   if (auto t = dyn_cast<RankedTensorType>(v.getType()))
@@ -637,9 +680,12 @@ void SymbolicDims::visit(Operation *op) {
           continue;
         auto st = constantOf((*starts)[k]), en = constantOf((*ends)[k]),
              sp = constantOf((*steps)[k]);
-        if (st && en && sp)
+        if (st && en && sp) {
           if (auto b = computeSliceBounds(*dim, *st, *en, *sp))
             setIfKnown(i, constant(b->size));
+        } else if (sp && *sp == 1 && !d[i]) {
+          setIfKnown(i, runtimeSliceSize(op, *dim, (*starts)[k], (*ends)[k]));
+        }
       }
   } else if (auto c = dyn_cast<ConvOp>(op)) {
     // NCHW: the batch is the input's, each spatial dim

@@ -77,9 +77,17 @@ class Gpt2Decoder(nn.Module):
     past length read from the cache's shape) and the causal mask is offset by
     P, so the shape arithmetic is the one real exported decoders have."""
 
-    def __init__(self, vocab=96, d=64, heads=4, layers=2, max_pos=128):
+    def __init__(self, vocab=96, d=64, heads=4, layers=2, max_pos=128, hf_mask=False):
         super().__init__()
         self.h, self.d, self.layers = heads, d, layers
+        # hf_mask: the causal mask sliced from a [1, 1, max_pos, max_pos]
+        # buffer as Hugging Face's GPT-2 does (bias[:, :, total - t : total,
+        # :total]): Slices whose bounds come from the cache's and the input's
+        # shapes, not a mask computed from Range.
+        self.hf_mask = hf_mask
+        if hf_mask:
+            self.register_buffer("bias", torch.tril(torch.ones(max_pos, max_pos, dtype=torch.bool))
+                                 .view(1, 1, max_pos, max_pos))
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(max_pos, d)
         self.ln1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(layers))
@@ -106,9 +114,13 @@ class Gpt2Decoder(nn.Module):
             presents += [k, v]
             att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
             total = k.shape[2]
-            rows = torch.arange(t).unsqueeze(1) + (total - t)
-            cols = torch.arange(total).unsqueeze(0)
-            att = att.masked_fill(cols > rows, float("-inf"))
+            if self.hf_mask:
+                causal = self.bias[:, :, total - t:total, :total]
+                att = torch.where(causal, att, torch.tensor(float("-inf")))
+            else:
+                rows = torch.arange(t).unsqueeze(1) + (total - t)
+                cols = torch.arange(total).unsqueeze(0)
+                att = att.masked_fill(cols > rows, float("-inf"))
             y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, self.d)
             x = x + self.proj[i](y)
             x = x + self.fc2[i](F.gelu(self.fc[i](self.ln2[i](x))))
@@ -199,6 +211,21 @@ def gpt2_sets():
     def one(b, t, p):
         return [("tokens", (b, t), 96)] + [("randn", (b, heads, p, hd))] * (2 * layers)
     return [one(1, 5, 0), one(2, 1, 7)]
+
+
+def gpt2_entry(build):
+    """A Gpt2Decoder's entry: two layers' caches, batch, past and new dynamic."""
+    return dict(
+        build=build, sets=gpt2_sets(),
+        names=["input_ids", "past_key_0", "past_value_0", "past_key_1", "past_value_1"],
+        outputs=["logits", "present_key_0", "present_value_0", "present_key_1",
+                 "present_value_1"],
+        dyn=dict({"input_ids": {0: "batch", 1: "new"}},
+                 **{f"past_{kv}_{i}": {0: "batch", 2: "past"}
+                    for i in range(2) for kv in ("key", "value")}),
+        out_dyn=dict({"logits": {0: "batch", 1: "new"}},
+                     **{f"present_{kv}_{i}": {0: "batch", 2: "total"}
+                        for i in range(2) for kv in ("key", "value")}))
 
 
 IMG = dict(names=["input"], dyn={"input": {0: "batch"}})
@@ -295,17 +322,10 @@ MODELS = {
         # detections on the first image.
         torch_disagrees={17: "the exported RoiAlign-16 has the default half_pixel mode, "
                              "torchvision's aligned=False is output_half_pixel"}),
-    "gpt2_kv": dict(
-        build=Gpt2Decoder, sets=gpt2_sets(),
-        names=["input_ids", "past_key_0", "past_value_0", "past_key_1", "past_value_1"],
-        outputs=["logits", "present_key_0", "present_value_0", "present_key_1",
-                 "present_value_1"],
-        dyn=dict({"input_ids": {0: "batch", 1: "new"}},
-                 **{f"past_{kv}_{i}": {0: "batch", 2: "past"}
-                    for i in range(2) for kv in ("key", "value")}),
-        out_dyn=dict({"logits": {0: "batch", 1: "new"}},
-                     **{f"present_{kv}_{i}": {0: "batch", 2: "total"}
-                        for i in range(2) for kv in ("key", "value")})),
+    "gpt2_kv": gpt2_entry(Gpt2Decoder),
+    # The same decoder with Hugging Face GPT-2's causal mask: a slice of a
+    # 128 x 128 buffer whose bounds follow from the past and new lengths.
+    "gpt2_hf_mask": gpt2_entry(lambda: Gpt2Decoder(hf_mask=True)),
     "bilstm_tagger": dict(build=BiLstmTagger,
                           sets=[[("tokens", (1, 40), 50)], [("tokens", (3, 9), 50)]],
                           names=["tokens"], outputs=["tags"],

@@ -21,6 +21,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | qlinear_cnn | the QOperator form: QuantizeLinear, two QLinearConv (per-channel int8 weights, int32 biases, 16 channels on 14x14) and DequantizeLinear; Kiln runs them on the f32 kernels where the integer sums are exact in f32, so outputs must match ONNX Runtime's integer kernels to the quantum |
 | qdq_convnet | the QDQ form with two 64-channel 3x3 convolutions (one with a Relu before a non-zero output zero point) and a per-column quantized MatMul, which Kiln fuses into integer kernels; checked to the bit |
 | gpt2_kv | a GPT-2-style decoder step with a KV cache: past and new lengths, batch dynamic; run from an empty past (0-length cache), then with 7 cached and 1 new token |
+| gpt2_hf_mask | gpt2_kv with Hugging Face GPT-2's causal mask: a slice of a 32 x 32 buffer from past to past + new rows and up to past + new columns, bounds from the inputs' shapes, one compile for every length (the slices assume past + new <= 32, checked at entry) |
 | bert_mask | a BERT-style encoder with input_ids and attention_mask (torch's TransformerEncoder, key padding mask), batch and length dynamic: 1 x 7, 3 x 5 and 2 x 12, rows padded to different lengths |
 | swin_block | two torchvision Swin Transformer blocks (plain and shifted 4x4 windows) with a dynamic batch: the window pad and the shifted window's mask come from shape arithmetic; batch 1, 3 and 2 |
 | bilstm_tagger | a bidirectional LSTM tagger with dynamic batch and length, batch 1 x 40 and 3 x 9 |
@@ -33,6 +34,7 @@ where PyTorch made the model. The end-to-end tests (test/CMakeLists.txt) run
 | resize_runtime_sizes | Resize (linear align_corners, nearest asymmetric, cubic with exclude_outside) to sizes computed from the input's values, so neither the sizes nor the result's dims are known while compiling |
 | resize_fractional | Resize of a static-shaped input by scales that are no powers of two (sizes 45x56 -> 48x60 and 37x41, scales 1.3 and 0.7; linear, cubic, nearest) on a +-100 checkerboard: the taps' source coordinates computed in float32 as ONNX Runtime does |
 | cnn_image_size | a small segmentation-style CNN (strided and depthwise convolutions, max pooling, average pooling in ceil mode, squeeze-and-excitation, a channel shuffle on x.size(), logits resized to the input's size and upsampled by 2) with batch, height and width dynamic: 1 x 32 x 32, 2 x 24 x 40, 1 x 17 x 23, one compile for every size |
+| position_table | a BERT-style embedding with batch and length dynamic: a learned table of 16 positions sliced to the length (`pos[:n]`) and position ids taken from a [1, 16] buffer (`position_ids[:, :n]`, as Hugging Face's BERT writes it), each Slice's end from Shape(x): lengths 5, 16 (the whole table) and 1, one compile for every length (the slices assume n <= 16, checked at entry) |
 | ssd_tail | an SSD-style detector: a conv head giving 256 anchor boxes and 3 classes of scores, NonMaxSuppression on them (computed at run time), then the selected boxes and scores gathered: outputs whose number of rows depends on the image |
 
 Needs python3-torch, python3-onnx, python3-numpy and onnxruntime-node (see
@@ -499,14 +501,15 @@ def qdq_convnet(folder):
             ([rng.uniform(-2, 4, (1, 16, 16, 16)).astype(np.float32)], None)]
 
 
-def gpt2_kv(folder):
+def gpt2_kv(folder, hf_mask=False):
     """A GPT-2-style decoder step with a KV cache (export_shape_models.py's
     Gpt2Decoder, smaller), exported with dynamic batch, past and new lengths;
     run from an empty past (P = 0, the first call of every generation), then
     with a past of 7 and one new token, then with a past of 2 and 3 new."""
     import export_shape_models as esm
     torch.manual_seed(0)
-    model = esm.Gpt2Decoder(vocab=40, d=32, heads=2, layers=2, max_pos=32).eval()
+    model = esm.Gpt2Decoder(vocab=40, d=32, heads=2, layers=2, max_pos=32,
+                            hf_mask=hf_mask).eval()
     names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(2) for kv in ("key", "value")]
     outs = ["logits"] + [f"present_{kv}_{i}" for i in range(2) for kv in ("key", "value")]
     dyn = {"input_ids": {0: "batch", 1: "new"}, "logits": {0: "batch", 1: "new"}}
@@ -530,6 +533,12 @@ def gpt2_kv(folder):
             refs = [y.numpy() for y in model(*xs)]
         sets.append(([x.numpy() for x in xs], refs))
     return sets
+
+
+def gpt2_hf_mask(folder):
+    """gpt2_kv with Hugging Face GPT-2's causal mask, sliced from a 32 x 32
+    buffer (bias[:, :, total - new : total, :total])."""
+    return gpt2_kv(folder, hf_mask=True)
 
 
 def bert_mask(folder):
@@ -1022,12 +1031,53 @@ def cnn_image_size(folder):
     return sets
 
 
+class PositionTable(torch.nn.Module):
+    """Token embedding plus two positional embeddings over a 16-entry table:
+    one sliced (`pos[:n]`), one gathered by ids sliced from a buffer
+    (`position_ids[:, :n]`, Hugging Face BERT's form), then LayerNorm and a
+    linear head."""
+
+    def __init__(self, vocab=20, positions=16, d=24):
+        super().__init__()
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(positions, d) * 0.5)
+        self.pos_ids_emb = torch.nn.Embedding(positions, d)
+        self.register_buffer("position_ids", torch.arange(positions).unsqueeze(0))
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, 7)
+
+    def forward(self, tokens):
+        n = tokens.shape[1]
+        ids = self.position_ids[:, :n]
+        h = self.tok(tokens) + self.pos[:n] + self.pos_ids_emb(ids)
+        return self.head(self.norm(h))
+
+
+def position_table(folder):
+    """PositionTable with batch and length dynamic, at 1 x 5, 3 x 16 (the
+    whole table) and 2 x 1."""
+    torch.manual_seed(0)
+    model = PositionTable().eval()
+    gen = torch.Generator().manual_seed(5)
+    sets_in = [torch.randint(0, 20, shape, generator=gen) for shape in ((1, 5), (3, 16), (2, 1))]
+    torch.onnx.export(model, (sets_in[0],), os.path.join(folder, "model.onnx"), opset_version=14,
+                      input_names=["tokens"], output_names=["logits"],
+                      dynamic_axes={"tokens": {0: "batch", 1: "length"},
+                                    "logits": {0: "batch", 1: "length"}},
+                      **no_dynamo())
+    sets = []
+    for x in sets_in:
+        with torch.no_grad():
+            sets.append(([x.numpy()], [model(x).numpy()]))
+    return sets
+
+
 def no_dynamo():
     import inspect
     return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
-MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_mask, "swin_block": swin_block, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
+MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "gpt2_hf_mask": gpt2_hf_mask, "bert_mask": bert_mask, "swin_block": swin_block, "bilstm_tagger": bilstm_tagger, "if_sample_rate": if_sample_rate,
           "loop_if": loop_if, "loop_rnn": loop_rnn, "scan_rnn": scan_rnn, "rnn_seq_lens": rnn_seq_lens,
           "rnn_variants": rnn_variants,
           "qdq_cnn": qdq_cnn, "ssd_tail": ssd_tail, "masked_select": masked_select, "qlinear_cnn": qlinear_cnn,
@@ -1035,7 +1085,7 @@ MODELS = {"empty_tensors": empty_tensors, "gpt2_kv": gpt2_kv, "bert_mask": bert_
           "qoperator_tool_cnn": qoperator_tool_cnn,
           "dynamic_quant_mlp": dynamic_quant_mlp, "keypoint_decode": keypoint_decode,
           "resize_runtime_sizes": resize_runtime_sizes, "cnn_image_size": cnn_image_size,
-          "resize_fractional": resize_fractional}
+          "resize_fractional": resize_fractional, "position_table": position_table}
 
 
 def write_sets(folder, sets, ort):

@@ -77,8 +77,30 @@ public:
     return it == valueSources.end() ? nullptr : &it->second;
   }
 
+  /// What the analysis took for granted of the run-time dims where ONNX
+  /// would clamp: a Slice of a dim of fixed size D whose bounds follow from
+  /// the input dims (a positional table sliced to the sequence length,
+  /// `pos[:seq]`, D = the table's length) has ONNX's size min(end, D) -
+  /// start, which no affine expression is; the analysis takes end - start,
+  /// assuming start <= end <= D. Each assumption is an expression over the
+  /// input dims' symbols (never value-defined ones) that must be at least 0
+  /// at run time: whoever compiles code on these dims must check them
+  /// before it runs (kiln.slice_checks), and refuse inputs that break one.
+  struct Assumption {
+    mlir::Operation *op;
+    mlir::AffineExpr atLeastZero;
+  };
+  llvm::ArrayRef<Assumption> assumptions() const { return assumed; }
+
 private:
   void setDims(mlir::Value v, Exprs dims);
+  /// The size of a Slice of a dim of constant size `dim` from `start` to
+  /// `end` (expressions over input dims, step 1), assuming start <= end <=
+  /// dim (recorded as assumptions of `op`); null where that cannot hold or
+  /// a bound is not known.
+  mlir::AffineExpr runtimeSliceSize(mlir::Operation *op, int64_t dim, mlir::AffineExpr start,
+                                    mlir::AffineExpr end);
+  bool onlyInputSymbols(mlir::AffineExpr e) const;
   mlir::AffineExpr symbolFor(const std::string &name);
   /// contentsOf(shape), each unknown element a value-defined symbol when
   /// those are on (and `shape` a small static integer tensor).
@@ -100,6 +122,7 @@ private:
   std::vector<std::string> names; // symbol position -> name
   bool valueSymbols = false;
   llvm::DenseMap<size_t, ValueSource> valueSources; // symbol position -> where
+  llvm::SmallVector<Assumption, 4> assumed;
 };
 
 } // namespace kiln

@@ -296,12 +296,51 @@ Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outT, Value sou
       .getResult(0);
 }
 
+/// A Slice whose bounds follow from the input dims (`pos[:seq]`), of unit
+/// steps over dims of fixed size: each start is read at run time and taken
+/// as ONNX does (from the end when negative, clamped to the dim); the sizes
+/// are the result's run-time dims, whose expressions assume the bounds lie
+/// within the dim (SymbolicDims::assumptions, checked before the run).
+LogicalResult lowerRuntimeSlice(SliceOp op, ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
+                                PatternRewriter &rw) {
+  Location loc = op.getLoc();
+  auto inT = tensorType(op.getInput());
+  auto outT = cast<RankedTensorType>(op.getType());
+  SmallVector<OpFoldResult> offsets(inT.getRank(), rw.getIndexAttr(0)), sizes;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t ax = axes[i] < 0 ? axes[i] + inT.getRank() : axes[i];
+    if (ax < 0 || ax >= inT.getRank() || inT.isDynamicDim(ax) || i >= steps.size() ||
+        steps[i] != 1)
+      return op.emitOpError("a slice with bounds known only at run time needs unit steps over "
+                            "dims of fixed size; give concrete input shapes");
+    Value start = arith::IndexCastOp::create(
+        rw, loc, rw.getIndexType(),
+        tensor::ExtractOp::create(rw, loc, op.getStarts(), ValueRange{indexConst(rw, loc, i)}));
+    Value dim = indexConst(rw, loc, inT.getDimSize(ax)), zero = indexConst(rw, loc, 0);
+    Value fromEnd = arith::AddIOp::create(rw, loc, start, dim);
+    Value negative = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::slt, start, zero);
+    start = arith::SelectOp::create(rw, loc, negative, fromEnd, start);
+    start = arith::MaxSIOp::create(rw, loc, start, zero);
+    offsets[ax] = arith::MinSIOp::create(rw, loc, start, dim).getResult();
+  }
+  SmallVector<Value> dyn = dynamicSizes(rw, loc, op.getResult());
+  for (int64_t i = 0, k = 0; i < outT.getRank(); ++i)
+    sizes.push_back(outT.isDynamicDim(i) ? OpFoldResult(dyn[k++])
+                                         : rw.getIndexAttr(outT.getDimSize(i)));
+  SmallVector<OpFoldResult> strides(outT.getRank(), rw.getIndexAttr(1));
+  rw.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, outT, op.getInput(), offsets, sizes, strides);
+  return success();
+}
+
 LogicalResult lowerSlice(SliceOp op, PatternRewriter &rw) {
   Location loc = op.getLoc();
   auto inT = tensorType(op.getInput());
   auto outT = cast<RankedTensorType>(op.getType());
   auto starts = getConstantInts(op.getStarts()), ends = getConstantInts(op.getEnds()),
        axes = getConstantInts(op.getAxes()), steps = getConstantInts(op.getSteps());
+  if ((!starts || !ends) && axes && steps && !outT.hasStaticShape() &&
+      hasRuntimeDims(op.getResult()))
+    return lowerRuntimeSlice(op, *axes, *steps, rw);
   if (!starts || !ends || !axes || !steps)
     return op.emitOpError("slice bounds must be constants for code generation");
   SmallVector<int64_t> begin(inT.getRank(), 0), step(inT.getRank(), 1);

@@ -207,13 +207,17 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
   if (isa<SoftmaxOp, LayerNormOp>(op))
     return useKernels && cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isF32();
   if (auto sl = dyn_cast<SliceOp>(op)) {
-    // Along static dims, with constant bounds and positive steps.
+    // Along static dims, with constant bounds and positive steps, or with
+    // bounds that follow from the input dims and unit steps (`pos[:seq]`,
+    // whose size assumes the bounds fit: SymbolicDims::assumptions).
     auto inT = cast<RankedTensorType>(sl.getInput().getType());
     auto axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
-    if (!axes || !steps || !getConstantInts(sl.getStarts()) || !getConstantInts(sl.getEnds()))
+    if (!axes || !steps)
       return false;
+    bool constantBounds = getConstantInts(sl.getStarts()) && getConstantInts(sl.getEnds());
     for (auto [a, st] : llvm::zip(*axes, *steps))
-      if (st <= 0 || inT.isDynamicDim(a < 0 ? a + inT.getRank() : a))
+      if (st <= 0 || (!constantBounds && st != 1) ||
+          inT.isDynamicDim(a < 0 ? a + inT.getRank() : a))
         return false;
     return true;
   }
@@ -350,6 +354,19 @@ void describeRuntimeDims(func::FuncOp func, const codegen::DynamicDims &dd) {
   });
   if (!checks.empty())
     func->setAttr("kiln.dim_checks", b.getArrayAttr(checks));
+  // What the dims of Slices with bounds from the inputs' dims took for
+  // granted (SymbolicDims::assumptions: start <= end <= the dim sliced),
+  // each an expression that must be at least 0 (`kiln.slice_checks`, also
+  // checked by MODEL_dims before anything runs): inputs that break one
+  // (a sequence longer than a positional table) are refused.
+  SmallVector<Attribute> sliceChecks;
+  llvm::SmallDenseSet<AffineExpr, 8> seenSlices;
+  for (const SymbolicDims::Assumption &a : dd.symbolic().assumptions())
+    if (seenSlices.insert(a.atLeastZero).second)
+      sliceChecks.push_back(
+          AffineMapAttr::get(AffineMap::get(0, n, a.atLeastZero, func.getContext())));
+  if (!sliceChecks.empty())
+    func->setAttr("kiln.slice_checks", b.getArrayAttr(sliceChecks));
 }
 
 /// kiln.loop_guard -> a call of the runtime's kiln_loop_guard(iteration,

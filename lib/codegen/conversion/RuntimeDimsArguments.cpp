@@ -153,21 +153,30 @@ struct RuntimeDimsArgumentsPass
     SmallVector<Value> indexSymbols;
     for (Value s : symbols)
       indexSymbols.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), s));
-    // Dims inside the model that must be at least 1 (kiln.dim_checks: a
-    // window that must fit its padded input): -2 where one is not and the
-    // inputs agree otherwise.
-    if (auto checks = func->getAttrOfType<ArrayAttr>("kiln.dim_checks")) {
-      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // Sizes inside the model that must be at least `least` (each entry of
+    // the function's array attribute `name` an expression over the
+    // symbols): `code` where one is not and nothing failed before.
+    auto checkAtLeast = [&](StringRef name, int64_t least, int64_t code) -> LogicalResult {
+      auto checks = func->getAttrOfType<ArrayAttr>(name);
+      if (!checks)
+        return success();
+      Value bound = arith::ConstantIndexOp::create(b, loc, least);
       for (Attribute a : checks) {
         auto map = dyn_cast<AffineMapAttr>(a);
         if (!map || map.getValue().getNumResults() != 1 ||
             map.getValue().getNumSymbols() != indexSymbols.size())
-          return func.emitError("a malformed kiln.dim_checks entry");
+          return func.emitError("a malformed ") << name << " entry";
         Value v = affine::AffineApplyOp::create(b, loc, map.getValue(), indexSymbols);
-        Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, one);
-        failIf(small, -2);
+        failIf(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, bound), code);
       }
-    }
+      return success();
+    };
+    // kiln.dim_checks: windows that must fit their padded input (sizes of
+    // at least 1), -2; kiln.slice_checks: what Slices whose bounds follow
+    // from the input dims assumed (start <= end <= the dim), -3.
+    if (failed(checkAtLeast("kiln.dim_checks", 1, -2)) ||
+        failed(checkAtLeast("kiln.slice_checks", 0, -3)))
+      return failure();
     // The outputs' dims.
     for (unsigned arg = 0; arg < originalTypes.size(); ++arg) {
       auto map = func.getArgAttrOfType<AffineMapAttr>(arg, "kiln.dim_map");

@@ -149,7 +149,9 @@ typedef struct kiln_model_desc {
    * returns 0 after writing the outputs' (or 1 + the index of an input's
    * dim that disagrees with another input's dim of the same name, or -2
    * where the inputs leave a convolution or pooling window larger than its
-   * padded input, a size of 0 or less inside the model), sizes
+   * padded input, a size of 0 or less inside the model, or -3 where they
+   * take a Slice whose bounds follow from them past the end of the dim it
+   * slices, which this code assumed they do not), sizes
    * the outputs from it, and passes the array to the entry point as one
    * more buffer, after the workspace (or after the row counts when
    * workspace_size is 0). 0 and NULL for a model of static shapes. */

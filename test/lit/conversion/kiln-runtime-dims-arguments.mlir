@@ -33,7 +33,15 @@
 // CHECK: %[[SMALL:.*]] = arith.cmpi slt, %[[SIZE]], %c1
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[BAD]], %c0_i64
 // CHECK: %[[BOTH:.*]] = arith.andi %[[SMALL]], %[[FIRST]]
-// CHECK: %[[RET:.*]] = arith.select %[[BOTH]], %c-2_i64, %[[BAD]]
+// CHECK: %[[BAD2:.*]] = arith.select %[[BOTH]], %c-2_i64, %[[BAD]]
+// What a Slice of bounds from the input dims assumed (kiln.slice_checks,
+// a table of 16 positions sliced to m: 16 - m >= 0): -3 where it does not
+// hold and nothing failed first.
+// CHECK: %[[ROOM:.*]] = affine.apply #{{.*}}()[%{{.*}}]
+// CHECK: %[[PAST:.*]] = arith.cmpi slt, %[[ROOM]], %c0
+// CHECK: %[[FIRST3:.*]] = arith.cmpi eq, %[[BAD2]], %c0_i64
+// CHECK: %[[BOTH3:.*]] = arith.andi %[[PAST]], %[[FIRST3]]
+// CHECK: %[[RET:.*]] = arith.select %[[BOTH3]], %c-3_i64, %[[BAD2]]
 // CHECK: memref.store %{{.*}}, %[[D]][%c3]
 // CHECK: return %[[RET]]
 func.func @main(%x: memref<?x4xf32> {kiln.dim_names = ["n", ""]},
@@ -41,7 +49,8 @@ func.func @main(%x: memref<?x4xf32> {kiln.dim_names = ["n", ""]},
                 %out: memref<?x4xf32> {kiln.dim_map = affine_map<()[s0, s1] -> (s0 + 1, 4)>})
     attributes {kiln.runtime_symbols = [array<i64: 0, 0>, array<i64: 1, 1>],
                 kiln.runtime_symbol_names = ["n", "m"],
-                kiln.dim_checks = [affine_map<()[s0, s1] -> ((s1 - 3) floordiv 2 + 1)>]} {
+                kiln.dim_checks = [affine_map<()[s0, s1] -> ((s1 - 3) floordiv 2 + 1)>],
+                kiln.slice_checks = [affine_map<()[s0, s1] -> (-s1 + 16)>]} {
   %s = memref.subview %out[0, 0] [4, 4] [1, 1] : memref<?x4xf32> to memref<4x4xf32, strided<[4, 1]>>
   %t = memref.subview %x[0, 0] [4, 4] [1, 1] : memref<?x4xf32> to memref<4x4xf32, strided<[4, 1]>>
   memref.copy %t, %s : memref<4x4xf32, strided<[4, 1]>> to memref<4x4xf32, strided<[4, 1]>>

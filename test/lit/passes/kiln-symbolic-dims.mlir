@@ -120,6 +120,44 @@ func.func @reduce_and_slice(%x: tensor<?x?x192xf32> {kiln.dim_names = ["b", "t",
 
 // -----
 
+// A Slice of a dim of fixed size whose bounds follow from the input dims:
+// a table of 128 positions sliced to the length (pos[:t]) and a window of
+// t rows after `p` cached ones (x[p : p + t]) have t rows, assuming the
+// ends lie within the table (checked at entry: kiln.slice_checks). An end
+// from the dims that may be negative (t - 5) is not taken (ONNX would count
+// it from the end), nor a step other than 1.
+// CHECK-LABEL: func.func @runtime_slices
+// CHECK-SAME: kiln.dims = ["t", "64"]
+// CHECK-SAME: kiln.dims = ["t", "64"]
+// CHECK-SAME: kiln.dims = ["?", "64"]
+// CHECK-SAME: kiln.dims = ["?", "64"]
+func.func @runtime_slices(%x: tensor<?x?xi64> {kiln.dim_names = ["p", "t"]},
+                          %pos: tensor<128x64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %sh = kiln.shape %x {end = 9223372036854775807 : i64, start = 0 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %i0 = kiln.constant {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %i1 = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %p = kiln.gather %sh, %i0 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %t = kiln.gather %sh, %i1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %pt = kiln.add %p, %t : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %c5 = kiln.constant {value = dense<5> : tensor<i64>} : () -> tensor<i64>
+  %tm5 = kiln.sub %t, %c5 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %e = kiln.unsqueeze %t {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ps = kiln.unsqueeze %p {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %pe = kiln.unsqueeze %pt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %me = kiln.unsqueeze %tm5 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %z = kiln.constant {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s1 = kiln.constant {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %s2 = kiln.constant {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = kiln.slice %pos, %z, %e, %z, %s1 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  %b = kiln.slice %pos, %ps, %pe, %z, %s1 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  %c = kiln.slice %pos, %z, %me, %z, %s1 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  %d = kiln.slice %pos, %z, %e, %z, %s2 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  return %a, %b, %c, %d : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
 // What is not known stays unknown: n - 1 may be -1 (n = 0), so Equal with -1
 // is not decided; Range(n + 3, n) has no elements, not -3; a value an
 // scf.if yields keeps its type (the if's result type must match exactly).
