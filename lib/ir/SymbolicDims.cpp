@@ -20,8 +20,8 @@ namespace kiln {
 /// Shape values longer than this are not tracked element by element.
 constexpr int64_t kMaxContents = 64;
 
-SymbolicDims::SymbolicDims(func::FuncOp func, bool valueSymbols)
-    : ctx(func.getContext()), valueSymbols(valueSymbols) {
+SymbolicDims::SymbolicDims(func::FuncOp func, bool valueSymbols, bool assumeSliceBounds)
+    : ctx(func.getContext()), valueSymbols(valueSymbols), assumeSliceBounds(assumeSliceBounds) {
   for (BlockArgument arg : func.getArguments()) {
     auto t = dyn_cast<RankedTensorType>(arg.getType());
     if (!t)
@@ -683,7 +683,10 @@ void SymbolicDims::visit(Operation *op) {
         if (st && en && sp) {
           if (auto b = computeSliceBounds(*dim, *st, *en, *sp))
             setIfKnown(i, constant(b->size));
-        } else if (sp && *sp == 1 && !d[i]) {
+        } else if (sp && *sp == 1 && assumeSliceBounds) {
+          // Also where the type already says the size (a window x[p : p +
+          // 4] of a tensor with other unknown dims): its bounds must still
+          // be checked.
           setIfKnown(i, runtimeSliceSize(op, *dim, (*starts)[k], (*ends)[k]));
         }
       }

@@ -142,8 +142,17 @@ struct SymbolicDimsPass : impl::KilnSymbolicDimsBase<SymbolicDimsPass> {
         break;
       unknown = now;
     }
-    // The annotations from the last sweep's analysis; a fold after it
-    // would have dropped the values it knows.
+    // The annotations from the last sweep's ops, described as code
+    // compiled once for every shape sees them: with the bounds of Slices
+    // that follow from the input dims assumed to fit, as that code checks
+    // at entry (a table sliced to the length has the length's name). The
+    // sweeps never assume them: a type or shape value they fixed would
+    // hold without the check.
+    dims.emplace(func, /*valueSymbols=*/false, /*assumeSliceBounds=*/true);
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (op != func.getOperation())
+        dims->visit(op);
+    });
     Builder b(&getContext());
     if (annotateAll)
       func.walk([&](Operation *op) {

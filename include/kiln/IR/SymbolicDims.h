@@ -41,7 +41,13 @@ public:
   /// ConstantOfShape's shape, from data rather than from the inputs' dims:
   /// a box's size in a detector's loop) gets a symbol of its own too, whose
   /// value is that element (valueSourceOf).
-  explicit SymbolicDims(mlir::func::FuncOp func, bool valueSymbols = false);
+  /// With `assumeSliceBounds`, Slices whose bounds follow from the input
+  /// dims get sizes that hold only under assumptions (see assumptions()):
+  /// for code that checks them at entry, never for rewriting types or
+  /// folding shape values (kiln-symbolic-dims), which would make facts
+  /// that hold only under a check permanent without the check.
+  explicit SymbolicDims(mlir::func::FuncOp func, bool valueSymbols = false,
+                        bool assumeSliceBounds = false);
 
   /// Computes what `op`'s results are from what its operands are; ops are
   /// visited in order (operands first), as kiln-infer-shapes does.
@@ -91,6 +97,10 @@ public:
     mlir::AffineExpr atLeastZero;
   };
   llvm::ArrayRef<Assumption> assumptions() const { return assumed; }
+  /// Whether the size of `op` (a Slice) rests on assumptions.
+  bool hasAssumptions(mlir::Operation *op) const {
+    return llvm::any_of(assumed, [&](const Assumption &a) { return a.op == op; });
+  }
 
 private:
   void setDims(mlir::Value v, Exprs dims);
@@ -120,7 +130,7 @@ private:
   mlir::MLIRContext *ctx;
   llvm::DenseMap<mlir::Value, Exprs> dims, contents;
   std::vector<std::string> names; // symbol position -> name
-  bool valueSymbols = false;
+  bool valueSymbols = false, assumeSliceBounds = false;
   llvm::DenseMap<size_t, ValueSource> valueSources; // symbol position -> where
   llvm::SmallVector<Assumption, 4> assumed;
 };

@@ -15,7 +15,8 @@ namespace {
 thread_local DynamicDims *current = nullptr;
 } // namespace
 
-DynamicDims::DynamicDims(func::FuncOp func) : func(func), dims(func, /*valueSymbols=*/true) {
+DynamicDims::DynamicDims(func::FuncOp func)
+    : func(func), dims(func, /*valueSymbols=*/true, /*assumeSliceBounds=*/true) {
   inputSymbols = dims.numSymbols(); // the analysis makes the inputs' first
   func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (op != func.getOperation())
@@ -142,6 +143,10 @@ Value runtimeDim(OpBuilder &b, Location loc, Value original, int64_t i) {
   auto exprs = current->exprsOf(original);
   assert(exprs && "hasRuntimeDims said no");
   return current->materialize(b, loc, (*exprs)[i]);
+}
+
+bool hasSliceAssumptions(mlir::Operation *op) {
+  return current && current->symbolic().hasAssumptions(op);
 }
 
 bool hasRuntimeDims(Value v) {

@@ -57,6 +57,10 @@ llvm::SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc, Value original
 Value runtimeDim(OpBuilder &b, Location loc, Value original, int64_t i);
 /// Whether every dynamic dim of `v` has an expression over the inputs' dims.
 bool hasRuntimeDims(Value v);
+/// Whether the run-time dims' analysis took the bounds of `op` (a Slice
+/// whose bounds follow from the input dims) to lie within its input, which
+/// the entry then checks (SymbolicDims::assumptions, kiln.slice_checks).
+bool hasSliceAssumptions(mlir::Operation *op);
 /// Whether the first `n` dims of `a` and `b` are the same at run time (equal
 /// constants or the same expression).
 bool sameDims(Value a, Value b, size_t n);

@@ -309,3 +309,56 @@ func.func @keys_batch_dims_around_a_unit_dim(
   %o = kiln.matmul %p, %v : (tensor<?x1x4x?x?xf32>, tensor<?x1x4x?x8xf32>) -> tensor<?x1x4x?x8xf32>
   return %o : tensor<?x1x4x?x8xf32>
 }
+
+// -----
+
+// Slices whose bounds follow from the input dims, over dims of fixed size:
+// a table of 128 positions sliced to t (pos[:t]), a window of t rows after
+// p (pos[p : p + t]), the rows from t on (pos[t:]) and a window of 4 rows
+// at p of a tensor whose batch is dynamic (its type already says 4). Each
+// size assumes the bounds fit (the slice_checks, at least 0 at entry:
+// 128 - t for the first and third, 128 - p - t, 124 - p); each start is read
+// at run time as ONNX takes it (clamped to [0, 128]), so the window of
+// static size still gets its check and its start.
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-symbolic-dims),kiln-lower-to-linalg,canonicalize,cse)' --split-input-file | FileCheck %s --check-prefix=SLICES
+// SLICES-DAG: #[[T:map[0-9]*]] = affine_map<()[s0, s1, s2] -> (-s1 + 128)>
+// SLICES-DAG: #[[PT:map[0-9]*]] = affine_map<()[s0, s1, s2] -> (-s0 - s1 + 128)>
+// SLICES-DAG: #[[P4:map[0-9]*]] = affine_map<()[s0, s1, s2] -> (-s0 + 124)>
+// SLICES: func.func @runtime_slices{{.*}}kiln.slice_checks = [#[[T]], #[[PT]], #[[P4]]]
+// CHECK-LABEL: func.func @runtime_slices
+// CHECK-SAME: kiln.dims = ["t", "64"]
+// CHECK-SAME: kiln.dims = ["t", "64"]
+// CHECK-SAME: kiln.dims = ["t * -1 + 128", "64"]
+// CHECK-SAME: kiln.dims = ["b", "4", "64"]
+// CHECK-SAME: kiln.slice_checks = [#[[T:map[0-9]*]], #[[PT:map[0-9]*]], #[[P4:map[0-9]*]]]
+// CHECK: tensor.extract_slice %arg2[0, 0] [%[[N:.*]], 64] [1, 1] : tensor<128x64xf32> to tensor<?x64xf32>
+// CHECK: %[[LO:.*]] = arith.maxsi %{{.*}}, %c0 : index
+// CHECK: %[[P:.*]] = arith.minsi %[[LO]], %c128 : index
+// CHECK: tensor.extract_slice %arg2[%[[P]], 0] [%[[N]], 64] [1, 1] : tensor<128x64xf32> to tensor<?x64xf32>
+// CHECK: tensor.extract_slice %arg2[%{{.*}}, 0] [%{{.*}}, 64] [1, 1] : tensor<128x64xf32> to tensor<?x64xf32>
+// CHECK: tensor.extract_slice %arg1[0, %[[P]], 0] [%{{.*}}, 4, 64] [1, 1, 1] : tensor<?x128x64xf32> to tensor<?x4x64xf32>
+func.func @runtime_slices(%x: tensor<?x?xi64> {kiln.dim_names = ["p", "t"]},
+                          %w: tensor<?x128x64xf32> {kiln.dim_names = ["b", "", ""]},
+                          %pos: tensor<128x64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x4x64xf32>) {
+  %sh = kiln.shape %x {end = 9223372036854775807 : i64, start = 0 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
+  %i0 = kiln.constant {value = dense<0> : tensor<i64>} : () -> tensor<i64>
+  %i1 = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
+  %c4 = kiln.constant {value = dense<4> : tensor<i64>} : () -> tensor<i64>
+  %p = kiln.gather %sh, %i0 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %t = kiln.gather %sh, %i1 {axis = 0 : i64} : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %pt = kiln.add %p, %t : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %p4 = kiln.add %p, %c4 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %e = kiln.unsqueeze %t {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ps = kiln.unsqueeze %p {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %pe = kiln.unsqueeze %pt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %p4e = kiln.unsqueeze %p4 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %z = kiln.constant {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %one = kiln.constant {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %big = kiln.constant {value = dense<9223372036854775807> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = kiln.slice %pos, %z, %e, %z, %one : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  %b = kiln.slice %pos, %ps, %pe, %z, %one : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  %c = kiln.slice %pos, %e, %big, %z, %one : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
+  %d = kiln.slice %w, %ps, %p4e, %one, %one : (tensor<?x128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x64xf32>
+  return %a, %b, %c, %d : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x4x64xf32>
+}

@@ -122,18 +122,26 @@ func.func @reduce_and_slice(%x: tensor<?x?x192xf32> {kiln.dim_names = ["b", "t",
 
 // A Slice of a dim of fixed size whose bounds follow from the input dims:
 // a table of 128 positions sliced to the length (pos[:t]) and a window of
-// t rows after `p` cached ones (x[p : p + t]) have t rows, assuming the
-// ends lie within the table (checked at entry: kiln.slice_checks). An end
-// from the dims that may be negative (t - 5) is not taken (ONNX would count
-// it from the end), nor a step other than 1.
+// t rows after `p` cached ones (x[p : p + t]) are described as t rows, as
+// code compiled once for every shape has them: it assumes the ends lie
+// within the table and checks that at entry (kiln.slice_checks,
+// kiln-lower-to-linalg-dynamic.mlir). An end from the dims that may be
+// negative (t - 5) is not taken (ONNX would count it from the end), nor a
+// step other than 1. The pass never fixes a type from such an assumption:
+// the window of 4 rows at p keeps its unknown dim (a 4 there would hold
+// without the check).
 // CHECK-LABEL: func.func @runtime_slices
 // CHECK-SAME: kiln.dims = ["t", "64"]
 // CHECK-SAME: kiln.dims = ["t", "64"]
 // CHECK-SAME: kiln.dims = ["?", "64"]
 // CHECK-SAME: kiln.dims = ["?", "64"]
+// CHECK-SAME: tensor<?x?x64xf32> {kiln.dims = ["b", "4", "64"]}
+// CHECK: kiln.slice %arg2, {{.*}} -> tensor<?x?x64xf32>
 func.func @runtime_slices(%x: tensor<?x?xi64> {kiln.dim_names = ["p", "t"]},
-                          %pos: tensor<128x64xf32>)
-    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+                          %pos: tensor<128x64xf32>,
+                          %w: tensor<?x128x64xf32> {kiln.dim_names = ["b", "", ""]})
+    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
+        tensor<?x?x64xf32>) {
   %sh = kiln.shape %x {end = 9223372036854775807 : i64, start = 0 : i64} : (tensor<?x?xi64>) -> tensor<2xi64>
   %i0 = kiln.constant {value = dense<0> : tensor<i64>} : () -> tensor<i64>
   %i1 = kiln.constant {value = dense<1> : tensor<i64>} : () -> tensor<i64>
@@ -153,7 +161,11 @@ func.func @runtime_slices(%x: tensor<?x?xi64> {kiln.dim_names = ["p", "t"]},
   %b = kiln.slice %pos, %ps, %pe, %z, %s1 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
   %c = kiln.slice %pos, %z, %me, %z, %s1 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
   %d = kiln.slice %pos, %z, %e, %z, %s2 : (tensor<128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x64xf32>
-  return %a, %b, %c, %d : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+  %c4 = kiln.constant {value = dense<4> : tensor<i64>} : () -> tensor<i64>
+  %p4 = kiln.add %p, %c4 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %p4e = kiln.unsqueeze %p4 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %w4 = kiln.slice %w, %ps, %p4e, %s1, %s1 : (tensor<?x128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x64xf32>
+  return %a, %b, %c, %d, %w4 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x?x64xf32>
 }
 
 // -----
