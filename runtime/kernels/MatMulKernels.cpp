@@ -161,6 +161,50 @@ void addMask(const AttentionJob &j, float *scores, kiln_i64 bi, kiln_i64 m0, kil
   }
 }
 
+/// How many of the N keys the block's rows (queries m0 ... of batch bi)
+/// need: one past the last key that the mask leaves open to any of them.
+/// A key is closed to a row where its mask entry is -inf or so negative
+/// that scale * entry <= -1e30 (a padding mask written with the float
+/// minimum, as Hugging Face's models write it): its probability is exactly
+/// 0 once the row has an open key (exp of less than -1e29 minus a finite
+/// max), so the keys after every row's last open key add nothing and are
+/// not computed. Causal masks close about half of a block's keys, padding
+/// masks the padding; a BERT-style encoder at 4 x 384 with rows padded to
+/// 384, 288, 192 and 96 tokens spent 30 % of its time in attention.
+/// Without a mask, with a row that has no open key (the whole softmax is
+/// then ONNX's NaN or, for finite entries, uniform), or with a scale that
+/// is not positive, all N. The sums over the kept keys are the same terms
+/// in another grouping, so the result may differ in the last bit.
+INLINE kiln_i64 attentionKeys(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
+                              kiln_i64 N) {
+  if (!j.mask || !(j.scale > 0.0f))
+    return N;
+  const kiln_attention_mask_params *mq = j.mq;
+  const float *base = j.mask + mq->mask_offset +
+                      (bi / mq->mask_batch_div) % mq->mask_batch_mod * mq->mask_batch_stride;
+  float closed = -1e30f / j.scale;
+  kiln_i64 keys = 0;
+  // A mask with one row for every query (a padding mask) is scanned once.
+  kiln_i64 distinctRows = mq->mask_row_stride == 0 ? 1 : rows;
+  for (kiln_i64 i = 0; i < distinctRows; ++i) {
+    const float *m = base + (m0 + i) * mq->mask_row_stride;
+    kiln_i64 last = N - 1;
+    while (last >= keys && !(m[last] > closed))
+      --last;
+    if (last < keys) {
+      // Nothing open past `keys`: open before it, or nowhere at all.
+      kiln_i64 k = keys - 1;
+      while (k >= 0 && !(m[k] > closed))
+        --k;
+      if (k < 0)
+        return N;
+      continue;
+    }
+    keys = last + 1;
+  }
+  return keys;
+}
+
 /// Softmax over keys in chunks ("online", as flash attention does it), for
 /// one row of one chunk: x (n scores) becomes exp(c * x - m') with m' =
 /// max(m, c * max(x)); m and l (the row's running max and sum) follow.
@@ -206,10 +250,10 @@ INLINE float onlineSoftmaxRow(float *x, kiln_i64 n, float c, float &m, float &l)
 /// another order than the one-chunk path, so not bit-identical to it.
 /// Q, K, V and O: batch bi's, from query row m0.
 void attentionChunked(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
-                      const float *Q, const float *K, const float *V, float *O, float *scores,
-                      float *packed) {
+                      kiln_i64 N, const float *Q, const float *K, const float *V, float *O,
+                      float *scores, float *packed) {
   const kiln_attention_params *q = j.q;
-  kiln_i64 N = q->n, D = q->d, DV = q->dv;
+  kiln_i64 D = q->d, DV = q->dv;
   float rowMax[kMatMulRows], rowSum[kMatMulRows];
   for (kiln_i64 i = 0; i < rows; ++i) {
     rowMax[i] = -kInf;
@@ -254,10 +298,10 @@ constexpr kiln_i64 kDirectAttentionRows = 4;
 /// ms, 2.7 GFLOP/s; K and V are read once either way, from cache.
 /// `rows * N` scores fit the block (attentionTask checks).
 INLINE void attentionDirect(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
-                            const float *Q, const float *K, const float *V, float *O,
+                            kiln_i64 N, const float *Q, const float *K, const float *V, float *O,
                             float *scores) {
   const kiln_attention_params *q = j.q;
-  kiln_i64 N = q->n, D = q->d, DV = q->dv;
+  kiln_i64 D = q->d, DV = q->dv;
   kiln_i64 dFull = D - D % KILN_VEC, dTail = D - dFull;
   if (q->k_transposed) {
     for (kiln_i64 n = 0; n < N; ++n) {
@@ -351,25 +395,28 @@ void attentionTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     const float *K = j.kb + q->k_offset + bi * q->k_batch_stride;
     const float *V = j.vb + q->v_offset + bi * q->v_batch_stride;
     float *O = j.out + bi * q->out_batch_stride + m0 * q->out_row_stride;
-    if (rows <= kDirectAttentionRows && rows * N <= kAttentionScoreFloats) {
-      attentionDirect(j, bi, m0, rows, Q, K, V, O, scores);
+    // The keys the block's rows need (the mask may close the rest); a
+    // block that needs fewer than all N computes as if there were only
+    // those.
+    kiln_i64 keys = attentionKeys(j, bi, m0, rows, N);
+    if (rows <= kDirectAttentionRows && rows * keys <= kAttentionScoreFloats) {
+      attentionDirect(j, bi, m0, rows, keys, Q, K, V, O, scores);
       continue;
     }
-    if (N > KILN_ATTENTION_MAX_KEYS) {
-      attentionChunked(j, bi, m0, rows, Q, K, V, O, scores, packed);
+    if (keys > KILN_ATTENTION_MAX_KEYS) {
+      attentionChunked(j, bi, m0, rows, keys, Q, K, V, O, scores, packed);
       continue;
     }
-    for (kiln_i64 n0 = 0; n0 < N; n0 += KILN_PANEL)
-      matmulPanel(Q, q->q_row_stride, K, q->k_row_stride, q->k_transposed != 0, scores, N, 0,
-                  rows, n0,
-                  N - n0 < KILN_PANEL ? N - n0 : KILN_PANEL, D, packed);
+    for (kiln_i64 n0 = 0; n0 < keys; n0 += KILN_PANEL)
+      matmulPanel(Q, q->q_row_stride, K, q->k_row_stride, q->k_transposed != 0, scores, keys, 0,
+                  rows, n0, keys - n0 < KILN_PANEL ? keys - n0 : KILN_PANEL, D, packed);
     if (j.mask)
-      addMask(j, scores, bi, m0, rows, N);
+      addMask(j, scores, bi, m0, rows, keys);
     for (kiln_i64 i = 0; i < rows; ++i)
-      softmaxRow(scores + i * N, scores + i * N, N, false, j.scale);
+      softmaxRow(scores + i * keys, scores + i * keys, keys, false, j.scale);
     for (kiln_i64 n0 = 0; n0 < DV; n0 += KILN_PANEL)
-      matmulPanel(scores, N, V, q->v_row_stride, false, O, q->out_row_stride, 0, rows, n0,
-                  DV - n0 < KILN_PANEL ? DV - n0 : KILN_PANEL, N, packed);
+      matmulPanel(scores, keys, V, q->v_row_stride, false, O, q->out_row_stride, 0, rows, n0,
+                  DV - n0 < KILN_PANEL ? DV - n0 : KILN_PANEL, keys, packed);
   }
 }
 

@@ -439,6 +439,11 @@ enum class Mask {
   /// [M, N], the same for every head: causal (-inf above the diagonal
   /// shifted by N - M) plus a finite bias, and a QK scale of 0.5.
   CausalBias,
+  /// As Padding, with the float minimum (Hugging Face's padding value)
+  /// instead of -inf on the first sequence's last half of keys, and on
+  /// every key of the second: a row with no open key, whose softmax is
+  /// then uniform over all keys (the kernel must not drop keys for it).
+  PaddingMinimum,
 };
 
 /// softmax(scale * Q K^T) V with Q, K, V as heads of one [tokens, 3 * H * D]
@@ -464,6 +469,14 @@ void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransp
     mask.assign(2 * N, 0.0f);
     for (int64_t n = N - N / 3; n < N; ++n)
       mask[N + n] = -INFINITY;
+    maskDiv = heads / 2, maskMod = 2, maskBatchStride = N;
+  } else if (maskKind == Mask::PaddingMinimum) {
+    mask.assign(2 * N, 0.0f);
+    for (int64_t n = 0; n < N; ++n) {
+      if (n >= N / 2)
+        mask[n] = std::numeric_limits<float>::lowest();
+      mask[N + n] = std::numeric_limits<float>::lowest();
+    }
     maskDiv = heads / 2, maskMod = 2, maskBatchStride = N;
   } else if (maskKind == Mask::CausalBias) {
     mask = randoms(M * N, 29);
@@ -533,6 +546,15 @@ TEST(Kernels, AttentionLongSequenceInRowBlocks) { checkAttention(2, 50, 2000, 8,
 TEST(Kernels, AttentionPaddingMaskPerSequence) {
   checkAttention(4, 13, 37, 16, true, Mask::Padding);
   checkAttention(6, 9, 2000, 8, false, Mask::Padding);
+}
+// The keys after every row's last open one are not computed (their
+// probabilities are exactly 0): -inf and the float minimum close a key; a
+// row with no open key at all keeps every key (uniform weights).
+TEST(Kernels, AttentionSkipsKeysTheMaskCloses) {
+  checkAttention(4, 13, 37, 16, true, Mask::PaddingMinimum);
+  checkAttention(2, 50, 384, 32, false, Mask::PaddingMinimum);
+  checkAttention(2, 3, 65, 24, true, Mask::PaddingMinimum);
+  checkAttention(2, 7, KILN_ATTENTION_MAX_KEYS + 300, 8, true, Mask::PaddingMinimum);
 }
 TEST(Kernels, AttentionCausalMaskWithBias) {
   checkAttention(3, 13, 37, 16, true, Mask::CausalBias);
