@@ -42,39 +42,48 @@ func.func @nothing(%in: memref<4xf32>, %out: memref<4xf32>) {
 
 // -----
 
-// Buffers of run-time size share one block by liveness. %a and %c are the
-// same product (%n rows of 256 floats, 1024 %n bytes) and their live ranges
-// are disjoint, so they share slot 0; %b, of another size, gets its own
-// slot after it. The offsets and the block's size are computed where the
-// first buffer was allocated: slot sizes rounded up to 64 bytes.
+// Buffers of run-time size share one block by liveness. Their sizes are
+// constants times the same run-time value (%n rows of 512, 256 and 128
+// floats), so they are placed as the static plan places its buffers, in
+// units of %n: largest first, each at the lowest offset free for its live
+// range. %a (2048 %n bytes) takes 0; %b, live while %a is, 2048 %n; %c,
+// live only with %b, 0 again: 3072 %n bytes in all (slots of equal sizes
+// only, as before, laid the three end to end: 3584 %n). The offsets and the
+// block's size are computed where the first buffer was allocated.
 // CHECK-LABEL: func.func @run_time_sized
-// CHECK-SAME: (%[[IN:.*]]: memref<?x256xf32>, %[[OUT:.*]]: memref<?x256xf32>)
+// CHECK-SAME: (%[[IN:.*]]: memref<?x512xf32>, %[[OUT:.*]]: memref<?x128xf32>)
 // CHECK: %[[N:.*]] = memref.dim %[[IN]]
-// CHECK: %[[A_BYTES:.*]] = arith.muli %{{.*}}, %[[N]] : index
-// CHECK: %[[A_ROUND:.*]] = arith.addi %[[A_BYTES]], %{{.*}} : index
-// CHECK: %[[A_SIZE:.*]] = arith.andi %[[A_ROUND]], %{{.*}} : index
-// CHECK: %[[END_A:.*]] = arith.addi %[[ZERO:.*]], %[[A_SIZE]] : index
-// CHECK: %[[B_BYTES:.*]] = arith.muli %{{.*}}, %[[N]] : index
-// CHECK: %[[B_ROUND:.*]] = arith.addi %[[B_BYTES]], %{{.*}} : index
-// CHECK: %[[B_SIZE:.*]] = arith.andi %[[B_ROUND]], %{{.*}} : index
-// CHECK: %[[TOTAL:.*]] = arith.addi %[[END_A]], %[[B_SIZE]] : index
+// CHECK: %[[PROD:.*]] = arith.muli %{{.*}}, %[[N]] : index
+// CHECK: %[[EXTENT:.*]] = arith.constant 3072 : index
+// CHECK: %[[SIZE:.*]] = arith.muli %[[EXTENT]], %[[PROD]] : index
+// CHECK: %[[TOTAL:.*]] = arith.addi %{{.*}}, %[[SIZE]] : index
 // CHECK: %[[BLOCK:.*]] = memref.alloc(%[[TOTAL]]) {alignment = 64 : i64} : memref<?xi8>
-// CHECK: %[[A:.*]] = memref.view %[[BLOCK]][%[[ZERO]]][%[[N]]] : memref<?xi8> to memref<?x256xf32>
-// CHECK: %[[B:.*]] = memref.view %[[BLOCK]][%[[END_A]]][%[[N]]] : memref<?xi8> to memref<?x512xf32>
-// CHECK: %[[C:.*]] = memref.view %[[BLOCK]][%[[ZERO]]][%[[N]]] : memref<?xi8> to memref<?x256xf32>
+// CHECK: %[[A_UNITS:.*]] = arith.constant 0 : index
+// CHECK: %[[A_BYTES:.*]] = arith.muli %[[A_UNITS]], %[[PROD]] : index
+// CHECK: %[[A_AT:.*]] = arith.addi %{{.*}}, %[[A_BYTES]] : index
+// CHECK: memref.view %[[BLOCK]][%[[A_AT]]][%[[N]]] : memref<?xi8> to memref<?x512xf32>
+// CHECK: %[[B_UNITS:.*]] = arith.constant 2048 : index
+// CHECK: %[[B_BYTES:.*]] = arith.muli %[[B_UNITS]], %[[PROD]] : index
+// CHECK: %[[B_AT:.*]] = arith.addi %{{.*}}, %[[B_BYTES]] : index
+// CHECK: memref.view %[[BLOCK]][%[[B_AT]]][%[[N]]] : memref<?xi8> to memref<?x256xf32>
+// CHECK: %[[C_UNITS:.*]] = arith.constant 0 : index
+// CHECK: %[[C_BYTES:.*]] = arith.muli %[[C_UNITS]], %[[PROD]] : index
+// CHECK: %[[C_AT:.*]] = arith.addi %{{.*}}, %[[C_BYTES]] : index
+// CHECK: memref.view %[[BLOCK]][%[[C_AT]]][%[[N]]] : memref<?xi8> to memref<?x128xf32>
 // CHECK-NOT: memref.alloc
 // CHECK: return
-func.func @run_time_sized(%in: memref<?x256xf32>, %out: memref<?x256xf32>) {
+func.func @run_time_sized(%in: memref<?x512xf32>, %out: memref<?x128xf32>) {
   %c0 = arith.constant 0 : index
-  %n = memref.dim %in, %c0 : memref<?x256xf32>
-  %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?x256xf32>
-  memref.copy %in, %a : memref<?x256xf32> to memref<?x256xf32>
-  %b = memref.alloc(%n) {alignment = 64 : i64} : memref<?x512xf32>
-  %b0 = memref.subview %b[0, 0] [%n, 256] [1, 1] : memref<?x512xf32> to memref<?x256xf32, strided<[512, 1]>>
-  memref.copy %a, %b0 : memref<?x256xf32> to memref<?x256xf32, strided<[512, 1]>>
-  %c = memref.alloc(%n) {alignment = 64 : i64} : memref<?x256xf32>
-  memref.copy %b0, %c : memref<?x256xf32, strided<[512, 1]>> to memref<?x256xf32>
-  memref.copy %c, %out : memref<?x256xf32> to memref<?x256xf32>
+  %n = memref.dim %in, %c0 : memref<?x512xf32>
+  %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?x512xf32>
+  memref.copy %in, %a : memref<?x512xf32> to memref<?x512xf32>
+  %b = memref.alloc(%n) {alignment = 64 : i64} : memref<?x256xf32>
+  %a0 = memref.subview %a[0, 0] [%n, 256] [1, 1] : memref<?x512xf32> to memref<?x256xf32, strided<[512, 1]>>
+  memref.copy %a0, %b : memref<?x256xf32, strided<[512, 1]>> to memref<?x256xf32>
+  %c = memref.alloc(%n) {alignment = 64 : i64} : memref<?x128xf32>
+  %b0 = memref.subview %b[0, 0] [%n, 128] [1, 1] : memref<?x256xf32> to memref<?x128xf32, strided<[256, 1]>>
+  memref.copy %b0, %c : memref<?x128xf32, strided<[256, 1]>> to memref<?x128xf32>
+  memref.copy %c, %out : memref<?x128xf32> to memref<?x128xf32>
   return
 }
 
