@@ -188,13 +188,15 @@ INLINE kiln_i64 attentionKeys(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, k
   kiln_i64 distinctRows = mq->mask_row_stride == 0 ? 1 : rows;
   for (kiln_i64 i = 0; i < distinctRows; ++i) {
     const float *m = base + (m0 + i) * mq->mask_row_stride;
+    // Closed: at most `closed` (a NaN entry is open: it makes the row NaN,
+    // as ONNX's softmax does).
     kiln_i64 last = N - 1;
-    while (last >= keys && !(m[last] > closed))
+    while (last >= keys && m[last] <= closed)
       --last;
     if (last < keys) {
       // Nothing open past `keys`: open before it, or nowhere at all.
       kiln_i64 k = keys - 1;
-      while (k >= 0 && !(m[k] > closed))
+      while (k >= 0 && m[k] <= closed)
         --k;
       if (k < 0)
         return N;

@@ -444,6 +444,13 @@ enum class Mask {
   /// every key of the second: a row with no open key, whose softmax is
   /// then uniform over all keys (the kernel must not drop keys for it).
   PaddingMinimum,
+  /// [M, N], the same for every head: row m opens keys [0, N - 3m) (at
+  /// least one), -inf after: later rows of a block open fewer keys than
+  /// earlier ones.
+  Staircase,
+  /// Staircase with row M / 2 closed everywhere by the float minimum (its
+  /// softmax uniform): its block keeps every key.
+  StaircaseClosedRow,
 };
 
 /// softmax(scale * Q K^T) V with Q, K, V as heads of one [tokens, 3 * H * D]
@@ -478,6 +485,15 @@ void checkAttention(int64_t heads, int64_t M, int64_t N, int64_t D, bool kTransp
       mask[N + n] = std::numeric_limits<float>::lowest();
     }
     maskDiv = heads / 2, maskMod = 2, maskBatchStride = N;
+  } else if (maskKind == Mask::Staircase || maskKind == Mask::StaircaseClosedRow) {
+    mask.assign(M * N, 0.0f);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = std::max<int64_t>(1, N - 3 * m); n < N; ++n)
+        mask[m * N + n] = -INFINITY;
+    if (maskKind == Mask::StaircaseClosedRow)
+      for (int64_t n = 0; n < N; ++n)
+        mask[M / 2 * N + n] = std::numeric_limits<float>::lowest();
+    maskRowStride = N;
   } else if (maskKind == Mask::CausalBias) {
     mask = randoms(M * N, 29);
     for (int64_t m = 0; m < M; ++m)
@@ -555,6 +571,14 @@ TEST(Kernels, AttentionSkipsKeysTheMaskCloses) {
   checkAttention(2, 50, 384, 32, false, Mask::PaddingMinimum);
   checkAttention(2, 3, 65, 24, true, Mask::PaddingMinimum);
   checkAttention(2, 7, KILN_ATTENTION_MAX_KEYS + 300, 8, true, Mask::PaddingMinimum);
+  // Kept keys beyond one block of scores: the chunked path, trimmed.
+  checkAttention(2, 7, 2 * KILN_ATTENTION_MAX_KEYS + 300, 8, true, Mask::PaddingMinimum);
+  // A few query rows against K^T (attentionDirect's other branch).
+  checkAttention(2, 3, 65, 24, false, Mask::PaddingMinimum);
+  // A row per query: later rows open fewer keys; a closed row in a block.
+  checkAttention(2, 40, 200, 16, true, Mask::Staircase);
+  checkAttention(2, 3, 50, 16, false, Mask::Staircase);
+  checkAttention(2, 40, 200, 16, true, Mask::StaircaseClosedRow);
 }
 TEST(Kernels, AttentionCausalMaskWithBias) {
   checkAttention(3, 13, 37, 16, true, Mask::CausalBias);

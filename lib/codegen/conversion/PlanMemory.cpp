@@ -24,6 +24,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORY
@@ -203,9 +204,7 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
         groups.push_back({dims, {}});
       Buffer buf;
       buf.alloc = alloc;
-      // Aligned constants keep every offset (a multiple of one, times the
-      // product) aligned.
-      buf.bytes = (staticBytes + kAlignment - 1) / kAlignment * kAlignment;
+      buf.bytes = staticBytes; // times the group's product (rounded, below)
       buf.begin = index.lookup(alloc);
       buf.end = std::max(buf.begin, lastUse(alloc, block, index));
       groups[g].buffers.push_back(buf);
@@ -226,6 +225,21 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
       Value product = constant(1);
       for (Value d : group.dims)
         product = arith::MulIOp::create(b, loc, product, d);
+      // Every offset is a sum of factors, so a multiple of their gcd g:
+      // the product rounded up to a multiple of 64 / gcd(g, 64) makes each
+      // offset times it a multiple of 64 (rounding each factor to 64
+      // instead gave a [n] float buffer 64 n bytes).
+      int64_t g = 0;
+      for (const Buffer &m : group.buffers)
+        g = std::gcd(g, m.bytes);
+      int64_t step = kAlignment / std::gcd(g, kAlignment);
+      if (step > 1)
+        product = arith::MulIOp::create(
+            b, loc,
+            arith::DivUIOp::create(b, loc,
+                                   arith::AddIOp::create(b, loc, product, constant(step - 1)),
+                                   constant(step)),
+            constant(step));
       bases.push_back(total);
       products.push_back(product);
       total = arith::AddIOp::create(b, loc, total,

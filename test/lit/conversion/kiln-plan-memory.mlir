@@ -89,6 +89,39 @@ func.func @run_time_sized(%in: memref<?x512xf32>, %out: memref<?x128xf32>) {
 
 // -----
 
+// Factors under 64 bytes ([n] floats: 4 n bytes each, live together) are
+// placed as they are (offsets 0 and 4, 8 n bytes in all), with n rounded
+// up to a multiple of 16, so that 4 times it is a multiple of 64: every
+// view stays 64-byte aligned without giving each buffer 64 n bytes.
+// CHECK-LABEL: func.func @small_factors
+// CHECK: %[[N:.*]] = memref.dim
+// CHECK: %[[PROD:.*]] = arith.muli %{{.*}}, %[[N]] : index
+// CHECK: %[[UP:.*]] = arith.addi %[[PROD]], %{{.*}} : index
+// CHECK: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: %[[Q:.*]] = arith.divui %[[UP]], %[[C16]] : index
+// CHECK: %[[P:.*]] = arith.muli %[[Q]], %{{.*}} : index
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: %[[SIZE:.*]] = arith.muli %[[C8]], %[[P]] : index
+// CHECK: %[[TOTAL:.*]] = arith.addi %{{.*}}, %[[SIZE]] : index
+// CHECK: %[[BLOCK:.*]] = memref.alloc(%[[TOTAL]])
+// CHECK: memref.view %[[BLOCK]]
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: %[[B_BYTES:.*]] = arith.muli %[[C4]], %[[P]] : index
+// CHECK: %[[B_AT:.*]] = arith.addi %{{.*}}, %[[B_BYTES]] : index
+// CHECK: memref.view %[[BLOCK]][%[[B_AT]]][%[[N]]] : memref<?xi8> to memref<?xf32>
+func.func @small_factors(%in: memref<?xf32>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %in, %c0 : memref<?xf32>
+  %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  memref.copy %in, %a : memref<?xf32> to memref<?xf32>
+  %b = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  memref.copy %a, %b : memref<?xf32> to memref<?xf32>
+  memref.copy %b, %out : memref<?xf32> to memref<?xf32>
+  return
+}
+
+// -----
+
 // A buffer whose size is read from memory after the block's place (data-
 // dependent, as NonZero's count) keeps its own allocation; one buffer of
 // run-time size alone is left as it is.
