@@ -48,6 +48,13 @@ SymbolicDims::SymbolicDims(func::FuncOp func, bool valueSymbols, bool assumeSlic
   }
 }
 
+void SymbolicDims::visitAll(func::FuncOp func) {
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op != func.getOperation())
+      visit(op);
+  });
+}
+
 AffineExpr SymbolicDims::symbolFor(const std::string &name) {
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] == name)

@@ -149,10 +149,7 @@ struct SymbolicDimsPass : impl::KilnSymbolicDimsBase<SymbolicDimsPass> {
     // sweeps never assume them: a type or shape value they fixed would
     // hold without the check.
     dims.emplace(func, /*valueSymbols=*/false, /*assumeSliceBounds=*/true);
-    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (op != func.getOperation())
-        dims->visit(op);
-    });
+    dims->visitAll(func);
     Builder b(&getContext());
     if (annotateAll)
       func.walk([&](Operation *op) {

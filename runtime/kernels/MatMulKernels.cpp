@@ -142,13 +142,19 @@ struct AttentionJob {
   float qkScale = 1.0f;
 };
 
+/// Row 0 of batch bi's mask (see kiln_attention_mask_params).
+INLINE const float *maskOfBatch(const AttentionJob &j, kiln_i64 bi) {
+  const kiln_attention_mask_params *mq = j.mq;
+  return j.mask + mq->mask_offset +
+         (bi / mq->mask_batch_div) % mq->mask_batch_mod * mq->mask_batch_stride;
+}
+
 /// scores[i][j] = qkScale * scores[i][j] + the mask's entry (i, j), for the
 /// block's rows (queries m0 ...) of batch bi.
 void addMask(const AttentionJob &j, float *scores, kiln_i64 bi, kiln_i64 m0, kiln_i64 rows,
              kiln_i64 N, kiln_i64 firstKey = 0) {
   const kiln_attention_mask_params *mq = j.mq;
-  const float *base = j.mask + mq->mask_offset +
-                      (bi / mq->mask_batch_div) % mq->mask_batch_mod * mq->mask_batch_stride;
+  const float *base = maskOfBatch(j, bi);
   float s = j.qkScale;
   for (kiln_i64 i = 0; i < rows; ++i) {
     const float *m = base + (m0 + i) * mq->mask_row_stride + firstKey;
@@ -180,8 +186,7 @@ INLINE kiln_i64 attentionKeys(const AttentionJob &j, kiln_i64 bi, kiln_i64 m0, k
   if (!j.mask || !(j.scale > 0.0f))
     return N;
   const kiln_attention_mask_params *mq = j.mq;
-  const float *base = j.mask + mq->mask_offset +
-                      (bi / mq->mask_batch_div) % mq->mask_batch_mod * mq->mask_batch_stride;
+  const float *base = maskOfBatch(j, bi);
   float closed = -1e30f / j.scale;
   kiln_i64 keys = 0;
   // A mask with one row for every query (a padding mask) is scanned once.

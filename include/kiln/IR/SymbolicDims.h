@@ -52,6 +52,9 @@ public:
   /// Computes what `op`'s results are from what its operands are; ops are
   /// visited in order (operands first), as kiln-infer-shapes does.
   void visit(mlir::Operation *op);
+  /// visit() on every op of `func`, those in loop and branch bodies
+  /// included, in order.
+  void visitAll(mlir::func::FuncOp func);
 
   /// The dims of a ranked tensor value (null entries unknown); empty for an
   /// unranked or unvisited one.

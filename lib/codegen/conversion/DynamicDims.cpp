@@ -18,10 +18,7 @@ thread_local DynamicDims *current = nullptr;
 DynamicDims::DynamicDims(func::FuncOp func)
     : func(func), dims(func, /*valueSymbols=*/true, /*assumeSliceBounds=*/true) {
   inputSymbols = dims.numSymbols(); // the analysis makes the inputs' first
-  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op != func.getOperation())
-      dims.visit(op);
-  });
+  dims.visitAll(func);
   sources.assign(dims.numSymbols(), {~0u, -1});
   for (BlockArgument arg : func.getArguments()) {
     SymbolicDims::Exprs d = dims.dimsOf(arg);
