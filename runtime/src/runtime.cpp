@@ -510,12 +510,7 @@ static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tens
   if (bad == -2)
     return kiln_status_create(
         KILN_SHAPE_MISMATCH,
-        ("input shapes " + [&] {
-          std::string given;
-          for (size_t i = 0; i < numInputs; ++i)
-            given += (i ? " " : "") + shapeString(inputs[i]->rank, inputs[i]->dims);
-          return given;
-        }() + " leave a convolution or pooling window larger than its padded input somewhere in "
+        ("input shapes " + givenShapes() + " leave a convolution or pooling window larger than its padded input somewhere in "
          "the model (a size of 0 or less there): give larger inputs")
             .c_str());
   if (bad != 0)

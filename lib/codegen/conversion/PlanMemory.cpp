@@ -180,7 +180,7 @@ struct PlanMemoryPass : impl::KilnPlanMemoryBase<PlanMemoryPass> {
     // plan's (1.08-1.15x the specialised code).
     struct Group {
       SmallVector<Value> dims;
-      std::vector<Buffer> buffers; // bytes: the constant factor, aligned
+      std::vector<Buffer> buffers; // bytes: the constant factor
     };
     SmallVector<Group> groups;
     for (memref::AllocOp alloc : candidates) {
