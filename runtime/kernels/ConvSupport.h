@@ -239,7 +239,7 @@ enum : kiln_i64 { kAverage = KILN_POOL_AVERAGE, kCountPad = KILN_POOL_COUNT_PAD 
 /// convolution or matrix product whose reduction is 1024, 2048, ...
 /// channels: a transformer's feed-forward output, ResNet-50's 1024-channel
 /// layers) all map to one set of the L1 cache (64 sets on the x86-64 and
-/// AArch64 cores Kiln targets), and MR = 12 rows in a set of 8 ways evict
+/// AArch64 cores Kiln targets), and MR = 8 or 12 rows in a set of 8 ways evict
 /// each other on every k step: a 128x1024x256 product ran at 77-86 GFLOP/s
 /// against 107-113 for a reduction of 1008. Such tiles copy every third row,
 /// a chunk of kCopyChunk channels at a time, into a stack buffer whose rows
