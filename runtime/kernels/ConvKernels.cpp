@@ -155,6 +155,15 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
               return;
             }
           }
+          if constexpr (R != MR && W == TNV) {
+            // The last rows of a block (kExactRows' 5-7, or 1-4): a pointwise
+            // one without convTile's window set-up too.
+            if (pointwise && !copyRows) {
+              pointwiseTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
+                                  n, g, p, m0, rows, col);
+              return;
+            }
+          }
           convTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
                          m0, rows, col);
         };

@@ -34,15 +34,20 @@ INLINE bool hasBounds(float lo, float hi) {
 /// NV / 2 for a panel whose valid columns fit in its first half (a 16- or
 /// 48-channel layer would otherwise spend half the FMAs of its last panel on
 /// zero padding). With Prefetch, each step also prefetches the step's panel
-/// row at `next`. A range rather than offset pointers, so that the chunks of
-/// a long reduction (kSumChunk) reuse the tile's row pointers.
+/// row at `next`, into L2 (prefetcht1), not L1: the next panel (32 KB for a
+/// 256-deep reduction) pulled into L1 evicted the panel and the input rows
+/// the tile was reading (a 128x256x1024 product with its weights in L3, as
+/// in an encoder whose weights outgrow L2: 95 -> 99 GFLOP/s on average over
+/// 300 calls, best 100 -> 106; native build, Zen 4). A range rather than
+/// offset pointers, so that the chunks of a long reduction (kSumChunk) reuse
+/// the tile's row pointers.
 template <int R, int W, bool Prefetch = false>
 INLINE void accumulateFrom(vf (&acc)[R][W], const float *const (&a)[R], const float *b,
                            kiln_i64 begin, kiln_i64 end, const float *next = nullptr) {
   for (kiln_i64 c = begin; c < end; ++c) {
     if constexpr (Prefetch) {
-      __builtin_prefetch(next + c * KILN_PANEL);
-      __builtin_prefetch(next + c * KILN_PANEL + 16);
+      __builtin_prefetch(next + c * KILN_PANEL, 0, 2);
+      __builtin_prefetch(next + c * KILN_PANEL + 16, 0, 2);
     }
     vf bv[W];
     for (int v = 0; v < W; ++v)
@@ -629,13 +634,24 @@ template <int N> struct Rows {
 /// 1 for a single row (a matrix product of one row, as in an LSTM step:
 /// 3x faster than a full tile), 4 for 2-4 rows (48-pixel blocks of 56x56,
 /// 28x28 and 14x14 maps and of 64-row matrix products end in 4 rows: a
-/// full tile wasted 11 % of a 64x1024x4096 product), else MR. Each height
-/// is another copy of the tile code in every module, so there are three.
+/// full tile wasted 11 % of a 64x1024x4096 product), else MR. With MR = 8
+/// (AVX-512), 5, 6 and 7 rows get tiles of their own height (kExactRows):
+/// on a core with one 512-bit FMA a cycle, 10 to 14 accumulators keep it as
+/// busy as 16, so such a tile costs its rows, where an 8-row one computed
+/// 1-3 rows for nothing (an encoder's products of 37 rows went 8 x 4 + 5:
+/// 40 rows' work).
+constexpr bool kExactRows = MR == 8;
 template <typename Tile> INLINE void forTileRows(int rows, Tile &&tile) {
   if (rows == 1 && MR > 1)
     tile(Rows<1>());
   else if (rows <= 4 && MR > 4)
     tile(Rows<(MR > 4 ? 4 : MR)>());
+  else if (kExactRows && rows == 5)
+    tile(Rows<(kExactRows ? 5 : MR)>());
+  else if (kExactRows && rows == 6)
+    tile(Rows<(kExactRows ? 6 : MR)>());
+  else if (kExactRows && rows == 7)
+    tile(Rows<(kExactRows ? 7 : MR)>());
   else if (rows <= 8 && MR > 8)
     tile(Rows<(MR > 8 ? 8 : MR)>());
   else
@@ -651,12 +667,18 @@ template <typename Tile> INLINE void forTileRows(int rows, Tile &&tile) {
 /// for 2 FMAs, where 6 rows take 6 for 12), and two rows take a 4-row
 /// tile anyway. An encoder's products of 37 rows (6 x 6 + 1) went 67 -> 69
 /// GFLOP/s, 13 rows 54 -> 56, 128 rows (ending in 6 + 2) 73 -> 75 (Zen 3,
-/// one thread, the two kernels alternating).
+/// one thread, the two kernels alternating). With exact heights (kExactRows)
+/// the rows split into tiles of 4 to 8 with nothing left over wherever
+/// there are at least 4: 9 to 11 rows as (5 to 7) + 4, so that no tile of
+/// 1 to 3 rows is left (49 pixels of a 7x7 map: 8 x 5 + 5 + 4, not
+/// 8 x 6 + 1).
 INLINE int nextTileRows(kiln_i64 left) {
   if (MR > 8 && left == MR + 4)
     return 8;
   if (MR == 6 && (left == 7 || left == 8))
     return 4;
+  if (kExactRows && left > MR && left < MR + 4)
+    return (int)(left - 4);
   return left < MR ? (int)left : MR;
 }
 

@@ -42,8 +42,9 @@ INLINE void matmulPanel(const float *A, kiln_i64 lda, const float *B, kiln_i64 l
         for (kiln_i64 c = 0; c < KILN_PANEL; ++c)
           packed[k * KILN_PANEL + c] = c < cols ? B[(n0 + c) * ldb + k0 + k] : 0.0f;
     }
-    for (kiln_i64 m0 = m0Begin; m0 < mStop; m0 += MR) {
-      int rows = mStop - m0 < MR ? (int)(mStop - m0) : MR;
+    int rows;
+    for (kiln_i64 m0 = m0Begin; m0 < mStop; m0 += rows) {
+      rows = nextTileRows(mStop - m0);
       forTileRows(rows, [&](auto rowsTag) {
         constexpr int R = decltype(rowsTag)::value;
         const float *a[R];

@@ -618,6 +618,21 @@ TEST(Kernels, AttentionOfFewQueryRows) {
 // sequence): no keys give zeros (a sum of no terms), no queries nothing.
 TEST(Kernels, AttentionWithNoKeys) { checkAttention(2, 3, 0, 8, true); }
 TEST(Kernels, AttentionWithNoQueries) { checkAttention(2, 0, 5, 8, true); }
+TEST(Kernels, ConvEveryTileHeight) {
+  // Blocks of 9 to 23 pixels and 37 and 49 (an encoder's 37 tokens, a 7x7
+  // map): on AVX-512 the rows split into tiles of 4 to 8 rows with nothing
+  // left over (nextTileRows: 9 -> 5 + 4, 37 -> 8 x 4 + 5, 49 -> 8 x 5 + 5 +
+  // 4); the other variants' MR-row tiles get the same cases. Pointwise (the
+  // pointwise tile at every height), 3x3 (convTile), and a matrix product
+  // of the same row counts.
+  for (int64_t m = 9; m <= 23; ++m)
+    checkConv({1, 1, m, 24, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
+  checkConv({1, 1, 37, 256, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false});
+  checkConv({1, 7, 7, 20, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, true});
+  checkConv({1, 1, 11, 13, 32, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1, 1, false, false});
+  for (int64_t m : {9, 10, 11, 13, 37})
+    checkMatMul(1, m, 40, 19, false, false);
+}
 TEST(Kernels, MatMulOverNoTerms) { checkMatMul(2, 3, 4, 0, false, false); }
 TEST(Kernels, MatMulOfNoRows) { checkMatMul(2, 0, 4, 3, false, false); }
 TEST(Kernels, MatMulTiny) { checkMatMul(1, 1, 1, 1, false, false); }
