@@ -157,10 +157,22 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
           }
           if constexpr (R != MR && W == TNV) {
             // The last rows of a block (kExactRows' 5-7, or 1-4): a pointwise
-            // one without convTile's window set-up too.
+            // one without convTile's window set-up too; the first tile of a
+            // 9-11-row block (5-7 + 4) prefetches the next panel as an MR-row
+            // one would; 7 rows 4 KB apart crowd an L1 set (tileRowsAlias).
             if (pointwise && !copyRows) {
-              pointwiseTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
-                                  n, g, p, m0, rows, col);
+              bool prefetch = !pixelMajor && col == 0 && b == 0 && m0 == 0 && p + 1 < panels;
+              if (prefetch)
+                pointwiseTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                          j.ldo, n, g, p, m0, rows, col);
+              else
+                pointwiseTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                    j.ldo, n, g, p, m0, rows, col);
+              return;
+            }
+            if (copyRows && R > 6) {
+              convTile<R, W, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
+                                                 j.ldi, j.ldo, n, g, p, m0, rows, col);
               return;
             }
           }

@@ -248,7 +248,8 @@ enum : kiln_i64 { kAverage = KILN_POOL_AVERAGE, kCountPad = KILN_POOL_COUNT_PAD 
 /// each other on every k step: a 128x1024x256 product ran at 77-86 GFLOP/s
 /// against 107-113 for a reduction of 1008. Such tiles copy every third row,
 /// a chunk of kCopyChunk channels at a time, into a stack buffer whose rows
-/// fall into other sets; the 8 rows left in place fit the set's ways. Copying
+/// fall into other sets; the rows left in place (8 of 12, 6 of 8) fit the
+/// set's ways. Copying
 /// every row cost more than it saved (102 GFLOP/s; every third: 110): the
 /// copy reads its rows from L2 again for every weight panel.
 constexpr kiln_i64 kL1Sets = 64, kL1LineFloats = 16;
@@ -414,7 +415,7 @@ INLINE void convTile(const ConvParams &q, const float *in, const float *w, const
 /// matrix product whose rows are the pixels, so the tile's input rows are
 /// `ldi` floats apart and there are no window positions, zero rows or channel
 /// chunks to set up. convTile's general set-up and epilogue, with their
-/// spills, cost several hundred cycles per 12x32 tile on AVX-512: a hot
+/// spills, cost several hundred cycles per 12x32 tile on AVX-512 (then 12 rows): a hot
 /// 48x256x32 product ran at 107 GFLOP/s (111.9 this way), and encoder4's
 /// 256-deep projections at 101 against ONNX Runtime's 111.
 template <int R, int W, bool Prefetch = false>
@@ -659,9 +660,10 @@ template <typename Tile> INLINE void forTileRows(int rows, Tile &&tile) {
 }
 
 /// Rows of the next register tile when `left` rows of a block remain: MR,
-/// except that 16 rows go as 8 + 8 (the 16-row blocks that end 64-row matrix
-/// products and 28x28 maps), not 12 + 4: four rows keep only 8 of the 32
-/// vector registers busy with accumulators. On AVX2 (MR = 6), 7 rows go as
+/// except that with MR = 12 (no variant's since AVX-512 took 8) 16 rows go
+/// as 8 + 8 (the 16-row blocks that end 64-row matrix products and 28x28
+/// maps), not 12 + 4: four rows keep only 8 of the 32 vector registers busy
+/// with accumulators. On AVX2 (MR = 6), 7 rows go as
 /// 4 + 3 and 8 as 4 + 4, not 6 + 1 and 6 + 2: a tile of one row has 2
 /// accumulators, so its FMAs wait on each other's latency (4 cycles a step
 /// for 2 FMAs, where 6 rows take 6 for 12), and two rows take a 4-row

@@ -5,7 +5,7 @@
 // Why hand-written kernels and not MLIR vector codegen: the register tile
 // must keep MR x NV vector accumulators live across the whole reduction,
 // with the A operand broadcast from memory straight into the FMA. Written
-// with clang's generic vector types, LLVM produces exactly that loop (24 zmm
+// with clang's generic vector types, LLVM produces exactly that loop (16 zmm
 // accumulators on AVX-512, 12 ymm on AVX2), and the same source serves
 // x86-64 and AArch64. Each kernel source is compiled at build time once per
 // target variant into an object of the runtime (see CMakeLists.txt); the
@@ -20,7 +20,7 @@
 #define KILN_VEC 16 // floats per vector register
 #endif
 #ifndef KILN_MR
-#define KILN_MR 12 // output rows (pixels) per register tile
+#define KILN_MR 8 // output rows (pixels) per register tile (the AVX-512 variant's)
 #endif
 
 #include "kiln/kernels.h"

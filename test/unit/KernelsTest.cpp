@@ -183,7 +183,8 @@ TEST(Kernels, ConvPanelAndRowTails) {
 }
 TEST(Kernels, ConvEightRowTiles) {
   // 64 pixels per image: a 48-pixel block, then 16 pixels as two 8-row
-  // tiles; 55 pixels: a block, then 7 rows in an 8-row tile.
+  // tiles; 55 pixels: a block, then 7 rows (an 8-row tile with MR = 12, a
+  // 7-row one on AVX-512, 6 + 1 on AVX2).
   checkConv({2, 8, 8, 19, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true, -0.5f, 0.5f});
   checkConv({1, 5, 11, 6, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false});
 }
@@ -632,6 +633,15 @@ TEST(Kernels, ConvEveryTileHeight) {
   checkConv({1, 1, 11, 13, 32, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1, 1, false, false});
   for (int64_t m : {9, 10, 11, 13, 37})
     checkMatMul(1, m, 40, 19, false, false);
+  // A second pixel block ending in 9-11 rows (105 = 96 + 9), a GELU at 5
+  // rows, a full-width 3x3 at 6 (convTile<6, NV>), and 7 rows 4 KB apart
+  // (1024 channels: the copied-rows tile).
+  checkConv({1, 1, 105, 40, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true});
+  Conv gelu{1, 1, 13, 20, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false};
+  gelu.gelu = true;
+  checkConv(gelu);
+  checkConv({1, 2, 7, 9, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false});
+  checkConv({1, 1, 15, 1024, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false});
 }
 TEST(Kernels, MatMulOverNoTerms) { checkMatMul(2, 3, 4, 0, false, false); }
 TEST(Kernels, MatMulOfNoRows) { checkMatMul(2, 0, 4, 3, false, false); }
