@@ -755,6 +755,31 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
 /// out as `layout` says, sequences flattened): keyed on the layout, their
 /// shapes and, once the model turned out to need it, the values of small
 /// inputs.
+/// Whether `inputs` take a Slice whose bounds follow from the input dims
+/// past the end of the dim it slices (or start it after its end), which the
+/// code compiled once for every shape assumed they do not (its runtime_dims
+/// returns -3; kiln.slice_checks): ONNX cuts such a slice short, and the
+/// code compiled for these very shapes does too (a sequence cut to the
+/// first 512 tokens, `x[:, :512]`, longer than 512). Bundles, which cannot
+/// compile, refuse such inputs (KILN_SHAPE_MISMATCH); the JIT compiles for
+/// them instead.
+static bool cutsSlicesShort(const Executable &exe, const std::vector<const kiln_tensor *> &inputs) {
+  const kiln_model_desc &m = exe.desc;
+  if (!m.runtime_dims || m.num_runtime_dims <= 0 || exe.interpreted || exe.cuda ||
+      inputs.size() != (size_t)m.num_inputs)
+    return false;
+  std::vector<int64_t> dims((size_t)m.num_runtime_dims, 0);
+  size_t n = 0;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (int32_t d = 0; d < m.inputs[i].rank; ++d)
+      if (m.inputs[i].dims[d] < 0) {
+        if (n == dims.size() || kiln_tensor_rank(inputs[i]) != m.inputs[i].rank)
+          return false; // kiln_model_execute reports it
+        dims[n++] = kiln_tensor_dims(inputs[i])[d];
+      }
+  return m.runtime_dims(dims.data()) == -3;
+}
+
 static Status executableFor(const Model::Impl &impl, const Layout &layout,
                             const std::vector<const kiln_tensor *> &inputs,
                             std::shared_ptr<Executable> &exe) {
@@ -802,7 +827,7 @@ static Status executableFor(const Model::Impl &impl, const Layout &layout,
   // lowering needs static shapes, shapes that depend on input values) is
   // compiled per shape, as before.
   if (layout.empty() && !specialise && impl.dynamicCandidate()) {
-    if (impl.getDynamicExecutable(exe).ok())
+    if (impl.getDynamicExecutable(exe).ok() && !cutsSlicesShort(*exe, inputs))
       return {};
   }
   Status s =
