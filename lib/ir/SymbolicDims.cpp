@@ -13,6 +13,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace kiln {
@@ -157,18 +159,36 @@ bool SymbolicDims::onlyInputSymbols(AffineExpr e) const {
   return only;
 }
 
-AffineExpr SymbolicDims::runtimeSliceSize(Operation *op, int64_t dim, AffineExpr start,
+AffineExpr SymbolicDims::runtimeSliceSize(Operation *op, AffineExpr dim, AffineExpr start,
                                           AffineExpr end) {
-  if (!start || !end)
+  if (!start || !end || !dim)
     return {};
+  std::optional<int64_t> fixed = constantOf(dim);
+  if (!fixed && !onlyInputSymbols(dim))
+    return {}; // assumptions are checked at entry, on the inputs' dims only
+  SmallVector<AffineExpr, 3> needed;
   // A constant bound is ONNX's: from the end when negative, clamped to
   // [0, dim] (an end of INT64_MAX: to the end). A bound that follows from
   // the input dims must not be negative for any of them (ONNX would count
-  // it from the end), and is assumed to lie within [0, dim].
+  // it from the end), and is assumed to lie within [0, dim]. Of a dim known
+  // only at run time (x[:, 1:], x[:, -1:], x[:, :-1] along a sequence), a
+  // negative constant counts from the end, dim + c, assumed at least 0,
+  // and a constant end of at least 2^31 - 1 (PyTorch writes INT64_MAX for
+  // "to the end") is the dim.
   auto bound = [&](AffineExpr e) -> AffineExpr {
     if (auto c = constantOf(e)) {
-      int64_t v = *c < 0 ? *c + dim : *c;
-      return constant(std::clamp<int64_t>(v, 0, dim));
+      if (fixed) {
+        int64_t v = *c < 0 ? *c + *fixed : *c;
+        return constant(std::clamp<int64_t>(v, 0, *fixed));
+      }
+      if (*c >= std::numeric_limits<int32_t>::max())
+        return dim;
+      if (*c < 0) {
+        AffineExpr fromEnd = simplify(dim + *c);
+        needed.push_back(fromEnd); // -c <= dim
+        return fromEnd;
+      }
+      return e;
     }
     return isNonNegative(e) && onlyInputSymbols(e) ? e : AffineExpr();
   };
@@ -176,9 +196,8 @@ AffineExpr SymbolicDims::runtimeSliceSize(Operation *op, int64_t dim, AffineExpr
   if (!s || !e)
     return {};
   AffineExpr size = simplify(e - s);
-  SmallVector<AffineExpr, 2> needed;
-  if (!constantOf(e))
-    needed.push_back(simplify(constant(dim) - e)); // end <= dim
+  if (!constantOf(e) || !fixed)
+    needed.push_back(simplify(dim - e)); // end <= dim
   if (!isNonNegative(size))
     needed.push_back(size); // start <= end
   for (AffineExpr x : needed)
@@ -681,20 +700,21 @@ void SymbolicDims::visit(Operation *op) {
           continue;
         }
         size_t k = at - axes->begin();
-        auto dim = constantOf(in[i]);
-        if (!dim || !starts || !ends || !steps || k >= starts->size() || k >= ends->size() ||
+        if (!in[i] || !starts || !ends || !steps || k >= starts->size() || k >= ends->size() ||
             k >= steps->size())
           continue;
+        auto dim = constantOf(in[i]);
         auto st = constantOf((*starts)[k]), en = constantOf((*ends)[k]),
              sp = constantOf((*steps)[k]);
-        if (st && en && sp) {
+        if (dim && st && en && sp) {
           if (auto b = computeSliceBounds(*dim, *st, *en, *sp))
             setIfKnown(i, constant(b->size));
         } else if (sp && *sp == 1 && assumeSliceBounds) {
           // Also where the type already says the size (a window x[p : p +
           // 4] of a tensor with other unknown dims): its bounds must still
-          // be checked.
-          setIfKnown(i, runtimeSliceSize(op, *dim, (*starts)[k], (*ends)[k]));
+          // be checked. And a dim known only at run time sliced with
+          // constant bounds (x[:, 1:]).
+          setIfKnown(i, runtimeSliceSize(op, in[i], (*starts)[k], (*ends)[k]));
         }
       }
   } else if (auto c = dyn_cast<ConvOp>(op)) {

@@ -331,3 +331,42 @@ def test_input_shapes_the_model_refuses(tmp_path):
         model.run(None, {"a": np.ones(12, np.float32), "b": np.ones(1, np.float32)})
     (y,) = model.run(None, {"a": a, "b": np.full(1, 0.5, np.float32)})
     np.testing.assert_array_equal(y, (a + 0.5).reshape(2, 3))
+
+
+def _encoded_lit_model(tmp_path, name):
+    lit_inputs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
+                              "lit", "Inputs")
+    with open(os.path.join(lit_inputs, name), "rb") as f:
+        text = f.read()
+    path = tmp_path / "model.onnx"
+    path.write_bytes(subprocess.run(
+        ["protoc", "--encode=onnx.ModelProto", "-I/usr/include/onnx", "onnx.proto"],
+        input=text, capture_output=True, check=True).stdout)
+    return path
+
+
+def test_constant_slices_of_a_runtime_dim(tmp_path):
+    """x[:, 1:], x[:, -1:] and x[:, :-1] of a sequence of n (concatenated):
+    one compile for every n >= 1, where the code assumes n >= 1 and checks
+    it at entry; at n = 0 (ONNX: three empty slices) the JIT compiles for
+    that shape. Expected values from NumPy's slicing, ONNX's semantics."""
+    model = kiln.compile(_encoded_lit_model(tmp_path, "sequence_ends.textproto"), threads=1,
+                         cache=False)
+    for n in (5, 1, 2, 9, 0, 3):
+        x = np.arange(2 * n, dtype=np.float32).reshape(2, n) + 1
+        (y,) = model.run(None, {"x": x})
+        np.testing.assert_array_equal(
+            y, np.concatenate([x[:, 1:], x[:, -1:], x[:, :-1]], axis=1))
+    assert model.compilations == 2
+
+
+def test_table_sliced_past_its_end(tmp_path):
+    """y = x * sum(table[:n]) with a table of 1..16: the code compiled for
+    every n takes n rows, assuming n <= 16; past it the JIT compiles for the
+    shape, where ONNX cuts the slice to 16 rows (sum 136)."""
+    model = kiln.compile(_encoded_lit_model(tmp_path, "table_sum_cut.textproto"), threads=1,
+                         cache=False)
+    for n, total in ((4, 10), (16, 136), (1, 1), (20, 136), (7, 28)):
+        (y,) = model.run(None, {"x": np.ones((1, n), np.float32)})
+        np.testing.assert_array_equal(y, np.full((1, n), total, np.float32))
+    assert model.compilations == 2

@@ -107,12 +107,13 @@ public:
 
 private:
   void setDims(mlir::Value v, Exprs dims);
-  /// The size of a Slice of a dim of constant size `dim` from `start` to
-  /// `end` (expressions over input dims, step 1), assuming start <= end <=
-  /// dim (recorded as assumptions of `op`); null where that cannot hold or
-  /// a bound is not known.
-  mlir::AffineExpr runtimeSliceSize(mlir::Operation *op, int64_t dim, mlir::AffineExpr start,
-                                    mlir::AffineExpr end);
+  /// The size of a Slice of a dim of size `dim` (a constant, or an
+  /// expression over input dims) from `start` to `end` (expressions over
+  /// input dims, step 1), assuming 0 <= start <= end <= dim (recorded as
+  /// assumptions of `op`); null where that cannot hold or a bound is not
+  /// known.
+  mlir::AffineExpr runtimeSliceSize(mlir::Operation *op, mlir::AffineExpr dim,
+                                    mlir::AffineExpr start, mlir::AffineExpr end);
   bool onlyInputSymbols(mlir::AffineExpr e) const;
   mlir::AffineExpr symbolFor(const std::string &name);
   /// contentsOf(shape), each unknown element a value-defined symbol when

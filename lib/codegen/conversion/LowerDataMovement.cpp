@@ -296,11 +296,13 @@ Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType outT, Value sou
       .getResult(0);
 }
 
-/// A Slice whose bounds follow from the input dims (`pos[:seq]`), of unit
-/// steps over dims of fixed size: each start is read at run time and taken
-/// as ONNX does (from the end when negative, clamped to the dim); the sizes
-/// are the result's run-time dims, whose expressions assume the bounds lie
-/// within the dim (SymbolicDims::assumptions, checked before the run).
+/// A Slice whose bounds follow from the input dims (`pos[:seq]`), or of a
+/// dim known only at run time (`x[:, 1:]`), of unit steps: each start is
+/// read at run time and taken as ONNX does (from the end when negative,
+/// clamped to the dim, itself read at run time where it is not fixed); the
+/// sizes are the result's run-time dims, whose expressions assume the
+/// bounds lie within the dim (SymbolicDims::assumptions, checked before the
+/// run).
 LogicalResult lowerRuntimeSlice(SliceOp op, ArrayRef<int64_t> axes, ArrayRef<int64_t> steps,
                                 PatternRewriter &rw) {
   Location loc = op.getLoc();
@@ -309,14 +311,16 @@ LogicalResult lowerRuntimeSlice(SliceOp op, ArrayRef<int64_t> axes, ArrayRef<int
   SmallVector<OpFoldResult> offsets(inT.getRank(), rw.getIndexAttr(0)), sizes;
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t ax = axes[i] < 0 ? axes[i] + inT.getRank() : axes[i];
-    if (ax < 0 || ax >= inT.getRank() || inT.isDynamicDim(ax) || i >= steps.size() ||
-        steps[i] != 1)
-      return op.emitOpError("a slice with bounds known only at run time needs unit steps over "
-                            "dims of fixed size; give concrete input shapes");
+    if (ax < 0 || ax >= inT.getRank() || i >= steps.size() || steps[i] != 1)
+      return op.emitOpError("a slice with bounds or dims known only at run time needs unit "
+                            "steps; give concrete input shapes");
     Value start = arith::IndexCastOp::create(
         rw, loc, rw.getIndexType(),
         tensor::ExtractOp::create(rw, loc, op.getStarts(), ValueRange{indexConst(rw, loc, i)}));
-    Value dim = indexConst(rw, loc, inT.getDimSize(ax)), zero = indexConst(rw, loc, 0);
+    Value dim = inT.isDynamicDim(ax)
+                    ? tensor::DimOp::create(rw, loc, op.getInput(), ax).getResult()
+                    : indexConst(rw, loc, inT.getDimSize(ax));
+    Value zero = indexConst(rw, loc, 0);
     Value fromEnd = arith::AddIOp::create(rw, loc, start, dim);
     Value negative = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::slt, start, zero);
     start = arith::SelectOp::create(rw, loc, negative, fromEnd, start);
@@ -342,6 +346,13 @@ LogicalResult lowerSlice(SliceOp op, PatternRewriter &rw) {
   // otherwise a start read at run time could take the slice past its input.
   if ((!starts || !ends) && axes && steps && hasSliceAssumptions(op) &&
       hasRuntimeDims(op.getResult()))
+    return lowerRuntimeSlice(op, *axes, *steps, rw);
+  // Constant bounds along a dim known only at run time: the start (and so
+  // the offset) depends on the dim where it counts from the end.
+  if (axes && steps && hasRuntimeDims(op.getResult()) &&
+      llvm::any_of(*axes, [&](int64_t a) {
+        return inT.isDynamicDim(a < 0 ? a + inT.getRank() : a);
+      }))
     return lowerRuntimeSlice(op, *axes, *steps, rw);
   if (!starts || !ends || !axes || !steps)
     return op.emitOpError("slice bounds must be constants for code generation");

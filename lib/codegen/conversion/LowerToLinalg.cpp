@@ -209,16 +209,26 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
   if (auto sl = dyn_cast<SliceOp>(op)) {
     // Along static dims, with constant bounds and positive steps, or with
     // bounds that follow from the input dims and unit steps (`pos[:seq]`,
-    // whose size assumes the bounds fit: SymbolicDims::assumptions).
+    // whose size assumes the bounds fit: SymbolicDims::assumptions); along
+    // a dim known only at run time, with unit steps and a size the analysis
+    // knows (x[:, 1:], x[:, -1:]: lowerRuntimeSlice reads the dim).
     auto inT = cast<RankedTensorType>(sl.getInput().getType());
     auto axes = getConstantInts(sl.getAxes()), steps = getConstantInts(sl.getSteps());
     if (!axes || !steps)
       return false;
     bool constantBounds = getConstantInts(sl.getStarts()) && getConstantInts(sl.getEnds());
-    for (auto [a, st] : llvm::zip(*axes, *steps))
-      if (st <= 0 || (!constantBounds && st != 1) ||
-          inT.isDynamicDim(a < 0 ? a + inT.getRank() : a))
+    auto result = dd.exprsOf(sl.getResult());
+    bool dynamicAxis = llvm::any_of(*axes, [&](int64_t a) {
+      return inT.isDynamicDim(a < 0 ? a + inT.getRank() : a);
+    });
+    for (auto [a, st] : llvm::zip(*axes, *steps)) {
+      int64_t ax = a < 0 ? a + inT.getRank() : a;
+      if (st <= 0 || ((!constantBounds || dynamicAxis) && st != 1))
         return false;
+      if (inT.isDynamicDim(ax) &&
+          (st != 1 || !result || ax >= (int64_t)result->size() || !(*result)[ax]))
+        return false;
+    }
     return true;
   }
   bool expand = isa<ExpandOp>(op);

@@ -362,3 +362,34 @@ func.func @runtime_slices(%x: tensor<?x?xi64> {kiln.dim_names = ["p", "t"]},
   %d = kiln.slice %w, %ps, %p4e, %one, %one : (tensor<?x128x64xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x64xf32>
   return %a, %b, %c, %d : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x4x64xf32>
 }
+
+// -----
+
+// Constant bounds along a dim known only at run time (x[:, 1:], x[:, :-1],
+// x[:, -1:] of a sequence of n tokens): sizes n - 1, n - 1 and 1, assuming
+// n >= 1 (ONNX would give 0, 0 and n below: the JIT then compiles for those
+// shapes, a bundle refuses them); the offsets read n where they count from
+// the end (n - 1 for x[:, -1:], clamped to [0, n] as ONNX does).
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-symbolic-dims),kiln-lower-to-linalg,canonicalize,cse)' --split-input-file | FileCheck %s --check-prefix=DYNSLICE
+// DYNSLICE-DAG: #[[N1:map[0-9]*]] = affine_map<()[s0] -> (s0 - 1)>
+// DYNSLICE: func.func @slices_of_a_runtime_dim{{.*}}kiln.dims = ["1", "n - 1", "8"]{{.*}}kiln.dims = ["1", "n - 1", "8"]{{.*}}kiln.dims = ["1", "1", "8"]{{.*}}kiln.slice_checks = [#[[N1]]]
+// DYNSLICE: %[[N:.*]] = tensor.dim %arg0, %c1 : tensor<1x?x8xf32>
+// DYNSLICE: %[[S1:.*]] = arith.minsi %[[N]], %c1 : index
+// DYNSLICE: %[[M:.*]] = affine.apply #[[N1]]()[%[[N]]]
+// DYNSLICE: tensor.extract_slice %arg0[0, %[[S1]], 0] [1, %[[M]], 8] [1, 1, 1] : tensor<1x?x8xf32> to tensor<1x?x8xf32>
+// DYNSLICE: tensor.extract_slice %arg0[0, %{{.*}}, 0] [1, %[[M]], 8] [1, 1, 1] : tensor<1x?x8xf32> to tensor<1x?x8xf32>
+// DYNSLICE: %[[FROMEND:.*]] = arith.addi %[[N]], %c-1 : index
+// DYNSLICE: %[[LO:.*]] = arith.maxsi %[[FROMEND]], %c0 : index
+// DYNSLICE: %[[S3:.*]] = arith.minsi %[[LO]], %[[N]] : index
+// DYNSLICE: tensor.extract_slice %arg0[0, %[[S3]], 0] [1, 1, 8] [1, 1, 1] : tensor<1x?x8xf32> to tensor<1x1x8xf32>
+func.func @slices_of_a_runtime_dim(%x: tensor<1x?x8xf32> {kiln.dim_names = ["", "n", ""]})
+    -> (tensor<1x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x8xf32>) {
+  %zero = kiln.constant {value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+  %one = kiln.constant {value = dense<1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %last = kiln.constant {value = dense<-1> : tensor<1xi64>} : () -> tensor<1xi64>
+  %big = kiln.constant {value = dense<9223372036854775807> : tensor<1xi64>} : () -> tensor<1xi64>
+  %a = kiln.slice %x, %one, %big, %one, %one : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x8xf32>
+  %b = kiln.slice %x, %zero, %last, %one, %one : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x8xf32>
+  %c = kiln.slice %x, %last, %big, %one, %one : (tensor<1x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?x8xf32>
+  return %a, %b, %c : tensor<1x?x8xf32>, tensor<1x?x8xf32>, tensor<1x?x8xf32>
+}
