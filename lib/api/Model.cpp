@@ -751,16 +751,12 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
   return {};
 }
 
-/// Finds or compiles the executable for these inputs (the graph inputs laid
-/// out as `layout` says, sequences flattened): keyed on the layout, their
-/// shapes and, once the model turned out to need it, the values of small
-/// inputs.
 /// Whether `inputs` take a Slice whose bounds follow from the input dims
 /// past the end of the dim it slices (or start it after its end), which the
 /// code compiled once for every shape assumed they do not (its runtime_dims
 /// returns -3; kiln.slice_checks): ONNX cuts such a slice short, and the
 /// code compiled for these very shapes does too (a sequence cut to the
-/// first 512 tokens, `x[:, :512]`, longer than 512). Bundles, which cannot
+/// past its table (`table[:n]` summed, for n > the table's rows). Bundles, which cannot
 /// compile, refuse such inputs (KILN_SHAPE_MISMATCH); the JIT compiles for
 /// them instead.
 static bool cutsSlicesShort(const Executable &exe, const std::vector<const kiln_tensor *> &inputs) {
@@ -780,6 +776,10 @@ static bool cutsSlicesShort(const Executable &exe, const std::vector<const kiln_
   return m.runtime_dims(dims.data()) == -3;
 }
 
+/// Finds or compiles the executable for these inputs (the graph inputs laid
+/// out as `layout` says, sequences flattened): keyed on the layout, their
+/// shapes and, once the model turned out to need it, the values of small
+/// inputs.
 static Status executableFor(const Model::Impl &impl, const Layout &layout,
                             const std::vector<const kiln_tensor *> &inputs,
                             std::shared_ptr<Executable> &exe) {

@@ -172,10 +172,14 @@ AffineExpr SymbolicDims::runtimeSliceSize(Operation *op, AffineExpr dim, AffineE
   // the input dims must not be negative for any of them (ONNX would count
   // it from the end), and is assumed to lie within [0, dim]. Of a dim known
   // only at run time (x[:, 1:], x[:, -1:], x[:, :-1] along a sequence), a
-  // negative constant counts from the end, dim + c, assumed at least 0,
-  // and a constant end of at least 2^31 - 1 (PyTorch writes INT64_MAX for
-  // "to the end") is the dim.
-  auto bound = [&](AffineExpr e) -> AffineExpr {
+  // negative constant counts from the end, dim + c, assumed at least 0; a
+  // constant end of at least 2^31 - 1 (PyTorch writes INT64_MAX for "to the
+  // end") is the dim, and one of at most -2^31 + 1 (INT64_MIN) is 0 (dims
+  // stay below 2^31). A start of c >= 0 assumes c <= the end (below). Not
+  // taken: a constant end 0 <= e < 2^31 - 1 (x[:, :512], a truncation),
+  // which shorter inputs, the usual ones, would break at every run: such
+  // slices still compile per shape.
+  auto bound = [&](AffineExpr e, bool isEnd) -> AffineExpr {
     if (auto c = constantOf(e)) {
       if (fixed) {
         int64_t v = *c < 0 ? *c + *fixed : *c;
@@ -183,16 +187,18 @@ AffineExpr SymbolicDims::runtimeSliceSize(Operation *op, AffineExpr dim, AffineE
       }
       if (*c >= std::numeric_limits<int32_t>::max())
         return dim;
+      if (*c <= -std::numeric_limits<int32_t>::max())
+        return constant(0);
       if (*c < 0) {
         AffineExpr fromEnd = simplify(dim + *c);
         needed.push_back(fromEnd); // -c <= dim
         return fromEnd;
       }
-      return e;
+      return isEnd ? AffineExpr() : e;
     }
     return isNonNegative(e) && onlyInputSymbols(e) ? e : AffineExpr();
   };
-  AffineExpr s = bound(start), e = bound(end);
+  AffineExpr s = bound(start, /*isEnd=*/false), e = bound(end, /*isEnd=*/true);
   if (!s || !e)
     return {};
   AffineExpr size = simplify(e - s);

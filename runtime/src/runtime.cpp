@@ -502,7 +502,8 @@ static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tens
         ("input shapes " + givenShapes() +
          " take a Slice past the end of the tensor it slices somewhere in the model, or "
          "start it after its end (a sequence longer than a table of positions sliced to its "
-         "length, say), where ONNX would cut the slice short: this code, compiled once for "
+         "length, or shorter than a slice's constant bounds such as x[:, -3:], say), where ONNX "
+         "would cut the slice short: this code, compiled once for "
          "every shape, takes each such slice whole; give smaller inputs, or compile for "
          "these shapes (kiln-run "
          "--specialize, kilnc --shape, kiln.compile(..., dynamic_shapes=False))")

@@ -349,7 +349,7 @@ LogicalResult lowerSlice(SliceOp op, PatternRewriter &rw) {
     return lowerRuntimeSlice(op, *axes, *steps, rw);
   // Constant bounds along a dim known only at run time: the start (and so
   // the offset) depends on the dim where it counts from the end.
-  if (axes && steps && hasRuntimeDims(op.getResult()) &&
+  if (starts && ends && axes && steps && hasRuntimeDims(op.getResult()) &&
       llvm::any_of(*axes, [&](int64_t a) {
         return inT.isDynamicDim(a < 0 ? a + inT.getRank() : a);
       }))

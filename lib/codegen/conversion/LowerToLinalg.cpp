@@ -225,8 +225,8 @@ bool takesRuntimeDims(Operation *op, bool useKernels, const codegen::DynamicDims
       int64_t ax = a < 0 ? a + inT.getRank() : a;
       if (st <= 0 || ((!constantBounds || dynamicAxis) && st != 1))
         return false;
-      if (inT.isDynamicDim(ax) &&
-          (st != 1 || !result || ax >= (int64_t)result->size() || !(*result)[ax]))
+      if (inT.isDynamicDim(ax) && (st != 1 || !constantBounds || !result ||
+                                   ax >= (int64_t)result->size() || !(*result)[ax]))
         return false;
     }
     return true;
@@ -364,8 +364,9 @@ void describeRuntimeDims(func::FuncOp func, const codegen::DynamicDims &dd) {
   });
   if (!checks.empty())
     func->setAttr("kiln.dim_checks", b.getArrayAttr(checks));
-  // What the dims of Slices with bounds from the inputs' dims took for
-  // granted (SymbolicDims::assumptions: start <= end <= the dim sliced),
+  // What the dims of Slices with bounds from the inputs' dims, or of dims
+  // known only at run time, took for granted (SymbolicDims::assumptions:
+  // 0 <= start <= end <= the dim sliced),
   // each an expression that must be at least 0 (`kiln.slice_checks`, also
   // checked by MODEL_dims before anything runs): inputs that break one
   // (a sequence longer than a positional table) are refused.

@@ -151,7 +151,8 @@ typedef struct kiln_model_desc {
    * where the inputs leave a convolution or pooling window larger than its
    * padded input, a size of 0 or less inside the model, or -3 where they
    * take a Slice whose bounds follow from them past the end of the dim it
-   * slices, which this code assumed they do not), sizes
+   * slices, or slice a dim of theirs shorter than a constant bound, which
+   * this code assumed they do not), sizes
    * the outputs from it, and passes the array to the entry point as one
    * more buffer, after the workspace (or after the row counts when
    * workspace_size is 0). 0 and NULL for a model of static shapes. */
