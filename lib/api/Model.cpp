@@ -171,6 +171,10 @@ struct Model::Impl {
 
   mutable std::mutex mutex;
   mutable std::map<std::tuple<Layout, Shapes, InputValues>, std::shared_ptr<Executable>> cache;
+  /// Shapes whose compile the inputs' fault refused (KILN_SHAPE_MISMATCH: a
+  /// broadcast or Reshape they break): the same inputs again get the same
+  /// error at once, not another compile under the lock every run waits on.
+  mutable std::map<std::tuple<Layout, Shapes, InputValues>, Status> refused;
   mutable Stats stats;
   /// Set once a compile showed that shapes depend on input values.
   mutable bool specialiseValues = false;
@@ -225,9 +229,13 @@ struct Model::Impl {
       out = it->second;
       return {};
     }
+    if (auto r = refused.find(key); r != refused.end())
+      return r->second;
     Status s = compile(layout, shapes, values, out);
     if (s.ok())
       cache[key] = out;
+    else if (s.code == KILN_SHAPE_MISMATCH && !shapes.empty())
+      refused[key] = s;
     return s;
   }
 };
