@@ -77,9 +77,14 @@ class Gpt2Decoder(nn.Module):
     past length read from the cache's shape) and the causal mask is offset by
     P, so the shape arithmetic is the one real exported decoders have."""
 
-    def __init__(self, vocab=96, d=64, heads=4, layers=2, max_pos=128, hf_mask=False):
+    def __init__(self, vocab=96, d=64, heads=4, layers=2, max_pos=128, hf_mask=False,
+                 last_token=False):
         super().__init__()
         self.h, self.d, self.layers = heads, d, layers
+        # last_token: the logits of the last position only, x[:, -1:] as
+        # generation exports write it: a Slice from -1 to INT64_MAX along
+        # the new tokens' dim, known only at run time.
+        self.last_token = last_token
         # hf_mask: the causal mask sliced from a [1, 1, max_pos, max_pos]
         # buffer as Hugging Face's GPT-2 does (bias[:, :, total - t : total,
         # :total]): Slices whose bounds come from the cache's and the input's
@@ -124,6 +129,8 @@ class Gpt2Decoder(nn.Module):
             y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, self.d)
             x = x + self.proj[i](y)
             x = x + self.fc2[i](F.gelu(self.fc[i](self.ln2[i](x))))
+        if self.last_token:
+            x = x[:, -1:, :]
         return (self.head(self.ln_f(x)), *presents)
 
 
@@ -326,6 +333,11 @@ MODELS = {
     # The same decoder with Hugging Face GPT-2's causal mask: a slice of a
     # 128 x 128 buffer whose bounds follow from the past and new lengths.
     "gpt2_hf_mask": gpt2_entry(lambda: Gpt2Decoder(hf_mask=True)),
+    # The logits of the last position only (x[:, -1:]): a Slice with
+    # constant bounds along the run-time dim of new tokens.
+    "gpt2_last_token": dict(gpt2_entry(lambda: Gpt2Decoder(last_token=True)),
+                            out_dyn=dict(gpt2_entry(Gpt2Decoder)["out_dyn"],
+                                         logits={0: "batch"})),
     "bilstm_tagger": dict(build=BiLstmTagger,
                           sets=[[("tokens", (1, 40), 50)], [("tokens", (3, 9), 50)]],
                           names=["tokens"], outputs=["tags"],
