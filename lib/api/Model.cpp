@@ -763,8 +763,8 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
 /// past the end of the dim it slices (or start it after its end), which the
 /// code compiled once for every shape assumed they do not (its runtime_dims
 /// returns -3; kiln.slice_checks): ONNX cuts such a slice short, and the
-/// code compiled for these very shapes does too (a sequence cut to the
-/// past its table (`table[:n]` summed, for n > the table's rows). Bundles, which cannot
+/// code compiled for these very shapes does too (`table[:n]` summed, for n
+/// past the table's rows; `x[:, -3:]` of 2 tokens). Bundles, which cannot
 /// compile, refuse such inputs (KILN_SHAPE_MISMATCH); the JIT compiles for
 /// them instead.
 static bool cutsSlicesShort(const Executable &exe, const std::vector<const kiln_tensor *> &inputs) {

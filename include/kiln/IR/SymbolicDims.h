@@ -93,10 +93,11 @@ public:
   /// start, which no affine expression is; the analysis takes end - start,
   /// assuming start <= end <= D. Likewise constant bounds along a dim known
   /// only at run time (x[:, 1:], x[:, -1:]: a negative bound c is D + c,
-  /// assumed at least 0; runtimeSliceSize). Each assumption is an expression over the
-  /// input dims' symbols (never value-defined ones) that must be at least 0
-  /// at run time: whoever compiles code on these dims must check them
-  /// before it runs (kiln.slice_checks), and refuse inputs that break one.
+  /// assumed at least 0; runtimeSliceSize). Each assumption is an
+  /// expression over the input dims' symbols (never value-defined ones)
+  /// that must be at least 0 at run time: whoever compiles code on these
+  /// dims must check them before it runs (kiln.slice_checks), and refuse
+  /// inputs that break one.
   struct Assumption {
     mlir::Operation *op;
     mlir::AffineExpr atLeastZero;
