@@ -768,20 +768,11 @@ Status Model::signatureFor(const std::vector<std::vector<int64_t>> &shapes,
 /// compile, refuse such inputs (KILN_SHAPE_MISMATCH); the JIT compiles for
 /// them instead.
 static bool cutsSlicesShort(const Executable &exe, const std::vector<const kiln_tensor *> &inputs) {
-  const kiln_model_desc &m = exe.desc;
-  if (!m.runtime_dims || m.num_runtime_dims <= 0 || exe.interpreted || exe.cuda ||
-      inputs.size() != (size_t)m.num_inputs)
+  if (exe.interpreted || exe.cuda)
     return false;
-  std::vector<int64_t> dims((size_t)m.num_runtime_dims, 0);
-  size_t n = 0;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    for (int32_t d = 0; d < m.inputs[i].rank; ++d)
-      if (m.inputs[i].dims[d] < 0) {
-        if (n == dims.size() || kiln_tensor_rank(inputs[i]) != m.inputs[i].rank)
-          return false; // kiln_model_execute reports it
-        dims[n++] = kiln_tensor_dims(inputs[i])[d];
-      }
-  return m.runtime_dims(dims.data()) == -3;
+  // Other results (-1 for inputs the descriptor does not take) are
+  // kiln_model_execute's to report.
+  return kiln_model_runtime_dims_result(&exe.desc, inputs.data(), inputs.size(), nullptr) == -3;
 }
 
 /// Finds or compiles the executable for these inputs (the graph inputs laid

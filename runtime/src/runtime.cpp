@@ -438,6 +438,47 @@ kiln_status *kiln_take_run_error(void) {
   return recorded ? ownedRunError(recorded) : nullptr;
 }
 
+/// The inputs' entries of a model's run-time dims array (its -1 dims, in
+/// order; see kiln_model_desc.num_runtime_dims), and where each came from
+/// (input, dim); `n` the number of entries filled. False when the
+/// descriptor leaves too few entries.
+static bool fillInputDims(const kiln_model_desc *m, const kiln_tensor *const *inputs,
+                          size_t numInputs, std::vector<int64_t> &dims,
+                          std::vector<std::pair<size_t, int32_t>> *from, size_t &n) {
+  dims.assign((size_t)m->num_runtime_dims, 0);
+  n = 0;
+  for (size_t i = 0; i < numInputs; ++i)
+    for (int32_t d = 0; d < m->inputs[i].rank; ++d)
+      if (m->inputs[i].dims[d] < 0) {
+        if (n == dims.size())
+          return false;
+        if (from)
+          from->push_back({i, d});
+        dims[n++] = inputs[i]->dims[d];
+      }
+  return true;
+}
+
+int64_t kiln_model_runtime_dims_result(const kiln_model_desc *m,
+                                       const kiln_tensor *const *inputs, size_t numInputs,
+                                       int64_t *out) {
+  if (!m || !m->runtime_dims || m->num_runtime_dims <= 0)
+    return 0;
+  if (numInputs != (size_t)m->num_inputs || (numInputs && !inputs))
+    return -1;
+  for (size_t i = 0; i < numInputs; ++i)
+    if (!inputs[i] || inputs[i]->rank != m->inputs[i].rank)
+      return -1;
+  std::vector<int64_t> dims;
+  size_t n = 0;
+  if (!fillInputDims(m, inputs, numInputs, dims, nullptr, n))
+    return -1;
+  int64_t result = m->runtime_dims(dims.data());
+  if (out)
+    std::copy(dims.begin(), dims.end(), out);
+  return result;
+}
+
 /// The dims array of a model with dims known only at run time (see
 /// kiln_model_desc.num_runtime_dims) and every output's dims.
 static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tensor *const *inputs,
@@ -448,18 +489,11 @@ static kiln_status *computeRuntimeDims(const kiln_model_desc *m, const kiln_tens
   if (!m->runtime_dims)
     return kiln_status_create(KILN_INVALID_ARGUMENT,
                               "the model has dims known only at run time but no runtime_dims");
-  dims.assign((size_t)m->num_runtime_dims, 0);
   // Where each input entry came from, for the error message.
   std::vector<std::pair<size_t, int32_t>> from;
   size_t n = 0;
-  for (size_t i = 0; i < numInputs; ++i)
-    for (int32_t d = 0; d < m->inputs[i].rank; ++d)
-      if (m->inputs[i].dims[d] < 0) {
-        if (n == dims.size())
-          return kiln_status_create(KILN_INVALID_ARGUMENT, "num_runtime_dims is too small");
-        from.push_back({i, d});
-        dims[n++] = inputs[i]->dims[d];
-      }
+  if (!fillInputDims(m, inputs, numInputs, dims, &from, n))
+    return kiln_status_create(KILN_INVALID_ARGUMENT, "num_runtime_dims is too small");
   if (m->runtime_dim_bounds)
     for (size_t k = 0; k < from.size(); ++k) {
       int64_t lo = m->runtime_dim_bounds[2 * k], hi = m->runtime_dim_bounds[2 * k + 1];

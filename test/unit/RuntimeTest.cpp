@@ -684,6 +684,30 @@ TEST(Runtime, InputsThatDisagreeOnANamedDimAreRefusedBeforeTheRun) {
   kiln_tensor_free(out);
 }
 
+// kiln_model_runtime_dims_result: what runtime_dims says of the inputs
+// (the concatenation's: 0 and the output's 2n when a and b agree, 2 when
+// b's dim disagrees), without running; -1 for inputs the descriptor does
+// not take; 0 for a model without run-time dims.
+TEST(Runtime, RuntimeDimsResultWithoutARun) {
+  kiln_model_desc m = concatModel();
+  TensorPtr a = floats({1, 2, 3}), b = floats({4, 5, 6}), c = floats({7, 8});
+  const kiln_tensor *agree[] = {a.get(), b.get()}, *differ[] = {a.get(), c.get()};
+  int64_t dims[3] = {0, 0, 0};
+  EXPECT_EQ(kiln_model_runtime_dims_result(&m, agree, 2, dims), 0);
+  EXPECT_EQ(dims[0], 3);
+  EXPECT_EQ(dims[1], 3);
+  EXPECT_EQ(dims[2], 6);
+  EXPECT_EQ(kiln_model_runtime_dims_result(&m, differ, 2, nullptr), 2);
+  EXPECT_EQ(kiln_model_runtime_dims_result(&m, agree, 1, nullptr), -1);
+  int64_t two[] = {1, 3};
+  TensorPtr matrix(kiln_tensor_create(KILN_FLOAT32, 2, two));
+  const kiln_tensor *rank2[] = {matrix.get(), b.get()};
+  EXPECT_EQ(kiln_model_runtime_dims_result(&m, rank2, 2, nullptr), -1);
+  m.runtime_dims = nullptr;
+  m.num_runtime_dims = 0;
+  EXPECT_EQ(kiln_model_runtime_dims_result(&m, agree, 2, nullptr), 0);
+}
+
 // Bounds declared at compile time (ABI 10, runtime_dim_bounds): n in 1..3
 // for a, b unbounded (0..INT64_MAX, as kilnc writes an undeclared entry).
 TEST(Runtime, DeclaredBoundsAreCheckedBeforeTheRun) {

@@ -321,6 +321,17 @@ kiln_status *kiln_model_execute_with_pool(const kiln_model_desc *model,
 kiln_status *kiln_model_check_inputs(const kiln_model_desc *model,
                                      const kiln_tensor *const *inputs, size_t num_inputs);
 
+/* What the model's runtime_dims (see kiln_model_desc) returns for these
+ * inputs, given the inputs as kiln_model_execute takes them (their count
+ * and ranks the descriptor's, else -1): 0 when they fit, 1 + the index of a
+ * dim that disagrees with another of its name, -2 or -3 as described
+ * there; 0 for a model without dims known only at run time. `dims`, when
+ * not NULL, receives the num_runtime_dims entries (outputs' included). A
+ * JIT uses -3 to compile for these shapes where a bundle must refuse them. */
+int64_t kiln_model_runtime_dims_result(const kiln_model_desc *model,
+                                       const kiln_tensor *const *inputs, size_t num_inputs,
+                                       int64_t *dims);
+
 #ifdef __cplusplus
 }
 #endif
