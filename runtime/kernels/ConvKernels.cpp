@@ -115,18 +115,22 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += rows) {
         rows = nextTileRows(stop - m0);
         // One register tile of R rows and W vectors at column `col` of the
-        // panel (0 but on AVX2). The full-width tiles (W == TNV) of MR rows
-        // have the forms below; narrower ones (a last panel of at most half
-        // its width) and shorter ones the general one.
+        // panel (0 but on AVX2). The full-width tiles (W == TNV) have the
+        // forms below, most of them for MR rows only; narrower ones (a last
+        // panel of at most half its width) the general one.
         auto tileAt = [&](auto rowsTag, auto widthTag) {
           constexpr int R = decltype(rowsTag)::value, W = decltype(widthTag)::value;
-          if constexpr (R == MR && W == TNV) {
+          if constexpr (W == TNV) {
             // The first tile of a panel's first block fetches the next panel
             // into the cache while it works: panel-major items of a large
             // matrix product stream each panel from memory once.
             bool prefetch = !pixelMajor && col == 0 && b == 0 && m0 == 0 && p + 1 < panels &&
                             q.kh * q.kw == 1;
             if (pointwise && !copyRows) {
+              // At every height: the last rows of a block too (kExactRows'
+              // 5-7, or 1-4) skip convTile's window set-up, and the first
+              // tile of a 9-11-row block (5-7 + 4) prefetches as an MR-row
+              // one does.
               if (prefetch)
                 pointwiseTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
                                           j.ldo, n, g, p, m0, rows, col);
@@ -135,45 +139,33 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
                                     n, g, p, m0, rows, col);
               return;
             }
-            if (copyRows) {
-              if (prefetch)
-                convTile<R, W, false, true, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
-                                                  j.ldi, j.ldo, n, g, p, m0, rows, col);
-              else
-                convTile<R, W, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
-                                                   j.ldi, j.ldo, n, g, p, m0, rows, col);
-              return;
-            }
-            if (prefetch) {
-              convTile<R, W, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                          j.ldo, n, g, p, m0, rows, col);
-              return;
-            }
-            if (convWindowRows(q, j.ldi, m0, rows)) {
-              convTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
-                                   n, g, p, m0, rows, col);
-              return;
-            }
-          }
-          if constexpr (R != MR && W == TNV) {
-            // The last rows of a block (kExactRows' 5-7, or 1-4): a pointwise
-            // one without convTile's window set-up too; the first tile of a
-            // 9-11-row block (5-7 + 4) prefetches the next panel as an MR-row
-            // one would; 7 rows 4 KB apart crowd an L1 set (tileRowsAlias).
-            if (pointwise && !copyRows) {
-              bool prefetch = !pixelMajor && col == 0 && b == 0 && m0 == 0 && p + 1 < panels;
-              if (prefetch)
-                pointwiseTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                          j.ldo, n, g, p, m0, rows, col);
-              else
-                pointwiseTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                    j.ldo, n, g, p, m0, rows, col);
-              return;
-            }
-            if (copyRows && R > 6) {
-              convTile<R, W, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi,
-                                                 j.ldi, j.ldo, n, g, p, m0, rows, col);
-              return;
+            if constexpr (R == MR) {
+              if (copyRows) {
+                if (prefetch)
+                  convTile<R, W, false, true, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo,
+                                                    j.hi, j.ldi, j.ldo, n, g, p, m0, rows, col);
+                else
+                  convTile<R, W, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo,
+                                                     j.hi, j.ldi, j.ldo, n, g, p, m0, rows, col);
+                return;
+              }
+              if (prefetch) {
+                convTile<R, W, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
+                                            j.ldo, n, g, p, m0, rows, col);
+                return;
+              }
+              if (convWindowRows(q, j.ldi, m0, rows)) {
+                convTile<R, W, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo,
+                                     n, g, p, m0, rows, col);
+                return;
+              }
+            } else if constexpr (R > 6) {
+              // 7 rows 4 KB apart crowd an L1 set too (tileRowsAlias).
+              if (copyRows) {
+                convTile<R, W, false, false, true>(q, j.in, j.w, j.bias, j.res, j.out, j.lo,
+                                                   j.hi, j.ldi, j.ldo, n, g, p, m0, rows, col);
+                return;
+              }
             }
           }
           convTile<R, W>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi, j.ldo, n, g, p,
