@@ -24,9 +24,10 @@ INLINE void pointwiseBlockByK(const ConvJob &j, kiln_i64 n, kiln_i64 g, kiln_i64
                               kiln_i64 start, kiln_i64 stop, kiln_i64 col) {
   const ConvParams &q = *j.q;
   kiln_i64 cg = q.c / q.groups;
-  // A block has fewer than 2 * kPixelBlock rows (pixelBlocks); a tile may
-  // run MR - 1 rows past its end (repeating its first).
-  alignas(64) float partial[(2 * kPixelBlock + MR) * W * KILN_VEC];
+  // A block has fewer than twice its rows (kiln_conv2d_pixel_blocks), at
+  // most 2 * kPixelBlock (KILN_CONV_DOUBLE_BLOCKS); a tile may run MR - 1
+  // rows past its end (repeating its first).
+  alignas(64) float partial[(4 * kPixelBlock + MR) * W * KILN_VEC];
   for (kiln_i64 k0 = 0; k0 < cg; k0 += kKBlock) {
     kiln_i64 k1 = cg - k0 < kKBlock ? cg : k0 + kKBlock;
     int rows;
@@ -48,9 +49,9 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
-  kiln_i64 blocks = pixelBlocks(m);
-  kiln_i64 weightBytes = q.groups * panels * KILN_PANEL * q.kh * q.kw * (q.c / q.groups) * 4;
-  bool pixelMajor = blocks >= kMinPixelMajorBlocks && weightBytes <= kMaxPixelMajorWeightBytes;
+  ConvSchedule schedule = convSchedule(q);
+  kiln_i64 blocks = schedule.blocks;
+  bool pixelMajor = schedule.pixelMajor;
   bool copyRows = tileRowsAlias(q, j.ldi);
   // No padding at either end: the end pads are implied by oh and ow (a 1x1
   // convolution padded at the end, as a strided ConvTranspose's phases
@@ -74,22 +75,22 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       g = rest % q.groups;
       n = rest / q.groups;
     }
-    kiln_i64 stop = pixelBlockEnd(b, blocks, m);
+    kiln_i64 start = b * schedule.blockRows, stop = pixelBlockEnd(schedule, b, m);
     kiln_i64 panelCols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
     bool half = panelCols <= KILN_PANEL / 2;
-    if (pointwise && stop - b * kPixelBlock <= kStreamedRows) {
+    if (pointwise && stop - start <= kStreamedRows) {
       // A few rows: the weights stream from memory once (pointwiseRowStreams).
       // Rows 4 KB apart (copyRows) crowd an L1 set only in MR-row tiles.
       constexpr int kHalf = NV > 1 ? NV / 2 : NV;
-      int rows = (int)(stop - b * kPixelBlock);
+      int rows = (int)(stop - start);
       auto streamed = [&](auto rowsTag) {
         constexpr int R = decltype(rowsTag)::value;
         if (half)
           pointwiseRowStreams<R, kHalf>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                        j.ldo, n, g, p, b * kPixelBlock, rows);
+                                        j.ldo, n, g, p, start, rows);
         else
           pointwiseRowStreams<R, NV>(q, j.in, j.w, j.bias, j.res, j.out, j.lo, j.hi, j.ldi,
-                                     j.ldo, n, g, p, b * kPixelBlock, rows);
+                                     j.ldo, n, g, p, start, rows);
       };
       if (rows == 1)
         streamed(Rows<1>());
@@ -107,12 +108,12 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
     for (kiln_i64 col = 0; col < panelCols; col += tileCols) {
       if constexpr (TNV < NV) {
         if (pointwise && !copyRows && q.c / q.groups > kKBlock) {
-          pointwiseBlockByK<TNV>(j, n, g, p, b * kPixelBlock, stop, col);
+          pointwiseBlockByK<TNV>(j, n, g, p, start, stop, col);
           continue;
         }
       }
       int rows;
-      for (kiln_i64 m0 = b * kPixelBlock; m0 < stop; m0 += rows) {
+      for (kiln_i64 m0 = start; m0 < stop; m0 += rows) {
         rows = nextTileRows(stop - m0);
         // One register tile of R rows and W vectors at column `col` of the
         // panel (0 but on AVX2). The full-width tiles (W == TNV) have the
@@ -205,9 +206,9 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
               (const float *)residual, (float *)out, lo, hi, inStride, outStride};
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
-  kiln_i64 blocks = pixelBlocks(q.oh * q.ow);
-  parallelFor<convTask>(q.n * q.groups * panels * blocks,
-                        kPixelBlock * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
+  ConvSchedule schedule = convSchedule(q);
+  parallelFor<convTask>(q.n * q.groups * panels * schedule.blocks,
+                        schedule.blockRows * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
 }
 
 } // extern "C"

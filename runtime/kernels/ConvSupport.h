@@ -601,30 +601,33 @@ INLINE void pointwiseRowStreams(const ConvParams &q, const float *in, const floa
   }
 }
 
-/// The work items of a convolution: (image, block of kPixelBlock output
-/// pixels, group, panel), in that nesting, when there are many pixel blocks:
-/// a thread's contiguous range is then a range of pixels, the same pixels
-/// (rows) that the runtime's static split gives it in the layers before and
-/// after, so activations stay in its cache (MobileNet-v2 at two threads: 6.7
-/// -> 5.8 ms), and a block's input stays in L1 across panels. With few
-/// blocks (late layers: 7x7 = 48 + 1 pixels) pixels cannot be split evenly,
-/// and with large weights (a 3x3 conv to 256 channels: 590 KB) every pixel
-/// block would stream all of them from L3; then the items nest (image,
-/// group, panel, block) instead: one panel's weights stay in L2 while the
-/// pixels stream past, and threads split the panels.
-constexpr kiln_i64 kMinPixelMajorBlocks = 8;
-constexpr kiln_i64 kMaxPixelMajorWeightBytes = 128 << 10;
-constexpr kiln_i64 kPixelBlock = 48; // a multiple of every variant's MR
+/// The work items of a convolution: (image, block of pixels, group, panel)
+/// in one nesting or the other (kiln_conv2d_pixel_major in kiln/kernels.h
+/// says which, and why), blocks of kPixelBlock pixels; a tuned layer's
+/// flags may choose the order and halve or double the blocks
+/// (ConvSchedule).
+constexpr kiln_i64 kPixelBlock = KILN_CONV_PIXEL_BLOCK;
 
-/// Blocks of a convolution's m output pixels: kPixelBlock each, the last
-/// one taking the remainder too. A remainder block of its own (49 = 48 + 1
-/// pixels in a 7x7 map) streamed each panel's weights once more for one
-/// pixel: ResNet-18's last 3x3 layers (590 KB a panel) read them from L3
-/// for it.
-INLINE kiln_i64 pixelBlocks(kiln_i64 m) { return m < 2 * kPixelBlock ? 1 : m / kPixelBlock; }
+struct ConvSchedule {
+  kiln_i64 blockRows, blocks;
+  bool pixelMajor;
+};
+
+INLINE ConvSchedule convSchedule(const ConvParams &q) {
+  ConvSchedule s;
+  s.blockRows = q.flags & KILN_CONV_HALF_BLOCKS     ? kPixelBlock / 2
+                : q.flags & KILN_CONV_DOUBLE_BLOCKS ? 2 * kPixelBlock
+                                                    : kPixelBlock;
+  s.blocks = kiln_conv2d_pixel_blocks(q.oh * q.ow, s.blockRows);
+  s.pixelMajor = q.flags & KILN_CONV_PIXEL_MAJOR   ? true
+                 : q.flags & KILN_CONV_PANEL_MAJOR ? false
+                                                   : kiln_conv2d_pixel_major(&q, s.blocks) != 0;
+  return s;
+}
+
 /// One past the last pixel of block b.
-INLINE kiln_i64 pixelBlockEnd(kiln_i64 b, kiln_i64 blocks, kiln_i64 m) {
-  return b + 1 == blocks ? m : (b + 1) * kPixelBlock;
+INLINE kiln_i64 pixelBlockEnd(const ConvSchedule &s, kiln_i64 b, kiln_i64 m) {
+  return b + 1 == s.blocks ? m : (b + 1) * s.blockRows;
 }
 
 template <int N> struct Rows {

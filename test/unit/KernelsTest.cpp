@@ -71,6 +71,7 @@ struct Conv {
   bool bias, residual;
   float lo = -kInf, hi = kInf;
   bool gelu = false;
+  int64_t schedule = 0; ///< KILN_CONV_SCHEDULE_BITS
   int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
 };
@@ -164,7 +165,7 @@ void checkConv(const Conv &s, int64_t inExtra = 0, int64_t outExtra = 0) {
   }
   int64_t params[] = {s.n,  s.h,  s.w,  s.c,  oh,   ow,   s.oc, s.kh,     s.kw,
                       s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, s.groups,
-                      (s.residual ? 1 : 0) | (s.gelu ? 2 : 0)};
+                      (s.residual ? 1 : 0) | (s.gelu ? 2 : 0) | s.schedule};
   std::vector<float> wideIn = widen(in, s.c, inExtra, -7.0f);
   std::vector<float> out = widen(std::vector<float>(want.size(), std::nanf("")), s.oc, outExtra,
                                  -7.0f);
@@ -642,6 +643,34 @@ TEST(Kernels, ConvEveryTileHeight) {
   checkConv(gelu);
   checkConv({1, 2, 7, 9, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false});
   checkConv({1, 1, 15, 1024, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false});
+}
+// Every schedule a tuned layer may choose (kiln/kernels.h) computes the
+// same convolution: pixel blocks of 24, 48 and 96 rows, in either order,
+// across block tails (200 pixels: 8 x 24 + 8, 4 x 48 + 8, 96 + 104; 190:
+// one block of 190 when blocks are 96), 1x1
+// (with the streamed few-row blocks), 3x3 and grouped layers, a batch of
+// two, and a GELU epilogue; each checked against the reference.
+TEST(Kernels, ConvEverySchedule) {
+  const int64_t orders[] = {0, KILN_CONV_PIXEL_MAJOR, KILN_CONV_PANEL_MAJOR};
+  const int64_t blocks[] = {0, KILN_CONV_HALF_BLOCKS, KILN_CONV_DOUBLE_BLOCKS};
+  for (int64_t order : orders)
+    for (int64_t block : blocks) {
+      SCOPED_TRACE("schedule " + std::to_string(order | block));
+      std::vector<Conv> convs = {
+          {1, 10, 20, 24, 72, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, true},
+          {2, 10, 20, 13, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false},
+          {1, 9, 9, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, false, false, -0.5f, 0.5f},
+          {1, 1, 37, 40, 33, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false},
+          {1, 1, 5, 40, 33, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false},
+          // AVX2's pointwise blocks by K (more than kKBlock inputs): their
+          // partial sums for a whole block, up to 190 rows here.
+          {1, 10, 19, 600, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, false}};
+      convs[1].gelu = true;
+      for (Conv conv : convs) {
+        conv.schedule = order | block;
+        checkConv(conv);
+      }
+    }
 }
 TEST(Kernels, MatMulOverNoTerms) { checkMatMul(2, 3, 4, 0, false, false); }
 TEST(Kernels, MatMulOfNoRows) { checkMatMul(2, 0, 4, 3, false, false); }
