@@ -104,6 +104,7 @@ public:
   }
 
   int compilations() const { return model->stats().compilations; }
+  std::string tuning() const { return model->stats().tuning; }
 
   /// feeds: name -> array, every input exactly once. Returns the outputs
   /// named in `names` (all when None), in that order.
@@ -210,7 +211,7 @@ private:
 
 kiln::CompileOptions compileOptions(int threads, const std::string &cpu, int optLevel,
                                     bool cache, bool dynamicShapes,
-                                    const kiln::DimBounds &dimBounds) {
+                                    const kiln::DimBounds &dimBounds, bool tune) {
   if (optLevel < 0 || optLevel > 3)
     raise(KILN_INVALID_ARGUMENT, "opt_level must be 0..3");
   if (threads < 0)
@@ -222,13 +223,15 @@ kiln::CompileOptions compileOptions(int threads, const std::string &cpu, int opt
   o.cache = cache;
   o.dynamicShapes = dynamicShapes;
   o.dimBounds = dimBounds;
+  o.tune = tune;
   return o;
 }
 
 std::shared_ptr<PyModel> compileFile(const std::string &path, int threads, const std::string &cpu,
                                      int optLevel, bool cache, bool dynamicShapes,
-                                     const kiln::DimBounds &dimBounds) {
-  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes, dimBounds);
+                                     const kiln::DimBounds &dimBounds, bool tune) {
+  kiln::CompileOptions o =
+      compileOptions(threads, cpu, optLevel, cache, dynamicShapes, dimBounds, tune);
   std::string error;
   std::unique_ptr<kiln::Model> m;
   {
@@ -242,8 +245,10 @@ std::shared_ptr<PyModel> compileFile(const std::string &path, int threads, const
 
 std::shared_ptr<PyModel> compileBytes(py::bytes data, const std::string &baseDir, int threads,
                                       const std::string &cpu, int optLevel, bool cache,
-                                      bool dynamicShapes, const kiln::DimBounds &dimBounds) {
-  kiln::CompileOptions o = compileOptions(threads, cpu, optLevel, cache, dynamicShapes, dimBounds);
+                                      bool dynamicShapes, const kiln::DimBounds &dimBounds,
+                                      bool tune) {
+  kiln::CompileOptions o =
+      compileOptions(threads, cpu, optLevel, cache, dynamicShapes, dimBounds, tune);
   std::string bytes = data;
   std::string error;
   std::unique_ptr<kiln::Model> m;
@@ -365,14 +370,15 @@ PYBIND11_MODULE(_kiln, m) {
       .def_readonly("outputs", &PyModel::outputs)
       .def("_run", &PyModel::run, py::arg("output_names"), py::arg("feeds"))
       .def("_last_input_addresses", &PyModel::lastAddresses)
-      .def("_compilations", &PyModel::compilations);
+      .def("_compilations", &PyModel::compilations)
+      .def("_tuning", &PyModel::tuning);
 
   m.def("_compile_file", &compileFile, py::arg("path"), py::arg("threads"), py::arg("cpu"),
         py::arg("opt_level"), py::arg("cache"), py::arg("dynamic_shapes"),
-        py::arg("dim_bounds"));
+        py::arg("dim_bounds"), py::arg("tune") = false);
   m.def("_compile_bytes", &compileBytes, py::arg("data"), py::arg("base_dir"),
         py::arg("threads"), py::arg("cpu"), py::arg("opt_level"), py::arg("cache"),
-        py::arg("dynamic_shapes"), py::arg("dim_bounds"));
+        py::arg("dynamic_shapes"), py::arg("dim_bounds"), py::arg("tune") = false);
   m.def("_compile_to_file", &compileToFile, py::arg("path"), py::arg("out"), py::arg("emit"),
         py::arg("target"), py::arg("cpu"), py::arg("opt_level"), py::arg("external_weights"));
   m.def("read_tensor", &readTensor, py::arg("path"),

@@ -213,6 +213,11 @@ public:
     /// device "cuda": the device time of the last run's kernels, from CUDA
     /// events (copies to and from the host excluded).
     double deviceMilliseconds = 0;
+    /// CompileOptions::tune: what the last tuned compile's tuning did
+    /// ("tuned 21 layers (3 from the cache) in 4.2 s: ..."), its seconds
+    /// (part of compileSeconds); empty and 0 without.
+    std::string tuning;
+    double tuningSeconds = 0;
   };
   Stats stats() const;
 
@@ -308,6 +313,9 @@ struct EmitOptions : CodegenOptions {
   /// and these options with the target resolved.
   bool cache = false;
   std::string cacheDir;
+  /// CodegenOptions::tune: the threads the layers are timed on, as the
+  /// compiled code will run (kilnc --tune-threads; 0: physical cores).
+  int tuneThreads = 0;
 };
 
 /// Compiles the model at `path` to the requested form. Text forms (kiln,

@@ -2,6 +2,7 @@
 #include "CompileHeap.h"
 #include "CompileCache.h"
 #include "Driver.h"
+#include "KernelTuning.h"
 #include "EmitCache.h"
 #include "ModelSource.h"
 
@@ -597,6 +598,8 @@ static Status emitBundleUncached(const LoadedModel &model, const EmitOptions &op
       LoweringOptions lowering;
       lowering.entryName = variant.entry;
       lowering.codegen = options;
+      if (Status s = tuneForEmit(*module, lowering, *tm, options, clock); !s.ok())
+        return fail(s);
       if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
           !s.ok()) {
         bool anyUnknown = false;

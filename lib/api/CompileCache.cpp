@@ -68,7 +68,7 @@ CacheKey &CacheKey::add(const std::vector<int64_t> &v) {
 
 CacheKey &CacheKey::add(const CodegenOptions &o) {
   add(o.optLevel).add(o.debugMemory ? 1 : 0).add(o.profile ? 1 : 0);
-  add(o.gpuTensorPassesOnCpu ? 1 : 0);
+  add(o.gpuTensorPassesOnCpu ? 1 : 0).add(o.tune ? 1 : 0);
   const GpuPassOptions &g = o.gpu;
   for (bool choice : {g.splitReductions, g.tileContractions, g.blockReductions,
                       g.vectorizeElementwise, g.mmaContractions, g.tf32})
@@ -122,7 +122,15 @@ CompileCache::CompileCache(std::string d, uint64_t max)
 static const char kMagic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
 
 static const char *extension(CompileCache::Kind kind) {
-  return kind == CompileCache::Kind::Code ? ".kjit" : ".ksig";
+  switch (kind) {
+  case CompileCache::Kind::Code:
+    return ".kjit";
+  case CompileCache::Kind::Signature:
+    return ".ksig";
+  case CompileCache::Kind::Tuning:
+    return ".ktune";
+  }
+  return ".kjit";
 }
 
 bool CompileCache::load(const std::string &key, std::shared_ptr<llvm::MemoryBuffer> &entry,
@@ -190,7 +198,8 @@ void CompileCache::store(const std::string &key, const std::string &payload, Kin
   std::vector<Entry> entries;
   uint64_t total = 0;
   for (const auto &e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".kjit" && e.path().extension() != ".ksig")
+    if (e.path().extension() != ".kjit" && e.path().extension() != ".ksig" &&
+        e.path().extension() != ".ktune")
       continue;
     std::error_code err;
     uint64_t size = e.file_size(err);

@@ -53,9 +53,10 @@ std::string defaultCacheDirectory();
 
 class CompileCache {
 public:
-  /// Compiled code (.kjit), or a model's declared signature (.ksig, see
-  /// ModelSource); both count against the size bound.
-  enum class Kind { Code, Signature };
+  /// Compiled code (.kjit), a model's declared signature (.ksig, see
+  /// ModelSource), or a layer's tuned kernel choice (.ktune, see
+  /// KernelTuning.h); all count against the size bound.
+  enum class Kind { Code, Signature, Tuning };
 
   /// `dir` empty: KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
   /// ~/.cache/kiln. maxBytes 0: KILN_CACHE_MAX_MB (default 2048) MiB.

@@ -1,5 +1,6 @@
 #include "CompileHeap.h"
 #include "Driver.h"
+#include "KernelTuning.h"
 #include "EmitCache.h"
 
 #include "kiln/Target/GpuTarget.h"
@@ -603,6 +604,8 @@ static Status emitUncached(const LoadedModel &model, const EmitOptions &options,
     LoweringOptions lowering;
     lowering.entryName = options.entryName;
     lowering.codegen = options;
+    if (Status s = tuneForEmit(*module, lowering, *tm, options, clock); !s.ok())
+      return s;
     if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
         !s.ok())
       return s;

@@ -47,6 +47,7 @@ EmitCache::EmitCache(const std::string &path, const EmitOptions &options) {
   for (const auto &[name, range] : options.dimBounds)
     k.add(name).add(std::vector<int64_t>{range.first, range.second});
   k.add(options.entryName).add(options.bundleName).add(options.externalWeights ? 1 : 0);
+  k.add(options.tune ? options.tuneThreads : -1);
   // A bundle's header names the model file.
   k.add(llvm::sys::path::filename(path).str());
   key = k.digest();

@@ -1,5 +1,6 @@
 // kiln::Model: the in-process JIT with a per-shape executable cache.
 #include "CompileCache.h"
+#include "KernelTuning.h"
 #include "CompileHeap.h"
 #include "CudaExecution.h"
 #include "Driver.h"
@@ -507,6 +508,16 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
   } else {
     LoweringOptions lowering;
     lowering.codegen = options;
+    if (options.tune) {
+      TuningReport report;
+      if (Status s = tuneModuleKernels(*module, lowering, *tm, runPool(), diskCache.get(),
+                                       RaceOptions(), report);
+          !s.ok())
+        return s;
+      stats.tuning = report.summary();
+      stats.tuningSeconds += report.seconds;
+      done(("tune kernels: " + stats.tuning).c_str());
+    }
     if (Status s = lower(*module, LowerTo::LLVMDialect, lowering);
         !s.ok())
       return s;
@@ -586,10 +597,10 @@ static std::unique_ptr<Model::Impl> makeImpl(const CompileOptions &options,
   }
   if (options.device == "cuda") {
     if (options.interpret || options.debugMemory || options.profile ||
-        !options.testPerturbNode.empty() || options.gpuTensorPassesOnCpu) {
+        !options.testPerturbNode.empty() || options.gpuTensorPassesOnCpu || options.tune) {
       if (error)
-        *error = "device cuda: interpret, debug memory, profiling, test perturbation and "
-                 "the GPU tensor passes on the CPU are CPU-only";
+        *error = "device cuda: interpret, debug memory, profiling, test perturbation, "
+                 "kernel tuning and the GPU tensor passes on the CPU are CPU-only";
       return nullptr;
     }
     if (Status s = openCudaDevice(0, impl->cuda); !s.ok()) {

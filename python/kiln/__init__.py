@@ -64,6 +64,13 @@ class Model:
         that takes them at run time, else one per set of input shapes."""
         return self._compiled._compilations()
 
+    @property
+    def tuning(self):
+        """compile(..., tune=True): what the last tuned compile's tuning did
+        (layers tuned or read from the cache, time, samples, a line per
+        layer); "" when none was tuned (or the code came from the cache)."""
+        return self._compiled._tuning()
+
     def run(self, output_names=None, input_feed=None, *args, **kwargs):
         """Runs the model and returns a list of arrays: the outputs named in
         `output_names`, or all of them for None.
@@ -102,7 +109,7 @@ class Model:
 
 
 def compile(model, threads=0, cpu="host", opt_level=3, cache=True, base_dir=None,
-            dynamic_shapes=True, dim_bounds=None):
+            dynamic_shapes=True, dim_bounds=None, tune=False):
     """Compiles an ONNX model: a path, or the model's bytes.
 
     threads: threads per run, the calling one included (0: the number of
@@ -115,14 +122,18 @@ def compile(model, threads=0, cpu="host", opt_level=3, cache=True, base_dir=None
     or False, compiles once per new set of input shapes instead. dim_bounds:
     {dim name: (least, greatest)} for dims the model names (ONNX dim_param),
     e.g. {"seq": (1, 512)}: run() raises ShapeError for inputs outside them,
-    before compiling or running anything."""
+    before compiling or running anything. tune: time each convolution
+    layer's candidate schedules on this machine (on `threads` threads) until
+    a confidence bound separates them, and compile with the winners; choices
+    are kept in the on-disk cache, keyed by CPU and layer (Model.tuning says
+    what the last tuned compile did)."""
     bounds = {str(k): (int(v[0]), int(v[1])) for k, v in (dim_bounds or {}).items()}
     if isinstance(model, (bytes, bytearray, memoryview)):
         compiled = _kiln._compile_bytes(bytes(model), base_dir or "", threads, cpu, opt_level,
-                                        cache, dynamic_shapes, bounds)
+                                        cache, dynamic_shapes, bounds, bool(tune))
     else:
         compiled = _kiln._compile_file(os.fspath(model), threads, cpu, opt_level, cache,
-                                       dynamic_shapes, bounds)
+                                       dynamic_shapes, bounds, bool(tune))
     return Model(compiled)
 
 

@@ -370,3 +370,38 @@ def test_table_sliced_past_its_end(tmp_path):
         (y,) = model.run(None, {"x": np.ones((1, n), np.float32)})
         np.testing.assert_array_equal(y, np.full((1, n), total, np.float32))
     assert model.compilations == 2
+
+
+SQUEEZENET = os.path.join(SHARED, "squeezenet1_1")
+
+
+@pytest.mark.skipif(not os.path.exists(SQUEEZENET), reason="no squeezenet1_1 at KILN_SHARED_MODELS")
+def test_tuned_compile_matches_reference_and_reuses_its_choices(tmp_path, monkeypatch):
+    """tune=True times each convolution layer's schedules on this machine;
+    whatever it picks, the outputs are ONNX Runtime's (the shared reference).
+    Its choices go to the compile cache: a second tuned compile (the compiled
+    code removed from the cache) reads every layer from there."""
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
+    data = os.path.join(SQUEEZENET, "test_data_set_0")
+    path = os.path.join(SQUEEZENET, "model.onnx")
+    tuned = kiln.compile(path, threads=2, tune=True)
+    feeds = {tuned.inputs[0].name: kiln.read_tensor(os.path.join(data, "input_0.pb"))}
+    want = kiln.read_tensor(os.path.join(data, "output_0.pb"))
+    np.testing.assert_allclose(tuned.run(None, feeds)[0], want, rtol=1e-3, atol=1e-4)
+    first = tuned.tuning.split("\n")
+    # SqueezeNet 1.1: 26 convolutions, 18 distinct layers (shape and
+    # epilogue); the 1000-class head's 13x13 map has 169 pixels, so every
+    # layer has more than one candidate.
+    assert first[0].startswith("tuned 18 layers (0 from the cache)"), first[0]
+    assert len(first) == 19
+    assert len(glob.glob(os.path.join(str(tmp_path), "**", "*.ktune"), recursive=True)) == 18
+    for code in glob.glob(os.path.join(str(tmp_path), "**", "*.kjit"), recursive=True):
+        os.remove(code)
+    again = kiln.compile(path, threads=2, tune=True)
+    np.testing.assert_allclose(again.run(None, feeds)[0], want, rtol=1e-3, atol=1e-4)
+    second = again.tuning.split("\n")
+    assert second[0].startswith("tuned 18 layers (18 from the cache)"), second[0]
+    # The same choices, layer by layer.
+    schedules = lambda lines: [line.split("schedule ")[1].split(" ")[0] for line in lines[1:]]
+    assert schedules(first) == schedules(second)
+    assert kiln.compile(path, threads=2).tuning == ""

@@ -146,6 +146,14 @@ struct Flags {
              "$XDG_CACHE_HOME/kiln or ~/.cache/kiln; size bound KILN_CACHE_MAX_MB, default "
              "2048)"),
     cl::cat(runCat)};
+  cl::opt<bool> tuneArg{
+    "tune",
+    cl::desc("Tune kernel choices on this machine: time each convolution layer's candidate "
+             "schedules at its real shape on --threads threads until a confidence bound "
+             "(empirical Bernstein, 95 %) separates them, and compile with the winners. "
+             "Choices are kept in the compile cache (keyed by CPU and layer), so a machine "
+             "tunes a layer once; prints what tuning did"),
+    cl::cat(runCat)};
   cl::opt<std::string> deviceArg{
     "device",
     cl::desc("Where the model runs (default cpu). cuda: the first NVIDIA GPU, through the driver "
@@ -159,7 +167,7 @@ struct Flags {
 } // namespace
 
 /// The names Flags registers.
-static const char *const kFlagNames[] = {"inputs", "input", "shape", "dim", "specialize", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "device"};
+static const char *const kFlagNames[] = {"inputs", "input", "shape", "dim", "specialize", "fill", "seed", "outputs", "npy", "check", "atol", "rtol", "bench", "threads", "mcpu", "O", "debug-memory", "check-finite", "verify", "interpret", "test-perturb-node", "gpu-tensor-passes", "gpu-split-reductions", "gpu-precision", "profile", "max-loop-iterations", "no-cache", "tune", "device"};
 
 static const char *kOverview =
     "kiln-run: compiles an ONNX model, runs it and prints a summary. Dims the model leaves\n"
@@ -170,7 +178,7 @@ static const char *kOverview =
     "           [--dim NAME=LO..HI]... [--specialize]\n"
     "           [--fill random|zeros] [--seed N] [--outputs DIR] [--npy] [--check DIR]\n"
     "           [--atol X] [--rtol Y] [--threads N] [--bench N] [--mcpu CPU] [-O0..-O3]\n"
-    "           [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache]\n"
+    "           [--debug-memory] [--check-finite] [--profile FILE.json] [--no-cache] [--tune]\n"
     "           [--verify] [--interpret] [--max-loop-iterations N] [--device cpu|cuda]\n\n"
     "Each graph input comes from, in this order: --input NAME=FILE; DIR/input_J.pb\n"
     "(J: its position among the graph inputs) when --inputs DIR is given; else it is\n"
@@ -336,6 +344,7 @@ int parseRunOptions(int argc, char **argv, RunOptions &o) {
     return usageError("--gpu-precision needs 'tf32' or 'fp32'");
   o.compile.gpu.tf32 = f.gpuPrecisionArg == "tf32";
   o.compile.cache = !f.noCacheArg;
+  o.compile.tune = f.tuneArg;
   if (f.mcpuArg.getNumOccurrences())
     o.compile.cpu = f.mcpuArg;
   o.checkFinite = f.checkFiniteArg;

@@ -417,6 +417,10 @@ static int kilnRunMain(int argc, char **argv) {
               o.modelPath.c_str(), ms(tLoaded - t0), ms(tCompiled - tLoaded),
               ms(tRan - tCompiled),
               !o.compile.cache ? "off" : model->stats().cacheHits ? "hit" : "miss");
+  if (o.compile.tune)
+    std::printf("tuning: %s\n", model->stats().tuning.empty()
+                                     ? "none (the compiled code came from the cache)"
+                                     : model->stats().tuning.c_str());
 
   int status = reportOutputs(o, *model, outputs);
   if (status < 0)

@@ -128,6 +128,19 @@ static cl::opt<std::string> gpuPrecision(
              "the default on sm_80 and later, as PyTorch's convolutions: inputs rounded to 10 "
              "mantissa bits, f32 sums) or with exact FP32 FMAs (fp32)"),
     cl::value_desc("tf32|fp32"), cl::init("tf32"), cl::cat(kilncCat));
+static cl::opt<bool> tune(
+    "tune",
+    cl::desc("Tune kernel choices on this machine (the host target only): time each "
+             "convolution layer's candidate schedules at its real shape on --tune-threads "
+             "threads until a confidence bound (empirical Bernstein, 95 %) separates them, and "
+             "compile with the winners. Choices are kept in the compile cache, keyed by CPU "
+             "and layer (with --no-cache, tuned afresh); -v prints what tuning did"),
+    cl::cat(kilncCat));
+static cl::opt<unsigned> tuneThreads(
+    "tune-threads",
+    cl::desc("--tune: the threads the layers are timed on, as the compiled code will run "
+             "(default 0: the number of physical cores)"),
+    cl::init(0), cl::cat(kilncCat));
 static cl::opt<bool> noCache(
     "no-cache",
     cl::desc("Compile afresh: neither read nor write the compile cache (KILN_CACHE_DIR, default "
@@ -381,6 +394,8 @@ static int kilncMain(int argc, char **argv) {
   }
 
   opts.cache = !noCache && !foreignOptionsGiven();
+  opts.tune = tune;
+  opts.tuneThreads = (int)tuneThreads;
   opts.profile = profileKernels;
   opts.gpu.splitReductions = gpuSplitReductions;
   opts.gpu.tileContractions = gpuTileContractions;

@@ -47,6 +47,13 @@ struct CodegenOptions : TargetOptions {
   /// The GPU path's optional passes (NVIDIA targets, and the emulation
   /// above).
   GpuPassOptions gpu;
+  /// Tune kernel choices on this machine (kilnc --tune, kiln-run --tune,
+  /// kiln.compile(..., tune=True)): each convolution layer's schedule is
+  /// timed at its real shape, on the threads a run uses, until a
+  /// confidence bound separates the candidates; choices are kept in the
+  /// compile cache keyed by CPU and layer, so each is paid for once. The
+  /// host's CPU only. Off: the kernels' own heuristics.
+  bool tune = false;
 };
 
 } // namespace kiln

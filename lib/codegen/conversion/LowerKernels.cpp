@@ -330,6 +330,28 @@ struct ConvRuntimeDims {
   explicit operator bool() const { return n || h || w || oh || ow; }
 };
 
+/// The tuned schedule of a convolution layer (kKernelChoicesAttr; 0: the
+/// kernel's heuristic), after listing the layer in kKernelLayersAttr.
+int64_t tunedConvSchedule(OpBuilder &b, const kiln_conv2d_params &params) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  if (!module)
+    return 0;
+  std::string name = kConvLayerPrefix;
+  llvm::raw_string_ostream os(name);
+  llvm::interleave(fields(params), os, ",");
+  StringAttr key = b.getStringAttr(name);
+  SmallVector<Attribute> layers;
+  if (auto listed = module->getAttrOfType<ArrayAttr>(kKernelLayersAttr))
+    layers.assign(listed.begin(), listed.end());
+  if (!llvm::is_contained(layers, key)) {
+    layers.push_back(key);
+    module->setAttr(kKernelLayersAttr, b.getArrayAttr(layers));
+  }
+  auto choices = module->getAttrOfType<DictionaryAttr>(kKernelChoicesAttr);
+  auto choice = choices ? choices.getAs<IntegerAttr>(key) : IntegerAttr();
+  return choice ? choice.getInt() & KILN_CONV_SCHEDULE_BITS : 0;
+}
+
 /// Emits a convolution kernel call; shared by conv2d_nhwc and by matrix
 /// products with a constant right operand (1x1 convolutions over rows).
 /// `runtime` (with `dynamicSizes`, the result's): dims known only at run
@@ -350,6 +372,10 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                             s.kw,         strides[0],   strides[1],  pads[0],
                             pads[1],      dilations[0], dilations[1], s.groups,
                             (residual ? KILN_CONV_HAS_RESIDUAL : 0) | (gelu ? KILN_CONV_GELU : 0)};
+  // Layers compiled once for every shape keep the heuristic: a schedule
+  // tuned at one shape says little about the others.
+  if (!depthwise && !runtimeDims)
+    params.flags |= tunedConvSchedule(b, params);
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   SmallVector<std::pair<unsigned, Value>> runtime;
   for (auto [field, v] : {std::pair{offsetof(kiln_conv2d_params, n), runtimeDims.n},
@@ -1131,6 +1157,18 @@ bool dynamicPoolSupported(Operation *pool) {
     return false;
   return (!in.isDynamicDim(0) || sameDims(pool->getOperand(0), pool->getResult(0), 1)) &&
          hasRuntimeDims(pool->getOperand(0)) && hasRuntimeDims(pool->getResult(0));
+}
+
+bool parseConvLayerName(StringRef name, int64_t (&fields)[17]) {
+  if (!name.consume_front(kConvLayerPrefix))
+    return false;
+  for (int i = 0; i < 17; ++i) {
+    auto [field, rest] = name.split(',');
+    if (field.getAsInteger(10, fields[i]) || (i < 16 && rest.empty()))
+      return false;
+    name = rest;
+  }
+  return name.empty();
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {

@@ -80,6 +80,38 @@ static bool linkAvx2Bitcode(llvm::Module &module, std::string &error) {
   return true;
 }
 
+// The runtime's compiled kernels for the host (runtime/kernels/CMakeLists.txt).
+// Only their addresses are taken here, so one prototype serves them all.
+#if defined(__x86_64__)
+#define KILN_KERNEL_DECLARE(name)                                                          \
+  extern "C" void name##__avx512();                                                        \
+  extern "C" void name##__avx2();
+#define KILN_KERNEL_ENTRY(name)                                                            \
+  {#name "__avx512", (void *)&name##__avx512}, {#name "__avx2", (void *)&name##__avx2},
+#elif defined(__aarch64__)
+#define KILN_KERNEL_DECLARE(name) extern "C" void name##__neon();
+#define KILN_KERNEL_ENTRY(name) {#name "__neon", (void *)&name##__neon},
+#else
+#error "no microkernels for this host"
+#endif
+KILN_KERNEL_ENTRIES(KILN_KERNEL_DECLARE)
+static const HostKernel kHostKernels[] = {KILN_KERNEL_ENTRIES(KILN_KERNEL_ENTRY)};
+#undef KILN_KERNEL_DECLARE
+#undef KILN_KERNEL_ENTRY
+
+llvm::ArrayRef<HostKernel> hostKernels() { return kHostKernels; }
+
+void *hostKernelAddress(llvm::StringRef entry, const llvm::TargetMachine &tm) {
+  llvm::StringRef variant = runtimeVariant(tm);
+  if (variant.empty())
+    return nullptr;
+  std::string name = (entry + "__" + variant).str();
+  for (const HostKernel &kernel : kHostKernels)
+    if (name == kernel.name)
+      return kernel.address;
+  return nullptr;
+}
+
 bool linkKernelLibrary(llvm::Module &module, const llvm::TargetMachine &tm, std::string &error) {
   llvm::SmallVector<llvm::Function *> calls;
   for (llvm::Function &f : module)

@@ -312,30 +312,6 @@ bool emitMachineCode(llvm::Module &module, llvm::TargetMachine &tm, bool assembl
   return true;
 }
 
-// The runtime's compiled kernels for the host (runtime/kernels/CMakeLists.txt).
-// Only their addresses are taken here, so one prototype serves them all.
-#if defined(__x86_64__)
-#define KILN_KERNEL_DECLARE(name)                                                          \
-  extern "C" void name##__avx512();                                                        \
-  extern "C" void name##__avx2();
-#define KILN_KERNEL_ENTRY(name)                                                            \
-  {#name "__avx512", (void *)&name##__avx512}, {#name "__avx2", (void *)&name##__avx2},
-#elif defined(__aarch64__)
-#define KILN_KERNEL_DECLARE(name) extern "C" void name##__neon();
-#define KILN_KERNEL_ENTRY(name) {#name "__neon", (void *)&name##__neon},
-#else
-#error "no microkernels for this host"
-#endif
-KILN_KERNEL_ENTRIES(KILN_KERNEL_DECLARE)
-namespace {
-struct RuntimeKernel {
-  const char *name;
-  void *address;
-};
-const RuntimeKernel kRuntimeKernels[] = {KILN_KERNEL_ENTRIES(KILN_KERNEL_ENTRY)};
-#undef KILN_KERNEL_DECLARE
-#undef KILN_KERNEL_ENTRY
-} // namespace
 
 /// An LLJIT for the host with libm/libc, kiln_parallel_for and `pool`'s
 /// constants defined.
@@ -388,7 +364,7 @@ static std::unique_ptr<llvm::orc::LLJIT> createJit(const TargetOptions &options,
   symbols[(*jit)->mangleAndIntern("_mlir_memref_to_llvm_free")] = {
       llvm::orc::ExecutorAddr::fromPtr(&_mlir_memref_to_llvm_free),
       llvm::JITSymbolFlags::Exported};
-  for (const RuntimeKernel &kernel : kRuntimeKernels)
+  for (const HostKernel &kernel : hostKernels())
     symbols[(*jit)->mangleAndIntern(kernel.name)] = {
         llvm::orc::ExecutorAddr::fromPtr(kernel.address), llvm::JITSymbolFlags::Exported};
   if (pool)
