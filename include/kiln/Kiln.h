@@ -213,9 +213,10 @@ public:
     /// device "cuda": the device time of the last run's kernels, from CUDA
     /// events (copies to and from the host excluded).
     double deviceMilliseconds = 0;
-    /// CompileOptions::tune: what the last tuned compile's tuning did
-    /// ("tuned 21 layers (3 from the cache) in 4.2 s: ..."), its seconds
-    /// (part of compileSeconds); empty and 0 without.
+    /// CompileOptions::tune: what the last compile's tuning did ("tuned 21
+    /// layers (3 from the cache) in 4.2 s: ...", then a line per layer);
+    /// empty when it was not tuned or its code came from the cache.
+    /// tuningSeconds: the total over all compilations.
     std::string tuning;
     double tuningSeconds = 0;
   };

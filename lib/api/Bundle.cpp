@@ -709,6 +709,8 @@ Status emitBundle(const std::string &path, const EmitOptions &options, Bundle &o
   EmitOptions checked = options;
   if (Status s = resolveGpuTarget(checked); !s.ok())
     return s;
+  if (Status s = checkTuneOptions(checked); !s.ok())
+    return s;
   StageClock clock(options.progress);
   EmitCache cache(path, checked);
   if (cache.load({&out.object, &out.header, &out.weights})) {

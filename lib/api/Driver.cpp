@@ -631,6 +631,8 @@ Status emit(const std::string &path, const EmitOptions &givenOptions, std::strin
   EmitOptions options = givenOptions;
   if (Status s = resolveGpuTarget(options); !s.ok())
     return s;
+  if (Status s = checkTuneOptions(options); !s.ok())
+    return s;
   StageClock clock(options.progress);
   EmitCache cache(path, options);
   if (cache.load({&out})) {

@@ -122,9 +122,9 @@ TunedLayer tuneConvLayer(const std::string &name, const int64_t (&fields)[17], C
   auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < candidates.size(); ++i)
     call(i);
-  double perCall = secondsSince(start) / candidates.size();
+  double perCall = std::max(secondsSince(start) / candidates.size(), 1e-7);
   RaceOptions race = options;
-  int fits = (int)(kLayerSeconds / (perCall * kCallsPerSample * candidates.size() + 1e-12));
+  int fits = (int)std::min(1e6, kLayerSeconds / (perCall * kCallsPerSample * candidates.size()));
   race.maxSamples = std::clamp(fits, options.minSamples, options.maxSamples);
   RaceResult r = raceCandidates(
       (int)candidates.size(), 0,
@@ -244,11 +244,13 @@ std::string TuningReport::summary() const {
 }
 
 Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
-                         const llvm::TargetMachine &tm, kiln_thread_pool *pool,
-                         const CompileCache *cache, const RaceOptions &race,
-                         TuningReport &report) {
+                         const llvm::TargetMachine &tm, int threads, const CompileCache *cache,
+                         const RaceOptions &race, TuningReport &report) {
   auto start = std::chrono::steady_clock::now();
+  if (threads < 1)
+    threads = kiln_default_num_threads();
   mlir::OwningOpRef<mlir::ModuleOp> probe(module.clone());
+  (*probe)->removeAttr(codegen::kKernelLayersAttr);
   if (Status s = lower(*probe, LowerTo::Linalg, options); !s.ok())
     return s;
   auto listed = (*probe)->getAttrOfType<mlir::ArrayAttr>(codegen::kKernelLayersAttr);
@@ -261,9 +263,12 @@ Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
                          "--tune: the runtime has no " + std::string(kernelName) +
                              " this machine can run for the target CPU '" +
                              tm.getTargetCPU().str() + "'; tuning needs the host as the target");
-  // Timed as a run would call them: on `pool`'s threads.
-  kiln_thread_pool *previous = kiln_thread_pool_attach(pool);
-  int threads = pool ? kiln_thread_pool_size(pool) : 1;
+  // Timed as a run would call them, on `threads` threads, of a pool of
+  // the tuner's own: the runtime's shared one may be busy with another
+  // thread's runs, and kiln_parallel_for would then run the layer serially.
+  std::unique_ptr<kiln_thread_pool, void (*)(kiln_thread_pool *)> pool(
+      threads > 1 ? kiln_thread_pool_create(threads) : nullptr, kiln_thread_pool_free);
+  kiln_thread_pool *previous = kiln_thread_pool_attach(pool.get());
   mlir::Builder b(module.getContext());
   llvm::SmallVector<mlir::NamedAttribute> choices;
   for (mlir::Attribute a : listed) {
@@ -283,7 +288,8 @@ Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
       t = tuneConvLayer(name, fields, kernel, race);
       report.samples += t.samples;
       report.calls += t.calls;
-      report.baselineSamples += kBaselineSamples * t.candidates;
+      if (t.candidates > 1) // a layer with one candidate is not raced
+        report.baselineSamples += kBaselineSamples * t.candidates;
       if (cache)
         cache->store(key, serialize(t), CompileCache::Kind::Tuning);
     }
@@ -298,11 +304,16 @@ Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
   return {};
 }
 
-Status tuneForEmit(mlir::ModuleOp module, const LoweringOptions &lowering,
-                   const llvm::TargetMachine &tm, const EmitOptions &options,
-                   StageClock &clock) {
+Status checkTuneOptions(const EmitOptions &options) {
   if (!options.tune)
     return {};
+  if (options.gpuTensorPassesOnCpu)
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "--tune tunes the CPU kernels, which the GPU tensor passes do not call");
+  if (options.kind != EmitKind::LLVMIR && options.kind != EmitKind::Assembly &&
+      options.kind != EmitKind::Object && options.kind != EmitKind::Bundle)
+    return Status::error(KILN_INVALID_ARGUMENT,
+                         "--tune applies to compiled CPU code (--emit=llvm, asm, obj or bundle)");
   bool host = (options.triple.empty() ||
                llvm::Triple(options.triple).normalize() ==
                    llvm::Triple(llvm::sys::getDefaultTargetTriple()).normalize()) &&
@@ -314,18 +325,22 @@ Status tuneForEmit(mlir::ModuleOp module, const LoweringOptions &lowering,
   if (options.tuneThreads < 0)
     return Status::error(KILN_INVALID_ARGUMENT,
                          "the tuning thread count must be 0 (physical cores) or more");
-  std::unique_ptr<kiln_thread_pool, void (*)(kiln_thread_pool *)> own(nullptr,
-                                                                      kiln_thread_pool_free);
-  kiln_thread_pool *pool = kiln_default_thread_pool();
-  if (options.tuneThreads == 1)
-    pool = nullptr;
-  else if (options.tuneThreads > 1)
-    pool = (own.reset(kiln_thread_pool_create(options.tuneThreads)), own.get());
+  return {};
+}
+
+Status tuneForEmit(mlir::ModuleOp module, const LoweringOptions &lowering,
+                   const llvm::TargetMachine &tm, const EmitOptions &options,
+                   StageClock &clock) {
+  if (!options.tune)
+    return {};
+  if (Status s = checkTuneOptions(options); !s.ok())
+    return s;
   std::unique_ptr<CompileCache> cache;
   if (options.cache)
     cache = std::make_unique<CompileCache>(options.cacheDir);
   TuningReport report;
-  if (Status s = tuneModuleKernels(module, lowering, tm, pool, cache.get(), RaceOptions(), report);
+  if (Status s = tuneModuleKernels(module, lowering, tm, options.tuneThreads, cache.get(),
+                                   RaceOptions(), report);
       !s.ok())
     return s;
   clock.done("tune kernels: " + report.summary());

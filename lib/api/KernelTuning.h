@@ -23,8 +23,6 @@ class TargetMachine;
 namespace mlir {
 class ModuleOp;
 }
-struct kiln_thread_pool;
-
 namespace kiln {
 
 class CompileCache;
@@ -65,13 +63,18 @@ struct TuningReport {
 
 /// Runs `options`' lowering to linalg on a copy of `module` (which lists
 /// the tunable layers), tunes each layer on this machine through the
-/// runtime's kernels, with `pool` attached as a run would have it, and sets
-/// the choices that differ from the default as `module`'s
-/// kKernelChoicesAttr. `cache` (may be null) keeps and supplies choices.
+/// runtime's kernels on `threads` threads (0: physical cores) as a run
+/// would call them, and sets the choices that differ from the default as
+/// `module`'s kKernelChoicesAttr. `cache` (may be null) keeps and supplies
+/// choices.
 Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
-                         const llvm::TargetMachine &tm, kiln_thread_pool *pool,
-                         const CompileCache *cache, const RaceOptions &race,
-                         TuningReport &report);
+                         const llvm::TargetMachine &tm, int threads, const CompileCache *cache,
+                         const RaceOptions &race, TuningReport &report);
+
+/// Whether EmitOptions::tune can apply: compiled CPU code (llvm, asm, obj,
+/// bundle) for this machine. emit and emitBundle check it first, so that a
+/// wrong target fails before the lowering.
+Status checkTuneOptions(const EmitOptions &options);
 
 /// EmitOptions::tune (kilnc --tune, bundles): tuneModuleKernels on the
 /// host, timed on EmitOptions::tuneThreads threads, with the compile cache

@@ -331,6 +331,9 @@ std::string Model::Impl::diskKey(const Layout &layout, const Shapes &shapes,
   for (const auto &[index, bytes] : values)
     key.add((int64_t)index).add(bytes);
   key.add(static_cast<const CodegenOptions &>(options));
+  // Tuned code is tuned for a thread count (0: physical cores).
+  key.add(options.tune ? (options.numThreads ? options.numThreads : kiln_default_num_threads())
+                       : -1);
   key.add(tm.getTargetTriple().str()).add(tm.getTargetCPU().str())
       .add(tm.getTargetFeatureString().str());
   return key.digest();
@@ -392,6 +395,7 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     last = now;
     CompileHeapScope::grown();
   };
+  stats.tuning.clear(); // the last compile's (none when its code is cached)
   std::string error;
   const TargetOptions &to = options; // the host: makeImpl refuses a triple
   auto tm = createTargetMachine(to, error);
@@ -510,8 +514,8 @@ Status Model::Impl::compileNow(const Layout &layout, const Shapes &shapes,
     lowering.codegen = options;
     if (options.tune) {
       TuningReport report;
-      if (Status s = tuneModuleKernels(*module, lowering, *tm, runPool(), diskCache.get(),
-                                       RaceOptions(), report);
+      if (Status s = tuneModuleKernels(*module, lowering, *tm, options.numThreads,
+                                       diskCache.get(), RaceOptions(), report);
           !s.ok())
         return s;
       stats.tuning = report.summary();
@@ -590,6 +594,12 @@ static std::unique_ptr<Model::Impl> makeImpl(const CompileOptions &options,
     impl->pool.reset(kiln_thread_pool_create(options.numThreads));
   if (options.cache)
     impl->diskCache = std::make_unique<CompileCache>(options.cacheDir);
+  if (options.tune && (options.interpret || options.gpuTensorPassesOnCpu)) {
+    if (error)
+      *error = "tune tunes the CPU kernels, which the interpreter and the GPU tensor passes "
+               "do not call";
+    return nullptr;
+  }
   if (options.device != "cpu" && options.device != "cuda") {
     if (error)
       *error = "unknown device '" + options.device + "': give cpu or cuda";

@@ -33,6 +33,23 @@ struct Stats {
 };
 } // namespace
 
+std::vector<int> raceCheckpoints(const RaceOptions &options) {
+  int maxSamples = std::max(options.maxSamples, 2);
+  int minSamples = std::clamp(options.minSamples, 2, maxSamples);
+  // Few looks, so that the union bound costs little (8 up to 50 samples:
+  // ln(4 x 2 x 8 / 0.05) = 6.5, against 8.3 for a look at every round).
+  std::vector<int> checkpoints;
+  for (double n = minSamples; n < maxSamples; n *= 1.4)
+    if (checkpoints.empty() || (int)n > checkpoints.back())
+      checkpoints.push_back((int)n);
+  checkpoints.push_back(maxSamples);
+  return checkpoints;
+}
+
+double raceLevel(int count, const RaceOptions &options) {
+  return options.delta / ((double)std::max(count, 1) * raceCheckpoints(options).size());
+}
+
 RaceResult raceCandidates(int count, int defaultIndex, const std::function<double(int)> &sample,
                           const RaceOptions &options) {
   RaceResult result;
@@ -48,20 +65,9 @@ RaceResult raceCandidates(int count, int defaultIndex, const std::function<doubl
   }
   int maxSamples = std::max(options.maxSamples, 2);
   int minSamples = std::clamp(options.minSamples, 2, maxSamples);
-  // The rounds at which the race looks: few, so that the union bound
-  // costs little (8 checkpoints up to 50 samples: ln(4 x 2 x 8 / 0.05)
-  // = 7.2, against 8.6 for a look at every round).
-  std::vector<int> checkpoints;
-  for (double n = minSamples; n < maxSamples; n *= 1.4)
-    if (checkpoints.empty() || (int)n > checkpoints.back())
-      checkpoints.push_back((int)n);
-  checkpoints.push_back(maxSamples);
-  // Every interval at this level: union bound over the candidates and
-  // the checkpoints.
-  double level = options.delta / ((double)count * checkpoints.size());
+  std::vector<int> checkpoints = raceCheckpoints(options);
+  double level = raceLevel(count, options);
   std::vector<Stats> stats(count);
-  std::vector<std::vector<double>> pilot(count);
-  std::vector<double> cap(count, std::numeric_limits<double>::infinity());
   std::vector<int> alive(count);
   for (int i = 0; i < count; ++i)
     alive[i] = i;
@@ -77,23 +83,8 @@ RaceResult raceCandidates(int count, int defaultIndex, const std::function<doubl
   };
   bool equivalent = false;
   for (int round = 1; round <= maxSamples && alive.size() > 1; ++round) {
-    for (int i : alive) {
-      double t = sample(i);
-      if (round <= minSamples) {
-        pilot[i].push_back(t);
-        if (round < minSamples)
-          continue;
-        // The pilot's median sets the clip; the pilot is counted clipped.
-        std::vector<double> sorted = pilot[i];
-        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-        if (options.clip > 1)
-          cap[i] = options.clip * sorted[sorted.size() / 2];
-        for (double p : pilot[i])
-          stats[i].add(std::min(p, cap[i]));
-        continue;
-      }
-      stats[i].add(std::min(t, cap[i]));
-    }
+    for (int i : alive)
+      stats[i].add(sample(i));
     if (!std::binary_search(checkpoints.begin(), checkpoints.end(), round))
       continue;
     // The best upper bound: any candidate whose lower bound is above it is

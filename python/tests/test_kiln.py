@@ -380,7 +380,8 @@ def test_tuned_compile_matches_reference_and_reuses_its_choices(tmp_path, monkey
     """tune=True times each convolution layer's schedules on this machine;
     whatever it picks, the outputs are ONNX Runtime's (the shared reference).
     Its choices go to the compile cache: a second tuned compile (the compiled
-    code removed from the cache) reads every layer from there."""
+    code removed from the cache) reads every layer from there; a compile for
+    another thread count tunes afresh."""
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
     data = os.path.join(SQUEEZENET, "test_data_set_0")
     path = os.path.join(SQUEEZENET, "model.onnx")
@@ -405,3 +406,7 @@ def test_tuned_compile_matches_reference_and_reuses_its_choices(tmp_path, monkey
     schedules = lambda lines: [line.split("schedule ")[1].split(" ")[0] for line in lines[1:]]
     assert schedules(first) == schedules(second)
     assert kiln.compile(path, threads=2).tuning == ""
+    # Another thread count is another tuning (and other compiled code).
+    one = kiln.compile(path, threads=1, tune=True)
+    np.testing.assert_allclose(one.run(None, feeds)[0], want, rtol=1e-3, atol=1e-4)
+    assert one.tuning.startswith("tuned 18 layers (0 from the cache)"), one.tuning

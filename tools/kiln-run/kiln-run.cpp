@@ -419,7 +419,7 @@ static int kilnRunMain(int argc, char **argv) {
               !o.compile.cache ? "off" : model->stats().cacheHits ? "hit" : "miss");
   if (o.compile.tune)
     std::printf("tuning: %s\n", model->stats().tuning.empty()
-                                     ? "none (the compiled code came from the cache)"
+                                     ? "none this time (the compiled code came from the cache)"
                                      : model->stats().tuning.c_str());
 
   int status = reportOutputs(o, *model, outputs);

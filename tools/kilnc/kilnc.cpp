@@ -396,6 +396,10 @@ static int kilncMain(int argc, char **argv) {
   opts.cache = !noCache && !foreignOptionsGiven();
   opts.tune = tune;
   opts.tuneThreads = (int)tuneThreads;
+  if (tuneThreads.getNumOccurrences() && !tune) {
+    llvm::errs() << "kilnc: error: --tune-threads applies with --tune\n";
+    return 2;
+  }
   opts.profile = profileKernels;
   opts.gpu.splitReductions = gpuSplitReductions;
   opts.gpu.tileContractions = gpuTileContractions;

@@ -12,11 +12,13 @@
 namespace kiln {
 
 struct RaceOptions {
-  /// The race's answer is wrong with probability at most delta: a
-  /// candidate is dropped only when its confidence interval lies wholly
-  /// above another's, every interval holding at level 1 - delta / (count x
-  /// checkpoints) (a union bound over candidates and the rounds at which
-  /// the race looks, so the guarantee holds whenever it stops).
+  /// The race's error rate: a candidate is dropped only when its
+  /// confidence interval lies wholly above another's, every interval at
+  /// level 1 - delta / (count x checkpoints) (raceLevel: a union bound over
+  /// the candidates and the rounds at which the race looks). The bound
+  /// holds for samples within a range known in advance; timings have none,
+  /// so the range used is the one observed (see raceCandidates), and delta
+  /// is the nominal rate, which the unit tests check on simulated timings.
   double delta = 0.05;
   /// Candidates whose intervals still overlap when sampling stops are
   /// equivalent: the default one wins if it is among them (a tuned layer
@@ -27,18 +29,11 @@ struct RaceOptions {
   /// choice, however certain the difference.
   double epsilon = 0.02;
   /// Samples of every candidate before any decision (the intervals' range
-  /// term needs a few; their median sets the candidate's clip, below).
+  /// term needs a few).
   int minSamples = 5;
   /// The budget: samples of one candidate at most (half a fixed-sample
   /// baseline's 100).
   int maxSamples = 50;
-  /// A sample above clip x the median of the candidate's first minSamples
-  /// is counted as that much: a preempted run (3x slower, say) would
-  /// otherwise widen the candidate's range, and so its interval, for the
-  /// rest of the race. The race compares the means of the clipped times;
-  /// every candidate is clipped alike, and interleaving gives them the
-  /// same share of spikes.
-  double clip = 1.2;
 };
 
 struct RaceResult {
@@ -66,11 +61,18 @@ double empiricalBernsteinRadius(double variance, double range, int n, double del
 /// budget) it drops every candidate whose empirical-Bernstein interval
 /// lies above the best one's. Stops when one survives, when the survivors
 /// are within epsilon, or at the budget. `sample(i)` times candidate i
-/// once. The range in each interval is the candidate's observed range of
-/// clipped samples: timings have no a-priori bound (a wider range only
-/// delays decisions).
+/// once; a caller whose timings have spikes should make a sample robust
+/// itself (the tuner's is the median of three calls). The range in each
+/// interval is the candidate's observed range (max - min of its samples):
+/// a spike widens it, which only delays decisions.
 RaceResult raceCandidates(int count, int defaultIndex, const std::function<double(int)> &sample,
                           const RaceOptions &options = {});
+
+/// The rounds after which the race looks (minSamples, then every 1.4x
+/// more, and maxSamples), and the level of each interval for `count`
+/// candidates: delta / (count x checkpoints).
+std::vector<int> raceCheckpoints(const RaceOptions &options);
+double raceLevel(int count, const RaceOptions &options);
 
 } // namespace kiln
 

@@ -1168,7 +1168,13 @@ bool parseConvLayerName(StringRef name, int64_t (&fields)[17]) {
       return false;
     name = rest;
   }
-  return name.empty();
+  // A block the kernel can run: sizes, window and strides of at least 1,
+  // channels split evenly into the groups.
+  for (int i : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 14, 15})
+    if (fields[i] < 1)
+      return false;
+  return name.empty() && fields[11] >= 0 && fields[12] >= 0 && fields[3] % fields[15] == 0 &&
+         fields[6] % fields[15] == 0;
 }
 
 void populateKernelLoweringPatterns(RewritePatternSet &patterns) {
