@@ -250,11 +250,17 @@ Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
   if (threads < 1)
     threads = kiln_default_num_threads();
   mlir::OwningOpRef<mlir::ModuleOp> probe(module.clone());
-  (*probe)->removeAttr(codegen::kKernelLayersAttr);
   if (Status s = lower(*probe, LowerTo::Linalg, options); !s.ok())
     return s;
-  auto listed = (*probe)->getAttrOfType<mlir::ArrayAttr>(codegen::kKernelLayersAttr);
-  if (!listed)
+  // The tunable layers, each once, in the order the model calls them.
+  std::vector<std::string> listed;
+  (*probe)->walk([&](mlir::Operation *op) {
+    if (auto name = op->getAttrOfType<mlir::StringAttr>(codegen::kKernelLayerAttr))
+      if (std::find(listed.begin(), listed.end(), name.str()) == listed.end())
+        listed.push_back(name.str());
+  });
+  probe = nullptr;
+  if (listed.empty())
     return {};
   const char *kernelName = "kiln_conv2d_nhwc_f32";
   auto kernel = reinterpret_cast<ConvKernel>(hostKernelAddress(kernelName, tm));
@@ -271,8 +277,7 @@ Status tuneModuleKernels(mlir::ModuleOp module, const LoweringOptions &options,
   kiln_thread_pool *previous = kiln_thread_pool_attach(pool.get());
   mlir::Builder b(module.getContext());
   llvm::SmallVector<mlir::NamedAttribute> choices;
-  for (mlir::Attribute a : listed) {
-    std::string name = llvm::cast<mlir::StringAttr>(a).str();
+  for (const std::string &name : listed) {
     int64_t fields[17];
     if (!codegen::parseConvLayerName(name, fields))
       continue;

@@ -13,7 +13,6 @@
 #include "kiln/Support/Status.h"
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -31,7 +30,7 @@ struct EmitOptions;
 struct LoweringOptions;
 
 struct TunedLayer {
-  std::string layer;    ///< its name (kKernelLayersAttr)
+  std::string layer;    ///< its name (kKernelLayerAttr)
   int64_t schedule = 0; ///< the chosen KILN_CONV_SCHEDULE_BITS; 0: the default
   bool cached = false;  ///< read from the cache, not timed now
   bool separated = false; ///< the choice beat every other with confidence
@@ -61,7 +60,7 @@ struct TuningReport {
   std::string summary() const;
 };
 
-/// Runs `options`' lowering to linalg on a copy of `module` (which lists
+/// Runs `options`' lowering to linalg on a copy of `module` (which marks
 /// the tunable layers), tunes each layer on this machine through the
 /// runtime's kernels on `threads` threads (0: physical cores) as a run
 /// would call them, and sets the choices that differ from the default as

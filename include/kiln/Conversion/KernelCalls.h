@@ -36,12 +36,12 @@ bool dynamicPoolSupported(mlir::Operation *pool);
 /// Kernel choices tuned per layer (lib/api/KernelTuning.cpp). A layer is
 /// named by its kernel and parameter block ("conv2d_nhwc_f32:n,h,w,c,oh,ow,
 /// oc,kh,kw,sh,sw,ph,pw,dh,dw,groups,flags", the flags without schedule
-/// bits). The lowering lists every tunable layer it emits in the module's
-/// `kiln.kernel_layers` (an array of those names, each once), and ORs the
-/// schedule a module's `kiln.kernel_choices` dictionary gives a name (an
-/// i64 of KILN_CONV_SCHEDULE_BITS) into that layer's flags. Layers whose
-/// shapes are known only at run time are not tunable.
-inline constexpr const char *kKernelLayersAttr = "kiln.kernel_layers";
+/// bits). The lowering marks every tunable layer's kiln.call_kernel with
+/// its name (`kiln.kernel_layer`), and ORs the schedule the module's
+/// `kiln.kernel_choices` dictionary gives that name (an i64 of
+/// KILN_CONV_SCHEDULE_BITS) into the layer's flags. Layers whose shapes
+/// are known only at run time are not tunable.
+inline constexpr const char *kKernelLayerAttr = "kiln.kernel_layer";
 inline constexpr const char *kKernelChoicesAttr = "kiln.kernel_choices";
 inline constexpr const char *kConvLayerPrefix = "conv2d_nhwc_f32:";
 /// The 17 fields of a kiln_conv2d_params from a layer's name, or false.

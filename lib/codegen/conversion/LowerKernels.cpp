@@ -330,26 +330,19 @@ struct ConvRuntimeDims {
   explicit operator bool() const { return n || h || w || oh || ow; }
 };
 
-/// The tuned schedule of a convolution layer (kKernelChoicesAttr; 0: the
-/// kernel's heuristic), after listing the layer in kKernelLayersAttr.
-int64_t tunedConvSchedule(OpBuilder &b, const kiln_conv2d_params &params) {
-  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  if (!module)
-    return 0;
+/// A convolution layer's name (kKernelLayerAttr) and its tuned schedule
+/// (kKernelChoicesAttr; 0: the kernel's heuristic).
+std::pair<StringAttr, int64_t> tunedConvSchedule(OpBuilder &b,
+                                                 const kiln_conv2d_params &params) {
   std::string name = kConvLayerPrefix;
   llvm::raw_string_ostream os(name);
   llvm::interleave(fields(params), os, ",");
   StringAttr key = b.getStringAttr(name);
-  SmallVector<Attribute> layers;
-  if (auto listed = module->getAttrOfType<ArrayAttr>(kKernelLayersAttr))
-    layers.assign(listed.begin(), listed.end());
-  if (!llvm::is_contained(layers, key)) {
-    layers.push_back(key);
-    module->setAttr(kKernelLayersAttr, b.getArrayAttr(layers));
-  }
-  auto choices = module->getAttrOfType<DictionaryAttr>(kKernelChoicesAttr);
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  auto choices = module ? module->getAttrOfType<DictionaryAttr>(kKernelChoicesAttr)
+                        : DictionaryAttr();
   auto choice = choices ? choices.getAs<IntegerAttr>(key) : IntegerAttr();
-  return choice ? choice.getInt() & KILN_CONV_SCHEDULE_BITS : 0;
+  return {key, choice ? choice.getInt() & KILN_CONV_SCHEDULE_BITS : 0};
 }
 
 /// Emits a convolution kernel call; shared by conv2d_nhwc and by matrix
@@ -374,8 +367,12 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                             (residual ? KILN_CONV_HAS_RESIDUAL : 0) | (gelu ? KILN_CONV_GELU : 0)};
   // Layers compiled once for every shape keep the heuristic: a schedule
   // tuned at one shape says little about the others.
-  if (!depthwise && !runtimeDims)
-    params.flags |= tunedConvSchedule(b, params);
+  StringAttr layer;
+  if (!depthwise && !runtimeDims) {
+    auto [name, schedule] = tunedConvSchedule(b, params);
+    layer = name;
+    params.flags |= schedule;
+  }
   Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
   SmallVector<std::pair<unsigned, Value>> runtime;
   for (auto [field, v] : {std::pair{offsetof(kiln_conv2d_params, n), runtimeDims.n},
@@ -392,8 +389,11 @@ Value emitConv(OpBuilder &b, Location loc, const ConvShape &s, ArrayRef<int64_t>
                           strideSlot(b, loc)};
   // Input and output may be channel slices of concatenations (args 7, 8).
   int64_t flops = 2 * s.n * s.oh * s.ow * s.oc * s.kh * s.kw * (s.c / s.groups);
-  return callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
-                        {1, 7, -1, 8}, runtimeDims ? 0 : flops, dynamicSizes);
+  Value result = callWithResult(b, loc, depthwise ? kDwConv : kConv, resultType, args, 5,
+                                {1, 7, -1, 8}, runtimeDims ? 0 : flops, dynamicSizes);
+  if (layer)
+    result.getDefiningOp()->setAttr(kKernelLayerAttr, layer);
+  return result;
 }
 
 /// An integer convolution's i32 bias per output channel (zeros without one).

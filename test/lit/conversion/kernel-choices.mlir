@@ -1,12 +1,16 @@
 // RUN: kiln-opt %s --kiln-lower-to-linalg --split-input-file | FileCheck %s
 
-// Tunable layers are listed in kiln.kernel_layers, each once: two products
-// of the same shape name one layer; the third is another. Untuned, the
-// flags field (the last) keeps no schedule bits.
-// CHECK: module attributes {kiln.kernel_layers = ["conv2d_nhwc_f32:1,1,8,2,1,8,3,1,1,1,1,0,0,1,1,1,0", "conv2d_nhwc_f32:1,1,4,2,1,4,3,1,1,1,1,0,0,1,1,1,0"]}
+// Each tunable layer's call is marked with its name (kernel and parameter
+// block): two products of the same shape share one; the third is another.
+// Untuned, the flags field (the last) keeps no schedule bits.
 // CHECK-LABEL: func.func @untuned
 // CHECK: arith.constant dense<[1, 1, 8, 2, 1, 8, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
 // CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
+// CHECK-SAME: kiln.kernel_layer = "conv2d_nhwc_f32:1,1,8,2,1,8,3,1,1,1,1,0,0,1,1,1,0"
+// CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
+// CHECK-SAME: kiln.kernel_layer = "conv2d_nhwc_f32:1,1,8,2,1,8,3,1,1,1,1,0,0,1,1,1,0"
+// CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
+// CHECK-SAME: kiln.kernel_layer = "conv2d_nhwc_f32:1,1,4,2,1,4,3,1,1,1,1,0,0,1,1,1,0"
 func.func @untuned(%a: tensor<8x2xf32>, %c: tensor<8x2xf32>, %d: tensor<4x2xf32>) -> (tensor<8x3xf32>, tensor<8x3xf32>, tensor<4x3xf32>) {
   %b = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
   %0 = kiln.matmul %a, %b : (tensor<8x2xf32>, tensor<2x3xf32>) -> tensor<8x3xf32>

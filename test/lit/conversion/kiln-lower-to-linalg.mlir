@@ -191,7 +191,7 @@ func.func @attention_mask_split_run(%q: tensor<2x2x3x4x3xf32>, %kt: tensor<2x2x3
 // CHECK: arith.constant dense<[1, 1, 8, 2, 1, 8, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0]> : tensor<17xi64>
 // CHECK: arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 0.000000e+00
 // CHECK: kiln.call_kernel @kiln_conv2d_nhwc_f32
-// CHECK-SAME: {kiln.flops = 96 : i64, result_position = 5 : i64, row_strides = array<i64: 1, 7, -1, 8>}
+// CHECK-SAME: {kiln.flops = 96 : i64, kiln.kernel_layer = "conv2d_nhwc_f32:1,1,8,2,1,8,3,1,1,1,1,0,0,1,1,1,0", result_position = 5 : i64, row_strides = array<i64: 1, 7, -1, 8>}
 func.func @matmul_constant_rhs(%a: tensor<8x2xf32>) -> tensor<8x3xf32> {
   %b = kiln.constant {value = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
   %0 = kiln.matmul %a, %b : (tensor<8x2xf32>, tensor<2x3xf32>) -> tensor<8x3xf32>
