@@ -56,20 +56,15 @@ struct ScheduleKey {
   }
 };
 
-ScheduleKey scheduleKey(const kiln_conv2d_params &p, int64_t schedule) {
-  int64_t rows = schedule & KILN_CONV_HALF_BLOCKS     ? KILN_CONV_PIXEL_BLOCK / 2
-                 : schedule & KILN_CONV_DOUBLE_BLOCKS ? 2 * KILN_CONV_PIXEL_BLOCK
-                                                      : KILN_CONV_PIXEL_BLOCK;
-  int64_t blocks = kiln_conv2d_pixel_blocks(p.oh * p.ow, rows);
-  int pixelMajor = schedule & KILN_CONV_PIXEL_MAJOR   ? 1
-                   : schedule & KILN_CONV_PANEL_MAJOR ? 0
-                                                      : kiln_conv2d_pixel_major(&p, blocks);
+ScheduleKey scheduleKey(kiln_conv2d_params p, int64_t schedule) {
+  p.flags |= schedule;
+  kiln_conv2d_schedule s = kiln_conv2d_schedule_of(&p);
   // One block: both orders give (image, group, panel) items alike. One
   // panel of one group: both give (image, block).
   int64_t panels = (p.oc / p.groups + KILN_KERNEL_PANEL - 1) / KILN_KERNEL_PANEL;
-  if (blocks == 1)
+  if (s.blocks == 1)
     return {0, -1};
-  return {rows, panels * p.groups > 1 ? pixelMajor : -1};
+  return {s.block_rows, panels * p.groups > 1 ? s.pixel_major : -1};
 }
 
 /// 64-byte aligned floats, as the workspace gives the kernels.

@@ -49,9 +49,9 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
   kiln_i64 m = q.oh * q.ow;
-  ConvSchedule schedule = convSchedule(q);
+  ConvSchedule schedule = kiln_conv2d_schedule_of(&q);
   kiln_i64 blocks = schedule.blocks;
-  bool pixelMajor = schedule.pixelMajor;
+  bool pixelMajor = schedule.pixel_major != 0;
   bool copyRows = tileRowsAlias(q, j.ldi);
   // No padding at either end: the end pads are implied by oh and ow (a 1x1
   // convolution padded at the end, as a strided ConvTranspose's phases
@@ -75,7 +75,7 @@ void convTask(void *ctx, kiln_i64 begin, kiln_i64 end) {
       g = rest % q.groups;
       n = rest / q.groups;
     }
-    kiln_i64 start = b * schedule.blockRows, stop = pixelBlockEnd(schedule, b, m);
+    kiln_i64 start = b * schedule.block_rows, stop = pixelBlockEnd(schedule, b, m);
     kiln_i64 panelCols = fg - p * KILN_PANEL < KILN_PANEL ? fg - p * KILN_PANEL : KILN_PANEL;
     bool half = panelCols <= KILN_PANEL / 2;
     if (pointwise && stop - start <= kStreamedRows) {
@@ -206,9 +206,9 @@ void kiln_conv2d_nhwc_f32(kiln_addr params, kiln_addr in, kiln_addr w, kiln_addr
               (const float *)residual, (float *)out, lo, hi, inStride, outStride};
   kiln_i64 fg = q.oc / q.groups;
   kiln_i64 panels = (fg + KILN_PANEL - 1) / KILN_PANEL;
-  ConvSchedule schedule = convSchedule(q);
+  ConvSchedule schedule = kiln_conv2d_schedule_of(&q);
   parallelFor<convTask>(q.n * q.groups * panels * schedule.blocks,
-                        schedule.blockRows * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
+                        schedule.block_rows * KILN_PANEL * q.kh * q.kw * (q.c / q.groups), &job);
 }
 
 } // extern "C"

@@ -605,29 +605,14 @@ INLINE void pointwiseRowStreams(const ConvParams &q, const float *in, const floa
 /// in one nesting or the other (kiln_conv2d_pixel_major in kiln/kernels.h
 /// says which, and why), blocks of kPixelBlock pixels; a tuned layer's
 /// flags may choose the order and halve or double the blocks
-/// (ConvSchedule).
+/// (kiln_conv2d_schedule_of).
 constexpr kiln_i64 kPixelBlock = KILN_CONV_PIXEL_BLOCK;
 
-struct ConvSchedule {
-  kiln_i64 blockRows, blocks;
-  bool pixelMajor;
-};
-
-INLINE ConvSchedule convSchedule(const ConvParams &q) {
-  ConvSchedule s;
-  s.blockRows = q.flags & KILN_CONV_HALF_BLOCKS     ? kPixelBlock / 2
-                : q.flags & KILN_CONV_DOUBLE_BLOCKS ? 2 * kPixelBlock
-                                                    : kPixelBlock;
-  s.blocks = kiln_conv2d_pixel_blocks(q.oh * q.ow, s.blockRows);
-  s.pixelMajor = q.flags & KILN_CONV_PIXEL_MAJOR   ? true
-                 : q.flags & KILN_CONV_PANEL_MAJOR ? false
-                                                   : kiln_conv2d_pixel_major(&q, s.blocks) != 0;
-  return s;
-}
+typedef kiln_conv2d_schedule ConvSchedule;
 
 /// One past the last pixel of block b.
 INLINE kiln_i64 pixelBlockEnd(const ConvSchedule &s, kiln_i64 b, kiln_i64 m) {
-  return b + 1 == s.blocks ? m : (b + 1) * s.blockRows;
+  return b + 1 == s.blocks ? m : (b + 1) * s.block_rows;
 }
 
 template <int N> struct Rows {

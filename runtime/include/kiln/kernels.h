@@ -93,6 +93,25 @@ static inline int kiln_conv2d_pixel_major(const kiln_conv2d_params *p, kiln_kern
       p->groups * panels * KILN_KERNEL_PANEL * p->kh * p->kw * (p->c / p->groups) * 4;
   return blocks >= 8 && weightBytes <= (128 << 10);
 }
+
+/* The schedule a convolution runs with: its flags' choices, else the
+ * defaults above. The kernel and the tuner (which must know which
+ * candidates give the same items) both resolve it here. */
+typedef struct kiln_conv2d_schedule {
+  kiln_kernel_i64 block_rows, blocks;
+  int pixel_major;
+} kiln_conv2d_schedule;
+static inline kiln_conv2d_schedule kiln_conv2d_schedule_of(const kiln_conv2d_params *p) {
+  kiln_conv2d_schedule s;
+  s.block_rows = p->flags & KILN_CONV_HALF_BLOCKS     ? KILN_CONV_PIXEL_BLOCK / 2
+                 : p->flags & KILN_CONV_DOUBLE_BLOCKS ? 2 * KILN_CONV_PIXEL_BLOCK
+                                                      : KILN_CONV_PIXEL_BLOCK;
+  s.blocks = kiln_conv2d_pixel_blocks(p->oh * p->ow, s.block_rows);
+  s.pixel_major = p->flags & KILN_CONV_PIXEL_MAJOR   ? 1
+                  : p->flags & KILN_CONV_PANEL_MAJOR ? 0
+                                                     : kiln_conv2d_pixel_major(p, s.blocks);
+  return s;
+}
 /* kiln_qconv2d_nhwc_u8s8 takes the same block (groups 1), and this flag:
  * the weights are packed with the window flattened (few input channels),
  * kh * kw * c rounded up to 4 at most KILN_QCONV_FLAT_K_MAX_BYTES. */
